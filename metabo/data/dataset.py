@@ -1,0 +1,215 @@
+"""The one dataset type every loader returns.
+
+Notation: n rows, d feature columns. ``X`` is an n x d DataFrame whose numeric columns
+are float64 (NaN marks a missing value) and whose nominal columns are pandas
+``Categorical`` (missing = NaN, never a made-up category); ``y`` is the length-n
+target (a ``Categorical`` for classification, float64 for regression).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from metabo.exceptions import DataQualityError, InputDataError
+
+FeatureKind = Literal["numeric", "nominal"]
+TaskType = Literal["classification", "regression"]
+
+
+@dataclass(frozen=True, eq=False)
+class Dataset:
+    """A supervised learning dataset with its provenance.
+
+    Attributes:
+        name: short name, unique within its ``source``.
+        X: features (see module notation).
+        y: target.
+        source: where it came from: ``sklearn``, ``keel``, ``file``, ``openml``, ...
+        openml_id: the OpenML dataset id when the same data is on OpenML.
+        task: ``classification`` or ``regression``.
+        flags: quality flags, e.g. ``{"lost_decimals": ("A2", "A3")}``; a flagged
+            dataset refuses :meth:`require_clean` (nothing trains on it silently).
+        description: free text (origin, license, repairs made).
+    """
+
+    name: str
+    X: pd.DataFrame
+    y: pd.Series
+    source: str
+    openml_id: int | None = None
+    task: TaskType = "classification"
+    flags: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.X, pd.DataFrame):
+            raise InputDataError(f"dataset {self.name!r}: X must be a DataFrame")
+        if len(self.X) != len(self.y):
+            raise InputDataError(
+                f"dataset {self.name!r}: X has {len(self.X)} rows but y has {len(self.y)}"
+            )
+        if len(self.X) == 0:
+            raise InputDataError(f"dataset {self.name!r} has no rows")
+        if self.X.columns.duplicated().any():
+            dup = list(self.X.columns[self.X.columns.duplicated()])
+            raise InputDataError(f"dataset {self.name!r} has duplicated columns {dup}")
+        for col in self.X.columns:
+            dtype = self.X[col].dtype
+            if not (isinstance(dtype, pd.CategoricalDtype) or dtype == np.float64):
+                raise InputDataError(
+                    f"dataset {self.name!r}: column {col!r} has dtype {dtype}; use "
+                    "Dataset.from_frame to convert to float64 / Categorical"
+                )
+        if self.y.isna().any():
+            raise InputDataError(
+                f"dataset {self.name!r}: the target has {int(self.y.isna().sum())} missing "
+                "values; drop those rows or impute the target before loading"
+            )
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_frame(
+        cls,
+        frame: pd.DataFrame,
+        target: str,
+        *,
+        name: str,
+        source: str,
+        nominal: list[str] | None = None,
+        task: TaskType | None = None,
+        **kwargs: object,
+    ) -> Dataset:
+        """Build a dataset from a table with a named target column.
+
+        Columns of object, string, boolean or category dtype (and those listed in
+        ``nominal``) become ``Categorical``; every other column is cast to float64.
+        ``task`` defaults to classification unless the target is a float column with
+        more than 20 distinct values.
+        """
+        if target not in frame.columns:
+            raise InputDataError(
+                f"dataset {name!r}: no target column {target!r}; columns are "
+                f"{list(frame.columns)[:20]}"
+            )
+        nominal_set = set(nominal or ())
+        unknown = nominal_set - set(frame.columns)
+        if unknown:
+            raise InputDataError(f"dataset {name!r}: nominal columns {sorted(unknown)} not found")
+        y_raw = frame[target]
+        keep = y_raw.notna()
+        frame = frame.loc[keep].reset_index(drop=True)
+        y_raw = y_raw.loc[keep].reset_index(drop=True)
+        X = pd.DataFrame(index=frame.index)
+        for col in frame.columns:
+            if col == target:
+                continue
+            X[str(col)] = _as_feature(frame[col], force_nominal=col in nominal_set, name=name)
+        if task is None:
+            is_float = pd.api.types.is_float_dtype(y_raw)
+            task = "regression" if is_float and y_raw.nunique() > 20 else "classification"
+        if task == "classification":
+            y = y_raw.astype(str).astype("category") if not isinstance(
+                y_raw.dtype, pd.CategoricalDtype
+            ) else y_raw.cat.remove_unused_categories()
+        else:
+            y = pd.to_numeric(y_raw, errors="raise").astype(np.float64)
+        y.name = str(target)
+        return cls(name=name, X=X, y=y, source=source, task=task, **kwargs)  # type: ignore[arg-type]
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def n_instances(self) -> int:
+        return int(len(self.X))
+
+    @property
+    def n_features(self) -> int:
+        return int(self.X.shape[1])
+
+    @property
+    def n_classes(self) -> int:
+        return int(self.y.nunique()) if self.task == "classification" else 0
+
+    @property
+    def feature_kinds(self) -> tuple[FeatureKind, ...]:
+        """``numeric`` or ``nominal`` for each column of ``X``, in order."""
+        return tuple(
+            "nominal" if isinstance(self.X[c].dtype, pd.CategoricalDtype) else "numeric"
+            for c in self.X.columns
+        )
+
+    @property
+    def key(self) -> str:
+        """The knowledge-base id this dataset gets: ``openml-<id>`` or ``<source>-<name>``."""
+        return f"openml-{self.openml_id}" if self.openml_id is not None else f"{self.source}-{self.name}"
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """SHA-256 of the content, invariant to row order and to column names.
+
+        Each row (features in column order, then the target) is hashed with
+        ``pandas.util.hash_pandas_object`` on its values as strings; the row hashes are
+        sorted and hashed again, so a shuffled copy of the data has the same fingerprint.
+        """
+        table = self.X.copy()
+        table.columns = [f"c{i}" for i in range(table.shape[1])]
+        table["__y__"] = self.y.to_numpy()
+        canon = table.apply(_canonical_strings)
+        rows = pd.util.hash_pandas_object(canon, index=False).to_numpy(np.uint64)
+        digest = hashlib.sha256()
+        digest.update(f"{table.shape[0]}x{table.shape[1]}|".encode())
+        digest.update(np.sort(rows).tobytes())
+        return digest.hexdigest()
+
+    def require_clean(self) -> None:
+        """Raise :class:`DataQualityError` if the dataset carries a quality flag."""
+        bad = {k: v for k, v in self.flags.items() if v}
+        if bad:
+            detail = "; ".join(f"{k}: {', '.join(v)}" for k, v in bad.items())
+            raise DataQualityError(
+                f"dataset {self.name!r} ({self.source}) is flagged ({detail}); load it with "
+                "a repair or drop policy, or drop those columns, before training on it"
+            )
+
+    def __repr__(self) -> str:
+        flags = f", flags={dict(self.flags)}" if self.flags else ""
+        return (
+            f"Dataset({self.name!r}, source={self.source!r}, n={self.n_instances}, "
+            f"d={self.n_features}, classes={self.n_classes}, openml_id={self.openml_id}{flags})"
+        )
+
+
+def _as_feature(col: pd.Series, *, force_nominal: bool, name: str) -> pd.Series:
+    """Convert one raw column to float64 or Categorical (strings stripped, '?' = missing)."""
+    if force_nominal or isinstance(col.dtype, pd.CategoricalDtype) or not (
+        pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col)
+    ):
+        if pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col):
+            values = col.map(lambda v: v if pd.isna(v) else _num_label(v))
+        else:
+            values = col.map(lambda v: v if pd.isna(v) else str(v).strip())
+            values = values.where(~values.isin(["?", ""]), np.nan)
+        return values.astype("category")
+    try:
+        return col.astype(np.float64)
+    except (TypeError, ValueError) as e:  # pragma: no cover - numeric dtype always casts
+        raise InputDataError(f"dataset {name!r}: column {col.name!r} is not numeric") from e
+
+
+def _num_label(v: float) -> str:
+    """A category label for a number: ``3`` rather than ``3.0`` for integral values."""
+    f = float(v)
+    return str(int(f)) if f.is_integer() else repr(f)
+
+
+def _canonical_strings(col: pd.Series) -> pd.Series:
+    """Values as strings that do not depend on dtype details (1 and 1.0 agree)."""
+    if pd.api.types.is_numeric_dtype(col) and not isinstance(col.dtype, pd.CategoricalDtype):
+        return col.map(lambda v: "NaN" if pd.isna(v) else repr(float(v)))
+    return col.astype(object).map(lambda v: "NaN" if pd.isna(v) else str(v))

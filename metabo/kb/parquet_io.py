@@ -1,0 +1,100 @@
+"""Export a knowledge base to Parquet files and import them back.
+
+Export writes one ``<table>.parquet`` per table plus ``manifest.json`` (schema version,
+row counts) into a folder, through DuckDB's ``COPY ... (FORMAT parquet)``: column types,
+NULLs, timestamps and blobs survive exactly. Import reads the files (checking the
+manifest), and inserts into each table the rows whose key is not stored yet, all in
+one transaction: importing twice is importing once, and a failed import stores nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import duckdb
+
+from metabo.exceptions import InputDataError, KnowledgeBaseError, SchemaVersionError
+from metabo.kb.schema import SCHEMA_VERSION, TABLE_KEYS, TABLES
+
+if TYPE_CHECKING:
+    from metabo.kb.store import KnowledgeBase
+
+logger = logging.getLogger(__name__)
+
+MANIFEST = "manifest.json"
+
+
+def export_parquet(kb: KnowledgeBase, folder: str | Path, *, compression: str = "zstd") -> dict[str, int]:
+    """Write every table to ``folder/<table>.parquet``; return the row counts."""
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    if compression not in {"zstd", "snappy", "gzip", "uncompressed"}:
+        raise InputDataError(f"unknown Parquet compression {compression!r}")
+    counts: dict[str, int] = {}
+    con = kb.connection
+    for table in TABLES:
+        order = ", ".join(TABLE_KEYS[table])
+        target = out / f"{table}.parquet"
+        # COPY takes no parameters for the file name; the path is quoted as a literal.
+        literal = "'" + str(target).replace("'", "''") + "'"
+        con.execute(
+            f"COPY (SELECT * FROM {table} ORDER BY {order}) TO {literal} "  # noqa: S608 - fixed names
+            f"(FORMAT parquet, COMPRESSION {compression})"
+        )
+        counts[table] = int(con.execute(f"SELECT count(*) FROM {table}").fetchone()[0])  # noqa: S608
+    (out / MANIFEST).write_text(json.dumps({"schema_version": kb.schema_version(), "rows": counts}, indent=2))
+    logger.info("exported %s to %s", counts, out)
+    return counts
+
+
+def import_parquet(kb: KnowledgeBase, folder: str | Path) -> dict[str, int]:
+    """Import an export folder; return the rows newly written per table."""
+    src = Path(folder)
+    manifest_path = src / MANIFEST
+    if not manifest_path.is_file():
+        raise InputDataError(f"{src} is not a metabo export (no {MANIFEST})")
+    try:
+        manifest = json.loads(manifest_path.read_text())
+        version = int(manifest["schema_version"])
+    except (ValueError, KeyError, TypeError) as e:
+        raise InputDataError(f"{manifest_path} is corrupt: {e}") from e
+    if version > SCHEMA_VERSION:
+        raise SchemaVersionError(f"export has schema version {version}; this metabo knows {SCHEMA_VERSION}")
+    con = kb.connection
+    added: dict[str, int] = {}
+    try:
+        with kb.transaction():
+            for table in TABLES:
+                path = src / f"{table}.parquet"
+                if not path.is_file():
+                    raise InputDataError(f"{path} is missing from the export")
+                rel = con.read_parquet(str(path))
+                expected = int(manifest["rows"].get(table, -1))
+                if expected >= 0 and rel.shape[0] != expected:
+                    raise InputDataError(
+                        f"{path} has {rel.shape[0]} rows, the manifest says {expected}: truncated file?"
+                    )
+                cols = [c[0] for c in con.execute(f"DESCRIBE {table}").fetchall()]  # noqa: S608
+                missing = set(cols) - set(rel.columns)
+                if missing and version == SCHEMA_VERSION:
+                    raise InputDataError(f"{path} lacks columns {sorted(missing)}")
+                shared = [c for c in cols if c in rel.columns]
+                key = TABLE_KEYS[table]
+                cond = " AND ".join(f"t.{k} = b.{k}" for k in key)
+                con.register("_import_batch", rel)
+                try:
+                    n = con.execute(
+                        f"INSERT INTO {table} ({', '.join(shared)}) "  # noqa: S608 - fixed names
+                        f"SELECT {', '.join('b.' + c for c in shared)} FROM _import_batch b "
+                        f"WHERE NOT EXISTS (SELECT 1 FROM {table} t WHERE {cond})"
+                    ).fetchone()[0]
+                finally:
+                    con.unregister("_import_batch")
+                added[table] = int(n)
+    except duckdb.Error as e:
+        raise KnowledgeBaseError(f"import of {src} failed, nothing was imported: {e}") from e
+    logger.info("imported %s from %s", added, src)
+    return added

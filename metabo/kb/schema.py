@@ -1,0 +1,158 @@
+"""The knowledge base schema and its migrations.
+
+Each migration is registered once, in order, with the SQL that moves the schema from
+version ``v - 1`` to ``v``; applied versions are recorded in ``schema_migrations`` (the
+sqlite-utils ``migrations.py`` habit). Opening a store applies what is pending, each
+migration in its own transaction, so a crash leaves the store at the last complete
+version.
+
+Tables (lower ``runs.value`` is better, always):
+
+- ``datasets``: one row per dataset; ``dataset_id`` is ``openml-<id>`` or
+  ``<source>-<name>``; the content ``fingerprint`` joins the same data from two sources.
+- ``meta_features``: (dataset, name) -> value, with the ``source`` that computed it.
+- ``algorithms``: algorithm names runs may refer to.
+- ``configurations``: ``config_id`` = SHA-256 prefix of the canonical JSON of
+  ``{"algorithm": ..., "params": ...}`` (see :mod:`metabo.kb.canonical`).
+- ``runs``: one evaluation; ``run_id`` = MD5 of its identity (dataset, configuration,
+  metric, fold, repeat, split seed, source, fidelity), which makes ingestion idempotent.
+- ``predictions``: a run's validation (or test) outputs, float32, zlib-compressed.
+- ``sessions``: tuning sessions; their runs carry ``source = 'session:<id>'``.
+- ``ingest_state``: cursors of resumable ingestions (key -> JSON value).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One schema step: ``version`` is reached by running ``statements`` in order."""
+
+    version: int
+    description: str
+    statements: tuple[str, ...]
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        1,
+        "initial schema",
+        (
+            """CREATE TABLE datasets (
+                dataset_id VARCHAR PRIMARY KEY,
+                name VARCHAR NOT NULL,
+                source VARCHAR NOT NULL,
+                openml_id BIGINT,
+                fingerprint VARCHAR,
+                task VARCHAR NOT NULL DEFAULT 'classification',
+                n_instances BIGINT,
+                n_features BIGINT,
+                n_classes BIGINT,
+                flags VARCHAR NOT NULL DEFAULT '{}',
+                description VARCHAR NOT NULL DEFAULT '',
+                created_at TIMESTAMP NOT NULL
+            )""",
+            """CREATE TABLE meta_features (
+                dataset_id VARCHAR NOT NULL,
+                name VARCHAR NOT NULL,
+                value DOUBLE,
+                source VARCHAR NOT NULL,
+                PRIMARY KEY (dataset_id, name)
+            )""",
+            """CREATE TABLE algorithms (
+                name VARCHAR PRIMARY KEY,
+                family VARCHAR NOT NULL DEFAULT '',
+                description VARCHAR NOT NULL DEFAULT '',
+                created_at TIMESTAMP NOT NULL
+            )""",
+            """CREATE TABLE configurations (
+                config_id VARCHAR PRIMARY KEY,
+                algorithm VARCHAR NOT NULL,
+                params VARCHAR NOT NULL,
+                created_at TIMESTAMP NOT NULL
+            )""",
+            """CREATE TABLE runs (
+                run_id VARCHAR NOT NULL,
+                dataset_id VARCHAR NOT NULL,
+                config_id VARCHAR NOT NULL,
+                metric VARCHAR NOT NULL,
+                value DOUBLE,
+                fold INTEGER NOT NULL,
+                repeat INTEGER NOT NULL,
+                split_seed BIGINT,
+                fit_seconds DOUBLE,
+                predict_seconds DOUBLE,
+                status VARCHAR NOT NULL,
+                message VARCHAR,
+                source VARCHAR NOT NULL,
+                created_at TIMESTAMP NOT NULL
+            )""",
+            """CREATE TABLE predictions (
+                run_id VARCHAR NOT NULL,
+                split VARCHAR NOT NULL,
+                n_rows INTEGER NOT NULL,
+                n_cols INTEGER NOT NULL,
+                data BLOB NOT NULL,
+                PRIMARY KEY (run_id, split)
+            )""",
+            """CREATE TABLE sessions (
+                session_id VARCHAR PRIMARY KEY,
+                dataset_id VARCHAR,
+                strategy VARCHAR NOT NULL,
+                settings VARCHAR NOT NULL DEFAULT '{}',
+                status VARCHAR NOT NULL DEFAULT 'running',
+                created_at TIMESTAMP NOT NULL,
+                updated_at TIMESTAMP NOT NULL
+            )""",
+            """CREATE TABLE ingest_state (
+                key VARCHAR PRIMARY KEY,
+                value VARCHAR NOT NULL,
+                updated_at TIMESTAMP NOT NULL
+            )""",
+        ),
+    ),
+    Migration(
+        2,
+        "runs.fidelity (training-set size, epochs, ...) for multi-fidelity sources such as LCDB",
+        ("ALTER TABLE runs ADD COLUMN fidelity DOUBLE",),
+    ),
+)
+
+SCHEMA_VERSION = MIGRATIONS[-1].version
+
+# Columns of each table in schema order, for export/import and validation.
+TABLES: tuple[str, ...] = (
+    "datasets",
+    "meta_features",
+    "algorithms",
+    "configurations",
+    "runs",
+    "predictions",
+    "sessions",
+    "ingest_state",
+)
+
+# The primary identity of each table's rows, used to import idempotently.
+TABLE_KEYS: dict[str, tuple[str, ...]] = {
+    "datasets": ("dataset_id",),
+    "meta_features": ("dataset_id", "name"),
+    "algorithms": ("name",),
+    "configurations": ("config_id",),
+    "runs": ("run_id",),
+    "predictions": ("run_id", "split"),
+    "sessions": ("session_id",),
+    "ingest_state": ("key",),
+}
+
+RUN_STATUSES: tuple[str, ...] = ("ok", "crash", "timeout", "memout")
+
+# SQL expression of a run's identity hash over a relation with the runs' columns.
+# Positions are fixed; fidelity is appended only when present, so the ids of runs
+# written before migration 2 stay valid.
+RUN_ID_SQL = (
+    "md5(concat_ws('|', dataset_id, config_id, metric, CAST(fold AS VARCHAR), "
+    "CAST(repeat AS VARCHAR), coalesce(CAST(split_seed AS VARCHAR), ''), source) "
+    "|| coalesce('|f=' || CAST(CAST(fidelity AS DOUBLE) AS VARCHAR), ''))"
+)
