@@ -1,0 +1,169 @@
+"""Questions people ask of a knowledge base.
+
+Notation: T tasks (datasets), C configurations of one algorithm, y_tc the mean value of
+configuration c on task t over its folds/repeats (lower is better), m the meta-feature
+vector of a task.
+
+- :func:`runs`: the runs of a task and/or algorithm as a DataFrame, params decoded.
+- :func:`performance_matrix`: the T x C matrix (y_tc), NaN where c was not run on t.
+- :func:`mean_ranks`: per configuration, the mean over tasks of its rank within the
+  task (ties share the average rank; ranks computed among the configurations observed
+  on that task), with the number of tasks it was ranked on.
+- :func:`nearest_tasks`: tasks ordered by the Euclidean distance between meta-feature
+  vectors after each meta-feature is z-scored across the stored tasks (features with
+  zero spread are dropped; a feature missing for one side is skipped, and the distance
+  is rescaled by sqrt(total / used) so tasks with fewer shared features are comparable).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from metabo.exceptions import InputDataError, UnknownAlgorithmError
+
+if TYPE_CHECKING:
+    from metabo.kb.store import KnowledgeBase
+
+
+def _where(filters: Mapping[str, object]) -> tuple[str, list[object]]:
+    parts, params = [], []
+    for column, value in filters.items():
+        if value is None:
+            continue
+        parts.append(f"{column} = ?")
+        params.append(value)
+    return (" WHERE " + " AND ".join(parts)) if parts else "", params
+
+
+def runs(
+    kb: KnowledgeBase,
+    *,
+    dataset_id: str | None = None,
+    algorithm: str | None = None,
+    metric: str | None = None,
+    status: str | None = "ok",
+    decode_params: bool = True,
+) -> pd.DataFrame:
+    """Runs joined with their configuration (``algorithm``, ``params``), oldest first."""
+    where, params = _where(
+        {"r.dataset_id": dataset_id, "c.algorithm": algorithm, "r.metric": metric, "r.status": status}
+    )
+    df = kb.query(
+        "SELECT r.*, c.algorithm, c.params FROM runs r JOIN configurations c USING (config_id)"
+        + where + " ORDER BY r.created_at, r.run_id",
+        params,
+    )
+    if decode_params and not df.empty:
+        df["params"] = [json.loads(p) for p in df["params"]]
+    return df
+
+
+def performance_matrix(
+    kb: KnowledgeBase, algorithm: str, *, metric: str = "error_rate", fidelity: float | None = None
+) -> pd.DataFrame:
+    """Task x configuration matrix of mean values (rows ``dataset_id``, columns ``config_id``)."""
+    _require_algorithm(kb, algorithm)
+    fid_sql = "r.fidelity IS NULL" if fidelity is None else "r.fidelity = ?"
+    params: list[object] = [algorithm, metric] + ([] if fidelity is None else [float(fidelity)])
+    long = kb.query(
+        "SELECT r.dataset_id, r.config_id, avg(r.value) AS value FROM runs r "
+        "JOIN configurations c USING (config_id) "
+        f"WHERE c.algorithm = ? AND r.metric = ? AND r.status = 'ok' AND {fid_sql} "
+        "GROUP BY r.dataset_id, r.config_id",
+        params,
+    )
+    if long.empty:
+        return pd.DataFrame(dtype=float)
+    matrix = long.pivot(index="dataset_id", columns="config_id", values="value")
+    return matrix.sort_index().sort_index(axis=1)
+
+
+def mean_ranks(
+    kb: KnowledgeBase, algorithm: str, *, metric: str = "error_rate", min_tasks: int = 1
+) -> pd.DataFrame:
+    """Configurations of ``algorithm`` by mean within-task rank (1 = best), best first."""
+    _require_algorithm(kb, algorithm)
+    df = kb.query(
+        """WITH per_task AS (
+               SELECT r.dataset_id, r.config_id, avg(r.value) AS value FROM runs r
+               JOIN configurations c USING (config_id)
+               WHERE c.algorithm = ? AND r.metric = ? AND r.status = 'ok' AND r.fidelity IS NULL
+               GROUP BY r.dataset_id, r.config_id),
+           ranked AS (
+               SELECT config_id,
+                      (rank() OVER w + (count(*) OVER (PARTITION BY dataset_id, value) - 1) / 2.0) AS rnk
+               FROM per_task WINDOW w AS (PARTITION BY dataset_id ORDER BY value))
+           SELECT r.config_id, avg(rnk) AS mean_rank, count(*) AS n_tasks, any_value(c.params) AS params
+           FROM ranked r JOIN configurations c USING (config_id)
+           GROUP BY r.config_id HAVING count(*) >= ?
+           ORDER BY mean_rank, n_tasks DESC, config_id""",
+        [algorithm, metric, int(min_tasks)],
+    )
+    return df
+
+
+def meta_feature_matrix(kb: KnowledgeBase, names: Sequence[str] | None = None) -> pd.DataFrame:
+    """Datasets x meta-features (NaN where a value is missing or undefined)."""
+    long = kb.query("SELECT dataset_id, name, value FROM meta_features")
+    if long.empty:
+        return pd.DataFrame(dtype=float)
+    wide = long.pivot(index="dataset_id", columns="name", values="value").astype(float)
+    if names is not None:
+        wide = wide.reindex(columns=list(names))
+    return wide.sort_index()
+
+
+def nearest_tasks(
+    kb: KnowledgeBase,
+    target: Mapping[str, float] | str,
+    *,
+    k: int = 5,
+    names: Sequence[str] | None = None,
+    exclude: Sequence[str] = (),
+) -> pd.DataFrame:
+    """The ``k`` stored tasks closest to ``target`` (a dataset id or meta-feature dict).
+
+    Returns columns ``dataset_id``, ``distance``, ``n_features_used``, nearest first.
+    """
+    if k < 1:
+        raise InputDataError("k must be >= 1")
+    matrix = meta_feature_matrix(kb, names)
+    if isinstance(target, str):
+        if target not in matrix.index:
+            raise InputDataError(f"dataset {target!r} has no meta-features stored")
+        query = matrix.loc[target]
+        exclude = (*exclude, target)
+    else:
+        query = pd.Series({str(n): float(v) for n, v in target.items()}, dtype=float)
+    matrix = matrix.drop(index=[e for e in exclude if e in matrix.index])
+    common = [c for c in matrix.columns if c in query.index and np.isfinite(query[c])]
+    if not common or matrix.empty:
+        raise InputDataError("no meta-feature is shared by the target and the stored tasks")
+    values = matrix[common].to_numpy(float)
+    mu = np.nanmean(values, axis=0)
+    sd = np.nanstd(values, axis=0)
+    keep = np.isfinite(sd) & (sd > 0)
+    if not keep.any():
+        raise InputDataError("every shared meta-feature is constant across the stored tasks")
+    z = (values[:, keep] - mu[keep]) / sd[keep]
+    q = (query[common].to_numpy(float)[keep] - mu[keep]) / sd[keep]
+    diff2 = (z - q) ** 2
+    used = np.isfinite(diff2).sum(axis=1)
+    total = np.nansum(diff2, axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        dist = np.sqrt(total * keep.sum() / used)
+    out = pd.DataFrame({"dataset_id": matrix.index, "distance": dist, "n_features_used": used})
+    out = out[used > 0].sort_values(["distance", "dataset_id"], kind="mergesort")
+    return out.head(k).reset_index(drop=True)
+
+
+def _require_algorithm(kb: KnowledgeBase, algorithm: str) -> None:
+    if kb.connection.execute("SELECT 1 FROM algorithms WHERE name = ?", [algorithm]).fetchone() is None:
+        raise UnknownAlgorithmError(
+            f"unknown algorithm {algorithm!r}; stored: {kb.algorithms()[:10]}"
+        )

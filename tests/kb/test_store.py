@@ -1,0 +1,263 @@
+"""The store: schema, migrations, datasets, configurations, runs, predictions, sessions."""
+
+from __future__ import annotations
+
+import json
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from metabo.data.dataset import Dataset
+from metabo.exceptions import (
+    InputDataError,
+    KnowledgeBaseError,
+    SchemaVersionError,
+    UnknownAlgorithmError,
+    UnknownDatasetError,
+)
+from metabo.kb import KnowledgeBase
+from metabo.kb.canonical import canonical_json, config_id
+from metabo.kb.schema import MIGRATIONS, SCHEMA_VERSION
+
+
+def _frame(seed: int = 0, n: int = 30) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame(
+        {"a": rng.normal(size=n), "b": rng.choice(["x", "y"], size=n), "t": rng.choice(["p", "q"], size=n)}
+    )
+
+
+@pytest.fixture
+def kb(tmp_path):
+    with KnowledgeBase(tmp_path / "kb.duckdb") as store:
+        store.add_algorithms(["knn", "svm_rbf"])
+        ds = Dataset.from_frame(_frame(), "t", name="toy", source="test")
+        store.add_dataset(ds, {"NumberOfInstances": 30.0})
+        yield store
+
+
+def _runs(n: int, dataset_id: str = "test-toy", seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame(
+        {
+            "dataset_id": dataset_id,
+            "algorithm": "knn",
+            "params": [json.dumps({"n_neighbors": int(k)}) for k in rng.integers(1, 50, n)],
+            "metric": "error_rate",
+            "value": rng.random(n),
+            "fold": rng.integers(0, 5, n),
+            "source": "test",
+        }
+    )
+
+
+def test_fresh_store_is_at_latest_schema(kb):
+    assert kb.schema_version() == SCHEMA_VERSION
+    versions = [r[0] for r in kb.connection.execute("SELECT version FROM schema_migrations ORDER BY 1").fetchall()]
+    assert versions == [m.version for m in MIGRATIONS]
+
+
+def test_migration_from_version_1_keeps_runs_and_their_ids(tmp_path):
+    path = tmp_path / "old.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, description VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL)")
+    for stmt in MIGRATIONS[0].statements:
+        con.execute(stmt)
+    con.execute("INSERT INTO schema_migrations VALUES (1, 'initial schema', now())")
+    con.close()
+    # A store at version 1 is migrated on open; a run written before and after agrees on its id.
+    with KnowledgeBase(path) as store:
+        assert store.schema_version() == SCHEMA_VERSION
+        assert "fidelity" in store.query("DESCRIBE runs")["column_name"].tolist()
+
+
+def test_newer_schema_is_refused(tmp_path):
+    path = tmp_path / "new.duckdb"
+    KnowledgeBase(path).close()
+    con = duckdb.connect(str(path))
+    con.execute("INSERT INTO schema_migrations VALUES (99, 'future', now())")
+    con.close()
+    with pytest.raises(SchemaVersionError):
+        KnowledgeBase(path)
+
+
+def test_corrupt_file_gives_clear_error(tmp_path):
+    path = tmp_path / "corrupt.duckdb"
+    path.write_bytes(b"this is not a duckdb file" * 200)
+    with pytest.raises(KnowledgeBaseError, match="cannot open knowledge base"):
+        KnowledgeBase(path)
+
+
+def test_same_content_from_two_sources_is_one_dataset(kb):
+    frame = _frame()
+    shuffled = frame.sample(frac=1.0, random_state=3).rename(columns={"a": "A1", "b": "A2"})
+    other = Dataset.from_frame(shuffled, "t", name="toy-copy", source="keel")
+    assert kb.add_dataset(other) == "test-toy"
+    assert kb.stats()["datasets"] == 1
+
+
+def test_openml_id_joins_descriptions(kb):
+    a = kb.register_dataset(name="anneal", source="openml", openml_id=2, n_instances=898)
+    b = kb.register_dataset(name="anneal", source="pmf", openml_id=2, n_features=39)
+    assert a == b == "openml-2"
+    row = kb.get_dataset("openml-2")
+    assert (row["n_instances"], row["n_features"]) == (898, 39)
+    assert kb.resolve_dataset(2) == kb.resolve_dataset("openml:2") == "openml-2"
+
+
+def test_unknown_dataset_and_algorithm_change_nothing(kb):
+    before = kb.stats()
+    bad = _runs(5)
+    bad.loc[3, "dataset_id"] = "nope"
+    with pytest.raises(UnknownDatasetError, match="nope"):
+        kb.add_runs(bad)
+    bad = _runs(5)
+    bad.loc[2, "algorithm"] = "mystery"
+    with pytest.raises(UnknownAlgorithmError, match="mystery"):
+        kb.add_runs(bad)
+    assert kb.stats() == before
+    with pytest.raises(UnknownDatasetError):
+        kb.get_dataset("nope")
+
+
+def test_nan_value_is_refused_for_ok_runs_and_nothing_is_stored(kb):
+    before = kb.stats()
+    bad = _runs(10)
+    bad.loc[7, "value"] = np.nan
+    with pytest.raises(InputDataError, match="finite value"):
+        kb.add_runs(bad)
+    assert kb.stats() == before
+    # A crash without a value is fine and keeps its message.
+    rid = kb.add_run(dataset_id="test-toy", algorithm="knn", params={"n_neighbors": 3}, metric="error_rate",
+                     status="crash", message="ValueError: boom", source="s")
+    row = kb.query("SELECT value, status, message FROM runs WHERE run_id = ?", [rid]).iloc[0]
+    assert np.isnan(row["value"]) and row["status"] == "crash" and row["message"] == "ValueError: boom"
+
+
+def test_config_that_is_not_json_changes_nothing(kb):
+    before = kb.stats()
+    bad = _runs(4)
+    bad.loc[1, "params"] = "{n_neighbors: 3"
+    with pytest.raises(InputDataError, match="not valid JSON"):
+        kb.add_runs(bad)
+    bad.loc[1, "params"] = "[1, 2]"
+    with pytest.raises(InputDataError, match="JSON object"):
+        kb.add_runs(bad)
+    assert kb.stats() == before
+
+
+def test_bad_status_and_negative_times(kb):
+    bad = _runs(3)
+    bad["status"] = ["ok", "exploded", "ok"]
+    with pytest.raises(InputDataError, match="status"):
+        kb.add_runs(bad)
+    bad = _runs(3)
+    bad["fit_seconds"] = [1.0, -2.0, 0.5]
+    with pytest.raises(InputDataError, match="fit_seconds"):
+        kb.add_runs(bad)
+
+
+def test_ingest_twice_is_once(kb):
+    batch = _runs(200)
+    n1 = kb.add_runs(batch)
+    counts = kb.stats()
+    n2 = kb.add_runs(batch)
+    assert n2 == 0
+    assert kb.stats() == counts
+    # duplicates inside one batch are stored once too
+    expected = batch.drop_duplicates(["params", "fold"]).shape[0]
+    assert n1 == expected == counts["runs"]
+
+
+def test_run_identity_includes_fold_seed_source_and_fidelity(kb):
+    base = dict(dataset_id="test-toy", algorithm="knn", params={"n_neighbors": 1}, metric="error_rate", value=0.2, source="s")
+    ids = {
+        kb.add_run(**base),
+        kb.add_run(**{**base, "fold": 1}),
+        kb.add_run(**{**base, "split_seed": 7}),
+        kb.add_run(**{**base, "source": "t"}),
+        kb.add_run(**{**base, "fidelity": 100.0}),
+        kb.add_run(**{**base, "metric": "log_loss"}),
+    }
+    assert len(ids) == 6
+    assert kb.add_run(**base) in ids
+
+
+def test_failed_batch_inside_transaction_rolls_back_everything(kb):
+    before = kb.stats()
+    with pytest.raises(InputDataError):
+        with kb.transaction():
+            kb.add_runs(_runs(50, seed=1))
+            kb.add_runs(_runs(5).assign(value=np.nan))
+    assert kb.stats() == before
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    params=st.dictionaries(
+        st.text(min_size=1, max_size=8),
+        st.one_of(st.integers(-10**6, 10**6), st.floats(allow_nan=False, allow_infinity=False),
+                  st.booleans(), st.none(), st.text(max_size=10)),
+        max_size=6,
+    )
+)
+def test_canonical_json_round_trip_and_order_invariance(params):
+    text = canonical_json(params)
+    assert json.loads(text) == params
+    reordered = dict(reversed(list(params.items())))
+    assert canonical_json(reordered) == text
+    assert config_id("knn", reordered) == config_id("knn", text)
+
+
+def test_canonical_rejects_non_finite_and_objects():
+    with pytest.raises(InputDataError, match="finite"):
+        canonical_json({"C": float("inf")})
+    with pytest.raises(InputDataError, match="type"):
+        canonical_json({"C": object()})
+    assert config_id("knn", {"k": np.int64(3)}) == config_id("knn", {"k": 3})
+    assert config_id("knn", {"k": 3}) != config_id("knn", {"k": 3.0})
+    assert config_id("knn", {"k": 3}) != config_id("svm_rbf", {"k": 3})
+
+
+def test_predictions_round_trip(kb):
+    rid = kb.add_run(dataset_id="test-toy", algorithm="knn", params={"n_neighbors": 3}, metric="error_rate", value=0.1, source="s")
+    proba = np.random.default_rng(0).dirichlet(np.ones(3), size=40)
+    kb.add_predictions(rid, proba)
+    back = kb.get_predictions(rid)
+    np.testing.assert_array_equal(back, proba.astype(np.float32))
+    with pytest.raises(InputDataError, match="unknown run"):
+        kb.add_predictions("nope", proba)
+    with pytest.raises(InputDataError, match="NaN"):
+        kb.add_predictions(rid, np.full((3, 2), np.nan))
+
+
+def test_meta_features_nan_is_null_and_replace(kb):
+    kb.add_meta_features("test-toy", {"ClassEntropy": float("nan"), "NumberOfInstances": 31})
+    mf = kb.query("SELECT name, value FROM meta_features WHERE dataset_id = 'test-toy' ORDER BY name")
+    assert mf.set_index("name")["value"].isna()["ClassEntropy"]
+    assert mf.set_index("name")["value"]["NumberOfInstances"] == 31
+    with pytest.raises(InputDataError):
+        kb.add_meta_features("test-toy", {"x": "abc"})
+
+
+def test_sessions_and_state(kb):
+    kb.add_session("s1", strategy="random", dataset_id="test-toy", settings={"budget": 10})
+    assert kb.add_session("s1", strategy="random") == "s1"
+    kb.set_session_status("s1", "done")
+    assert kb.query("SELECT status FROM sessions").iloc[0, 0] == "done"
+    assert kb.get_state("cursor", 0) == 0
+    kb.set_state("cursor", {"offset": 5})
+    assert kb.get_state("cursor") == {"offset": 5}
+
+
+def test_stats_counts_runs_by_status(kb):
+    kb.add_runs(_runs(10))
+    kb.add_run(dataset_id="test-toy", algorithm="knn", params={"n_neighbors": 99}, metric="error_rate",
+               status="timeout", source="s")
+    s = kb.stats()
+    assert s["runs_by_status"] == {"ok": s["runs"] - 1, "crash": 0, "timeout": 1, "memout": 0}
+    assert s["datasets"] == 1 and s["algorithms"] == 2
