@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from metabo.exceptions import InputDataError, UnknownDatasetError
 from metabo.kb.schema import RUN_ID_SQL, RUN_STATUSES
@@ -30,6 +31,10 @@ if TYPE_CHECKING:
 RUN_COLUMNS: tuple[str, ...] = (
     "run_id", "dataset_id", "config_id", "metric", "value", "fold", "repeat", "split_seed",
     "fit_seconds", "predict_seconds", "status", "message", "source", "created_at", "fidelity",
+)
+# The columns that identify a run (hashed into run_id by RUN_ID_SQL).
+IDENTITY_COLUMNS: tuple[str, ...] = (
+    "dataset_id", "config_id", "metric", "fold", "repeat", "split_seed", "source", "fidelity",
 )
 _DEFAULTS: dict[str, Any] = {
     "fold": 0, "repeat": 0, "split_seed": pd.NA, "fidelity": np.nan, "fit_seconds": np.nan,
@@ -60,10 +65,13 @@ def normalize_runs(kb: KnowledgeBase, runs: pd.DataFrame | Iterable[Mapping[str,
     for col in ("dataset_id", "metric", "source"):
         if col not in frame.columns or frame[col].isna().any():
             raise InputDataError(f"every run needs a {col!r}")
-        frame[col] = frame[col].astype(str)
+        if pd.api.types.infer_dtype(frame[col], skipna=False) != "string":
+            frame[col] = frame[col].astype(str)
     for col, default in _DEFAULTS.items():
         if col not in frame.columns:
             frame[col] = default
+        elif col in ("fold", "repeat", "status"):  # rows given as mappings may omit keys
+            frame[col] = frame[col].where(frame[col].notna(), default)
 
     # status and value
     bad = ~frame["status"].isin(RUN_STATUSES)
@@ -143,19 +151,25 @@ def insert_normalized(kb: KnowledgeBase, frame: pd.DataFrame) -> int:
     """Insert a normalized batch; return how many rows were new.
 
     ``run_id`` is computed inside DuckDB from the identity columns; rows whose id is
-    already stored, or repeated within the batch, are skipped (the first one wins).
+    already stored are skipped by an anti-join. Rows repeated within the batch (rare)
+    are found by a hash aggregate on the identity columns first, and only then is the
+    slower window de-duplication used (the first row wins).
     """
     if frame.empty:
         return 0
     con = kb.connection
     cols = [c for c in RUN_COLUMNS if c != "run_id"]
-    con.register("_run_batch", frame[cols])
+    con.register("_run_batch", pa.Table.from_pandas(frame[cols], preserve_index=False))
     try:
+        identity = ", ".join(IDENTITY_COLUMNS)
+        repeated = con.execute(
+            f"SELECT count(*) FROM (SELECT 1 FROM _run_batch GROUP BY {identity} HAVING count(*) > 1)"  # noqa: S608
+        ).fetchone()[0]
+        dedup = "QUALIFY row_number() OVER (PARTITION BY b.run_id ORDER BY b.created_at) = 1" if repeated else ""
         inserted = con.execute(
             f"""INSERT INTO runs ({", ".join(RUN_COLUMNS)})
-                SELECT * FROM (SELECT {RUN_ID_SQL} AS run_id, {", ".join(cols)} FROM _run_batch) b
-                WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE r.run_id = b.run_id)
-                QUALIFY row_number() OVER (PARTITION BY b.run_id ORDER BY b.created_at) = 1"""  # noqa: S608
+                SELECT b.* FROM (SELECT {RUN_ID_SQL} AS run_id, {", ".join(cols)} FROM _run_batch) b
+                ANTI JOIN runs r ON r.run_id = b.run_id {dedup}"""  # noqa: S608
         ).fetchone()[0]
     finally:
         con.unregister("_run_batch")

@@ -295,39 +295,50 @@ class KnowledgeBase:
     def add_meta_features(
         self, dataset_id: str, values: Mapping[str, float], *, source: str = "metabo"
     ) -> int:
-        """Store (replace) meta-features of a stored dataset; returns how many were written.
+        """Store (replace) meta-features of one stored dataset; returns how many were written."""
+        frame = pd.DataFrame({"dataset_id": dataset_id, "name": [str(n) for n in values],
+                              "value": list(values.values()), "source": source})
+        return self.add_meta_features_frame(frame)
 
-        NaN is stored as NULL (the quantity is undefined for this dataset).
+    def add_meta_features_frame(self, frame: pd.DataFrame) -> int:
+        """Bulk path: store (replace) rows ``dataset_id, name, value[, source]``.
+
+        NaN or None is stored as NULL (the quantity is undefined for that dataset);
+        infinite or non-numeric values and unknown datasets are refused, storing nothing.
         """
-        self.get_dataset(dataset_id)
-        rows = []
-        for name, v in values.items():
-            if v is None:
-                value = None
-            else:
-                try:
-                    value = float(v)
-                except (TypeError, ValueError) as e:
-                    raise InputDataError(f"meta-feature {name!r} = {v!r} is not a number") from e
-                if np.isnan(value):
-                    value = None
-                elif not np.isfinite(value):
-                    raise InputDataError(f"meta-feature {name!r} is {value}")
-            rows.append((dataset_id, str(name), value, source))
-        frame = pd.DataFrame(rows, columns=["dataset_id", "name", "value", "source"])
-        frame["value"] = frame["value"].astype("float64")
+        frame = frame.copy()
+        if "source" not in frame.columns:
+            frame["source"] = "metabo"
+        missing = {"dataset_id", "name", "value"} - set(frame.columns)
+        if missing:
+            raise InputDataError(f"meta-feature rows need columns {sorted(missing)}")
+        try:
+            values = pd.to_numeric(frame["value"], errors="raise").astype(np.float64)
+        except (TypeError, ValueError) as e:
+            raise InputDataError(f"meta-feature values must be numbers: {e}") from e
+        if np.isinf(values).any():
+            bad = frame.loc[np.isinf(values), "name"].tolist()[:5]
+            raise InputDataError(f"meta-features {bad} are infinite")
+        frame["value"] = values
+        frame = frame[["dataset_id", "name", "value", "source"]].astype(
+            {"dataset_id": str, "name": str, "source": str}
+        ).drop_duplicates(["dataset_id", "name"], keep="last")
         with self.transaction() as tx:
             tx.register("_mf_batch", frame)
             try:
+                unknown = [r[0] for r in tx.execute(
+                    "SELECT DISTINCT dataset_id FROM _mf_batch ANTI JOIN datasets USING (dataset_id) LIMIT 5"
+                ).fetchall()]
+                if unknown:
+                    raise UnknownDatasetError(f"unknown dataset(s) {unknown}; register them first")
                 tx.execute(
-                    "DELETE FROM meta_features WHERE dataset_id = ? AND name IN "
-                    "(SELECT name FROM _mf_batch)",
-                    [dataset_id],
+                    "DELETE FROM meta_features WHERE (dataset_id, name) IN "
+                    "(SELECT (dataset_id, name) FROM _mf_batch)"
                 )
                 tx.execute("INSERT INTO meta_features SELECT dataset_id, name, value, source FROM _mf_batch")
             finally:
                 tx.unregister("_mf_batch")
-        return len(rows)
+        return len(frame)
 
     # ------------------------------------------------------------------ algorithms, configs
     def add_algorithms(self, names: Iterable[str], *, family: str = "", description: str = "") -> int:

@@ -1,0 +1,114 @@
+"""``metabo data ...`` and ``metabo quickstart``: get datasets and store their meta-features."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from tqdm import tqdm
+
+from metabo.cli.kb_cmds import cmd_stats, open_kb
+
+
+def cmd_fetch(args: argparse.Namespace) -> int:
+    if args.name != "keel":
+        raise SystemExit(f"unknown source {args.name!r}; available: keel")
+    from metabo.data.keel import fetch_keel, list_keel
+
+    folder = fetch_keel(force=args.force)
+    print(f"KEEL collection in {folder}: {len(list_keel('balanced'))} balanced, "
+          f"{len(list_keel('imbalanced'))} imbalanced datasets")
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    if args.name == "sklearn":
+        from metabo.data.bundled import list_sklearn
+
+        names = [f"sklearn:{n}" for n in list_sklearn()]
+    else:
+        from metabo.data.keel import list_keel
+
+        names = [f"keel:{n}" if args.kind == "balanced" else f"keel:imbalanced/{n}" for n in list_keel(args.kind)]
+    print("\n".join(names))
+    return 0
+
+
+def cmd_meta_features(args: argparse.Namespace) -> int:
+    from metabo.data.loaders import load_dataset
+    from metabo.data.meta_features import compute_meta_features
+
+    ds = load_dataset(args.spec, target=args.target)
+    values = compute_meta_features(ds, seed=args.seed, landmarkers=not args.no_landmarkers)
+    print(json.dumps({"dataset": repr(ds), "meta_features": values}, indent=2, default=str))
+    return 0
+
+
+def _ingest(args: argparse.Namespace, specs: list[str]) -> int:
+    from metabo.ingest.datasets import ingest_datasets
+
+    with open_kb(args) as kb, tqdm(total=len(specs), desc="datasets", unit="ds") as bar:
+        report = ingest_datasets(
+            kb, specs, seed=args.seed, landmarkers=not getattr(args, "no_landmarkers", False),
+            load=_loader(getattr(args, "target", None)),
+            progress=lambda spec: (bar.set_postfix_str(spec), bar.update()),
+        )
+    print(f"stored {len(report.stored)}, already there {len(report.skipped)}, failed {len(report.failed)}")
+    for spec, why in report.failed:
+        print(f"  failed {spec}: {why}")
+    return 0 if not report.failed else 1
+
+
+def _loader(target: str | None):
+    from metabo.data.loaders import load_dataset
+
+    return lambda spec: load_dataset(spec, target=target)
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    return _ingest(args, list(args.specs))
+
+
+def cmd_quickstart(args: argparse.Namespace) -> int:
+    """Fill the knowledge base with real datasets and their meta-features, then query it."""
+    from metabo.data.bundled import list_sklearn
+    from metabo.kb import queries as q
+
+    specs = [f"sklearn:{n}" for n in list_sklearn()]
+    if not args.no_keel:
+        from metabo.data.keel import fetch_keel, list_keel
+
+        fetch_keel()
+        specs += [f"keel:{n}" for n in list_keel("balanced")]
+    _ingest(args, specs)
+    cmd_stats(argparse.Namespace(kb=args.kb, json=False))
+    with open_kb(args) as kb:
+        probe = kb.resolve_dataset("sklearn-breast_cancer" if args.no_keel else "openml-1510")
+        print(f"\ntasks nearest {probe} by meta-features:")
+        print(q.nearest_tasks(kb, probe, k=5).to_string(index=False))
+    return 0
+
+
+def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    data = sub.add_parser("data", help="fetch, list and add datasets")
+    ds = data.add_subparsers(dest="data_command", required=True)
+    p = ds.add_parser("fetch", parents=[common], help="download a dataset collection (keel)")
+    p.add_argument("name", choices=["keel"])
+    p.add_argument("--force", action="store_true")
+    p.set_defaults(func=cmd_fetch)
+    p = ds.add_parser("list", parents=[common], help="list loadable dataset specs")
+    p.add_argument("name", choices=["keel", "sklearn"])
+    p.add_argument("--kind", choices=["balanced", "imbalanced"], default="balanced")
+    p.set_defaults(func=cmd_list)
+    p = ds.add_parser("meta-features", parents=[common], help="print a dataset's meta-features")
+    p.add_argument("spec", help="sklearn:NAME, keel:NAME, openml:ID or a CSV/Parquet/ARFF path")
+    p.add_argument("--target")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-landmarkers", action="store_true")
+    p.set_defaults(func=cmd_meta_features)
+    p = ds.add_parser("add", parents=[common], help="store datasets and their meta-features")
+    p.add_argument("specs", nargs="+")
+    p.add_argument("--target", help="target column for files")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-landmarkers", action="store_true")
+    p.set_defaults(func=cmd_add)

@@ -1,0 +1,158 @@
+"""``metabo kb ...``: inspect, query, export and import a knowledge base."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pandas as pd
+
+from metabo.kb import KnowledgeBase
+from metabo.kb import queries as q
+from metabo.kb.parquet_io import export_parquet, import_parquet
+
+
+def open_kb(args: argparse.Namespace, *, read_only: bool = False) -> KnowledgeBase:
+    """The store named by ``--kb`` (or the embedded default)."""
+    return KnowledgeBase(args.kb, read_only=read_only)
+
+
+def _print_frame(df: pd.DataFrame, fmt: str) -> None:
+    if fmt == "csv":
+        print(df.to_csv(index=False), end="")
+    elif fmt == "json":
+        print(df.to_json(orient="records", indent=2))
+    else:
+        with pd.option_context("display.max_rows", 200, "display.max_columns", 20, "display.width", 160):
+            print(df.to_string(index=False) if not df.empty else "(nothing)")
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    with open_kb(args) as kb:
+        stats = kb.stats()
+    if args.json:
+        print(json.dumps(stats, indent=2))
+        return 0
+    print(f"knowledge base {stats['path']} (schema v{stats['schema_version']})")
+    for key in ("datasets", "meta_features", "algorithms", "configurations", "runs", "predictions", "sessions"):
+        print(f"  {key:<15} {stats[key]:>12,}")
+    print("  runs by status  " + ", ".join(f"{k}={v:,}" for k, v in stats["runs_by_status"].items()))
+    if stats["runs_by_source"]:
+        print("  runs by source  " + ", ".join(f"{k}={v:,}" for k, v in stats["runs_by_source"].items()))
+    return 0
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    with open_kb(args) as kb:
+        print(f"knowledge base {kb.path} at schema version {kb.schema_version()}")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    with open_kb(args) as kb:
+        counts = export_parquet(kb, args.folder)
+    print(f"exported to {args.folder}: " + ", ".join(f"{k}={v:,}" for k, v in counts.items()))
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    with open_kb(args) as kb:
+        added = import_parquet(kb, args.folder)
+    print(f"imported from {args.folder} (new rows): " + ", ".join(f"{k}={v:,}" for k, v in added.items()))
+    return 0
+
+
+def cmd_datasets(args: argparse.Namespace) -> int:
+    with open_kb(args) as kb:
+        df = kb.query(
+            "SELECT d.dataset_id, d.name, d.source, d.openml_id, d.n_instances, d.n_features, d.n_classes, "
+            "d.flags, (SELECT count(*) FROM runs r WHERE r.dataset_id = d.dataset_id) AS runs, "
+            "(SELECT count(*) FROM meta_features m WHERE m.dataset_id = d.dataset_id) AS meta_features "
+            "FROM datasets d ORDER BY d.dataset_id"
+        )
+    _print_frame(df, args.format)
+    return 0
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    with open_kb(args) as kb:
+        ds = kb.resolve_dataset(args.dataset) if args.dataset else None
+        df = q.runs(kb, dataset_id=ds, algorithm=args.algorithm, metric=args.metric,
+                    status=None if args.status == "any" else args.status, decode_params=False)
+    cols = ["dataset_id", "algorithm", "params", "metric", "value", "fold", "status", "source"]
+    _print_frame(df[cols].head(args.limit) if not df.empty else df, args.format)
+    return 0
+
+
+def cmd_matrix(args: argparse.Namespace) -> int:
+    with open_kb(args) as kb:
+        m = q.performance_matrix(kb, args.algorithm, metric=args.metric)
+    if args.format == "csv":
+        print(m.to_csv(), end="")
+    else:
+        print(f"{m.shape[0]} tasks x {m.shape[1]} configurations, {m.notna().to_numpy().mean():.1%} observed")
+        print(m.iloc[: args.limit, : min(8, m.shape[1])].round(4).to_string())
+    return 0
+
+
+def cmd_ranks(args: argparse.Namespace) -> int:
+    with open_kb(args) as kb:
+        df = q.mean_ranks(kb, args.algorithm, metric=args.metric, min_tasks=args.min_tasks)
+    _print_frame(df.head(args.limit), args.format)
+    return 0
+
+
+def cmd_nearest(args: argparse.Namespace) -> int:
+    with open_kb(args) as kb:
+        if args.dataset:
+            target: str | dict[str, float] = kb.resolve_dataset(args.dataset)
+        else:
+            target = {k: float(v) for k, v in json.loads(args.meta_features).items()}
+        df = q.nearest_tasks(kb, target, k=args.k)
+    _print_frame(df, args.format)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    kb = sub.add_parser("kb", help="inspect, query, export and import the knowledge base")
+    ks = kb.add_subparsers(dest="kb_command", required=True)
+    fmt = argparse.ArgumentParser(add_help=False)
+    fmt.add_argument("--format", choices=["table", "csv", "json"], default="table")
+
+    p = ks.add_parser("init", parents=[common], help="create or migrate the store")
+    p.set_defaults(func=cmd_init)
+    p = ks.add_parser("stats", parents=[common], help="what is stored")
+    p.add_argument("--json", action="store_true", help="machine-readable counts")
+    p.set_defaults(func=cmd_stats)
+    p = ks.add_parser("export", parents=[common], help="write every table as Parquet into FOLDER")
+    p.add_argument("folder")
+    p.set_defaults(func=cmd_export)
+    p = ks.add_parser("import", parents=[common], help="import a Parquet export (idempotent)")
+    p.add_argument("folder")
+    p.set_defaults(func=cmd_import)
+    p = ks.add_parser("datasets", parents=[common, fmt], help="list stored datasets")
+    p.set_defaults(func=cmd_datasets)
+    p = ks.add_parser("runs", parents=[common, fmt], help="runs of a dataset and/or algorithm")
+    p.add_argument("--dataset")
+    p.add_argument("--algorithm")
+    p.add_argument("--metric")
+    p.add_argument("--status", default="ok", choices=["ok", "crash", "timeout", "memout", "any"])
+    p.add_argument("--limit", type=int, default=50)
+    p.set_defaults(func=cmd_runs)
+    p = ks.add_parser("matrix", parents=[common, fmt], help="task x configuration matrix of an algorithm")
+    p.add_argument("algorithm")
+    p.add_argument("--metric", default="error_rate")
+    p.add_argument("--limit", type=int, default=20)
+    p.set_defaults(func=cmd_matrix)
+    p = ks.add_parser("ranks", parents=[common, fmt], help="configurations by mean rank across tasks")
+    p.add_argument("algorithm")
+    p.add_argument("--metric", default="error_rate")
+    p.add_argument("--min-tasks", type=int, default=1)
+    p.add_argument("--limit", type=int, default=20)
+    p.set_defaults(func=cmd_ranks)
+    p = ks.add_parser("nearest", parents=[common, fmt], help="tasks nearest a dataset by meta-features")
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--dataset", help="a stored dataset id, name or openml:ID")
+    g.add_argument("--meta-features", help='JSON object of meta-features, e.g. \'{"NumberOfInstances": 500}\'')
+    p.add_argument("-k", type=int, default=5)
+    p.set_defaults(func=cmd_nearest)

@@ -1,0 +1,91 @@
+"""Queries: runs, performance matrix, mean ranks (ties shared), nearest tasks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from metabo.exceptions import InputDataError, UnknownAlgorithmError
+from metabo.kb import KnowledgeBase
+from metabo.kb import queries as q
+from metabo.kb.canonical import config_id
+
+# values[task][k] for knn configurations n_neighbors = k
+VALUES = {
+    "t1": {1: 0.30, 2: 0.10, 3: 0.20},
+    "t2": {1: 0.50, 2: 0.50, 3: 0.40},  # tie between k=1 and k=2: both rank 2.5
+    "t3": {1: 0.05, 3: 0.15},  # k=2 not run here
+}
+
+
+@pytest.fixture
+def kb():
+    with KnowledgeBase(":memory:") as store:
+        store.add_algorithms(["knn", "svm_rbf"])
+        for t in VALUES:
+            store.register_dataset(name=t, source="test")
+        rows = []
+        for t, vals in VALUES.items():
+            for k, v in vals.items():
+                for fold, noise in enumerate((-0.01, 0.01)):  # folds average back to v
+                    rows.append(dict(dataset_id=f"test-{t}", algorithm="knn", params={"n_neighbors": k},
+                                     metric="error_rate", value=v + noise, fold=fold, source="s"))
+        rows.append(dict(dataset_id="test-t1", algorithm="svm_rbf", params={"C": 1.0}, metric="error_rate",
+                         value=0.9, source="s"))
+        rows.append(dict(dataset_id="test-t1", algorithm="knn", params={"n_neighbors": 9}, metric="error_rate",
+                         status="crash", source="s"))
+        store.add_runs(rows)
+        yield store
+
+
+def cid(k: int) -> str:
+    return config_id("knn", {"n_neighbors": k})
+
+
+def test_runs_filters(kb):
+    df = q.runs(kb, dataset_id="test-t1", algorithm="knn")
+    assert len(df) == 6 and set(df["status"]) == {"ok"}
+    assert {p["n_neighbors"] for p in df["params"]} == {1, 2, 3}
+    assert len(q.runs(kb, status=None)) == 2 * 8 + 2
+
+
+def test_performance_matrix_is_mean_over_folds(kb):
+    m = q.performance_matrix(kb, "knn")
+    assert m.shape == (3, 3)
+    for t, vals in VALUES.items():
+        for k, v in vals.items():
+            assert m.loc[f"test-{t}", cid(k)] == pytest.approx(v, abs=1e-12)
+    assert np.isnan(m.loc["test-t3", cid(2)])
+    with pytest.raises(UnknownAlgorithmError):
+        q.performance_matrix(kb, "nope")
+
+
+def test_mean_ranks_share_ties(kb):
+    r = q.mean_ranks(kb, "knn").set_index("config_id")
+    # by hand: k=1 ranks 3, 2.5, 1 -> 6.5/3; k=2 ranks 1, 2.5 -> 1.75; k=3 ranks 2, 1, 2 -> 5/3
+    assert r.loc[cid(1), "mean_rank"] == pytest.approx(6.5 / 3)
+    assert r.loc[cid(2), "mean_rank"] == pytest.approx(1.75)
+    assert r.loc[cid(3), "mean_rank"] == pytest.approx(5 / 3)
+    assert r.index[0] == cid(3)
+    assert list(r["n_tasks"].loc[[cid(1), cid(2), cid(3)]]) == [3, 2, 3]
+    assert len(q.mean_ranks(kb, "knn", min_tasks=3)) == 2
+
+
+def test_nearest_tasks_matches_hand_computation(kb):
+    mf = {"test-t1": {"a": 0.0, "b": 10.0, "c": 5.0}, "test-t2": {"a": 1.0, "b": 20.0, "c": 5.0},
+          "test-t3": {"a": 4.0, "b": 10.0, "c": 5.0}}
+    for d, vals in mf.items():
+        kb.add_meta_features(d, vals)
+    target = {"a": 1.0, "b": 12.0, "c": 1.0}
+    out = q.nearest_tasks(kb, target, k=3)
+    table = pd.DataFrame(mf).T[["a", "b"]]  # c is constant: dropped
+    z = (table - table.mean()) / table.std(ddof=0)
+    tz = (pd.Series(target)[["a", "b"]] - table.mean()) / table.std(ddof=0)
+    expected = np.sqrt(((z - tz) ** 2).sum(axis=1)).sort_values()
+    assert list(out["dataset_id"]) == list(expected.index)
+    np.testing.assert_allclose(out["distance"], expected.to_numpy(), rtol=1e-12)
+    # by dataset id: itself excluded
+    assert "test-t2" not in set(q.nearest_tasks(kb, "test-t2", k=5)["dataset_id"])
+    with pytest.raises(InputDataError):
+        q.nearest_tasks(kb, {"zzz": 1.0})
