@@ -1,0 +1,62 @@
+"""One entry point for every dataset source: :func:`load_dataset`.
+
+Specs: ``sklearn:iris``, ``keel:australian`` or ``keel:imbalanced/ecoli1``,
+``openml:61``, or a path to a CSV, Parquet or ARFF file (which needs ``target``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from metabo.data.bundled import load_sklearn
+from metabo.data.dataset import Dataset
+from metabo.data.files import load_file
+from metabo.data.keel import load_keel
+from metabo.exceptions import InputDataError
+
+SCHEMES = ("sklearn", "keel", "openml")
+
+
+def load_dataset(spec: str, *, target: str | None = None, **kw: Any) -> Dataset:
+    """Load the dataset named by ``spec``.
+
+    ``kw`` goes to the source's loader: :func:`~metabo.data.keel.load_keel`
+    (``lost_decimals``, ``cache``, ``kind``), ``load_openml`` (``server``,
+    ``cache_dir``) or :func:`~metabo.data.files.load_file` (``name``, ``nominal``,
+    ``fmt``). ``target`` is only for files; the other sources know their target.
+    """
+    scheme, sep, rest = spec.partition(":")
+    if sep and scheme in SCHEMES:
+        if target is not None:
+            raise InputDataError(f"{spec!r}: target= is only for files; {scheme} knows its target")
+        if not rest:
+            raise InputDataError(f"{spec!r}: name a dataset after '{scheme}:'")
+        if scheme == "sklearn":
+            if kw:
+                raise InputDataError(f"{spec!r}: sklearn datasets take no options ({sorted(kw)})")
+            return load_sklearn(rest)
+        if scheme == "keel":
+            return load_keel(rest, **kw)
+        return _load_openml(spec, rest, **kw)
+    path = Path(spec).expanduser()
+    if sep and len(scheme) > 1 and not path.exists():  # "foo:bar", not "C:\\data.csv"
+        raise InputDataError(
+            f"unknown dataset source {scheme!r} in {spec!r}; use "
+            f"{', '.join(s + ':' for s in SCHEMES)} or a file path"
+        )
+    if target is None:
+        raise InputDataError(f"{spec!r} is a file: pass target=<the target column>")
+    return load_file(path, target, **kw)
+
+
+def _load_openml(spec: str, rest: str, **kw: Any) -> Dataset:
+    try:
+        dataset_id = int(rest)
+    except ValueError:
+        raise InputDataError(f"{spec!r}: an OpenML dataset id is an integer (openml:61)") from None
+    if dataset_id <= 0:
+        raise InputDataError(f"{spec!r}: OpenML dataset ids are positive")
+    from metabo.data.openml_loader import load_openml  # lazy: pulls in the openml client
+
+    return load_openml(dataset_id, **kw)

@@ -1,0 +1,179 @@
+"""Loading CSV, Parquet and ARFF files: round trips and clear errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from metabo.data.files import load_file
+from metabo.exceptions import InputDataError
+
+
+@pytest.fixture
+def frame() -> pd.DataFrame:
+    return pd.DataFrame({
+        "x": [0.5, -1.25, np.nan, 3.0, 2.75, 1e-3],
+        "n": [1, 2, 3, 4, 5, 6],
+        "color": ["red", "blue", None, "red", "green", "blue"],
+        "label": ["a", "b", "a", "b", "a", "b"],
+    })
+
+
+def check(ds, frame: pd.DataFrame, *, source: str = "file") -> None:
+    assert ds.source == source and ds.task == "classification"
+    assert list(ds.X.columns) == ["x", "n", "color"]
+    assert ds.feature_kinds == ("numeric", "numeric", "nominal")
+    np.testing.assert_array_equal(ds.X["x"].to_numpy(), frame["x"].to_numpy())
+    np.testing.assert_array_equal(ds.X["n"].to_numpy(), frame["n"].to_numpy(dtype=float))
+    assert ds.X["color"].astype(object).where(ds.X["color"].notna(), None).tolist() == [
+        "red", "blue", None, "red", "green", "blue"
+    ]
+    assert ds.y.astype(str).tolist() == frame["label"].tolist()
+
+
+def test_csv_round_trip(tmp_path: Path, frame: pd.DataFrame) -> None:
+    path = tmp_path / "toy.csv"
+    frame.to_csv(path, index=False)
+    ds = load_file(path, "label")
+    check(ds, frame)
+    assert ds.name == "toy"
+
+
+def test_compressed_csv_and_question_mark_missing(tmp_path: Path, frame: pd.DataFrame) -> None:
+    path = tmp_path / "toy.csv.gz"
+    frame.assign(x=frame["x"].astype(object).where(frame["x"].notna(), "?")).to_csv(
+        path, index=False
+    )
+    ds = load_file(path, "label")
+    check(ds, frame)
+    assert ds.name == "toy"
+
+
+def test_parquet_round_trip(tmp_path: Path, frame: pd.DataFrame) -> None:
+    path = tmp_path / "toy.parquet"
+    frame.to_parquet(path, index=False)
+    check(load_file(path, "label", name="named"), frame)
+    assert load_file(path, "label", name="named").name == "named"
+
+
+def test_parquet_categorical_and_nominal_override(tmp_path: Path, frame: pd.DataFrame) -> None:
+    frame = frame.assign(color=frame["color"].astype("category"))
+    path = tmp_path / "toy.pq"
+    frame.to_parquet(path, index=False)
+    ds = load_file(path, "label", nominal=["n"])
+    assert ds.feature_kinds == ("numeric", "nominal", "nominal")
+    assert ds.X["n"].astype(str).tolist() == ["1", "2", "3", "4", "5", "6"]
+
+
+ARFF = """% a comment
+@RELATION toy
+
+@ATTRIBUTE x NUMERIC
+@ATTRIBUTE n INTEGER
+@ATTRIBUTE color {red, blue, green}
+@ATTRIBUTE label {a, b}
+
+@DATA
+0.5, 1, red, a
+-1.25, 2, blue, b
+?, 3, ?, a
+3.0, 4, red, b
+2.75, 5, green, a
+0.001, 6, blue, b
+"""
+
+
+def test_arff_round_trip_nominal_attributes(tmp_path: Path, frame: pd.DataFrame) -> None:
+    path = tmp_path / "toy.arff"
+    path.write_text(ARFF)
+    ds = load_file(path, "label")
+    check(ds, frame)
+    assert set(ds.X["color"].cat.categories) == {"red", "blue", "green"}
+
+
+def test_arff_numeric_looking_nominal_stays_nominal(tmp_path: Path) -> None:
+    path = tmp_path / "codes.arff"
+    path.write_text(
+        "@RELATION r\n@ATTRIBUTE code {1, 2, 3}\n@ATTRIBUTE y {0, 1}\n@DATA\n1,0\n3,1\n2,0\n"
+    )
+    ds = load_file(path, "y")
+    assert ds.feature_kinds == ("nominal",)
+    assert ds.y.astype(str).tolist() == ["0", "1", "0"]
+
+
+def test_fmt_overrides_the_extension(tmp_path: Path, frame: pd.DataFrame) -> None:
+    path = tmp_path / "toy.data"
+    frame.to_csv(path, index=False)
+    check(load_file(path, "label", fmt="csv"), frame)
+
+
+# ------------------------------------------------------------------------------ errors
+def test_missing_target_column(tmp_path: Path, frame: pd.DataFrame) -> None:
+    path = tmp_path / "toy.csv"
+    frame.to_csv(path, index=False)
+    with pytest.raises(InputDataError, match="no target column 'class'"):
+        load_file(path, "class")
+
+
+def test_missing_file_and_unknown_extension(tmp_path: Path) -> None:
+    with pytest.raises(InputDataError, match="no such file"):
+        load_file(tmp_path / "absent.csv", "y")
+    (tmp_path / "toy.xlsx").write_text("x")
+    with pytest.raises(InputDataError, match="extension"):
+        load_file(tmp_path / "toy.xlsx", "y")
+    with pytest.raises(InputDataError, match="unknown file format"):
+        load_file(tmp_path / "toy.xlsx", "y", fmt="excel")  # type: ignore[arg-type]
+
+
+def test_corrupt_parquet(tmp_path: Path) -> None:
+    path = tmp_path / "bad.parquet"
+    path.write_bytes(b"PAR1 this is not parquet")
+    with pytest.raises(InputDataError, match="cannot read Parquet") as info:
+        load_file(path, "y")
+    assert info.value.__cause__ is not None
+
+
+def test_truncated_parquet(tmp_path: Path, frame: pd.DataFrame) -> None:
+    good = tmp_path / "good.parquet"
+    frame.to_parquet(good)
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(good.read_bytes()[: len(good.read_bytes()) // 2])
+    with pytest.raises(InputDataError, match="cannot read Parquet"):
+        load_file(bad, "label")
+
+
+def test_corrupt_arff(tmp_path: Path) -> None:
+    path = tmp_path / "bad.arff"
+    path.write_text("@RELATION r\n@ATTRIBUTE x NUMERIC\n@ATTRIBUTE y {a, b}\n@DATA\n1, c\n")
+    with pytest.raises(InputDataError, match="cannot read ARFF") as info:
+        load_file(path, "y")
+    assert info.value.__cause__ is not None
+    path.write_text("this is not arff at all\n")
+    with pytest.raises(InputDataError, match="cannot read ARFF"):
+        load_file(path, "y")
+
+
+def test_corrupt_csv(tmp_path: Path) -> None:
+    ragged = tmp_path / "ragged.csv"
+    ragged.write_text("a,b,y\n1,2,x\n1,2,3,4,5\n")
+    with pytest.raises(InputDataError, match="cannot read CSV") as info:
+        load_file(ragged, "y")
+    assert info.value.__cause__ is not None
+    binary = tmp_path / "binary.csv"
+    binary.write_bytes(b"\xff\xfe\x00\x81garbage\x00\x9f")
+    with pytest.raises(InputDataError):
+        load_file(binary, "y")
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    with pytest.raises(InputDataError, match="cannot read CSV"):
+        load_file(empty, "y")
+
+
+def test_header_only_csv_has_no_rows(tmp_path: Path) -> None:
+    path = tmp_path / "header.csv"
+    path.write_text("x,y\n")
+    with pytest.raises(InputDataError, match="no rows"):
+        load_file(path, "y")
