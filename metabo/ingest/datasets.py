@@ -23,10 +23,15 @@ class DatasetIngestReport:
 
 
 def ingest_dataset(kb: KnowledgeBase, dataset: Dataset, *, seed: int = 0, landmarkers: bool = True) -> str:
-    """Compute the meta-features of ``dataset`` and store both; return the dataset id."""
+    """Compute the meta-features of ``dataset`` and store both; return the dataset id.
+
+    A flagged dataset (e.g. KEEL columns that lost their decimal points) is stored with
+    its flags, and its meta-features leave the flagged columns out of every
+    value-dependent quantity (``compute_meta_features(..., flagged="exclude")``).
+    """
     from metabo.data.meta_features import compute_meta_features
 
-    values = compute_meta_features(dataset, seed=seed, landmarkers=landmarkers)
+    values = compute_meta_features(dataset, seed=seed, landmarkers=landmarkers, flagged="exclude")
     return kb.add_dataset(dataset, values)
 
 
