@@ -44,13 +44,13 @@ def cmd_meta_features(args: argparse.Namespace) -> int:
     return 0
 
 
-def _ingest(args: argparse.Namespace, specs: list[str]) -> int:
+def _ingest(args: argparse.Namespace, specs: list[str], *, keel_policy: str = "flag") -> int:
     from metabo.ingest.datasets import ingest_datasets
 
     with open_kb(args) as kb, tqdm(total=len(specs), desc="datasets", unit="ds") as bar:
         report = ingest_datasets(
             kb, specs, seed=args.seed, landmarkers=not getattr(args, "no_landmarkers", False),
-            load=_loader(getattr(args, "target", None)),
+            load=_loader(getattr(args, "target", None), keel_policy),
             progress=lambda spec: (bar.set_postfix_str(spec), bar.update()),
         )
     print(f"stored {len(report.stored)}, already there {len(report.skipped)}, failed {len(report.failed)}")
@@ -59,10 +59,14 @@ def _ingest(args: argparse.Namespace, specs: list[str]) -> int:
     return 0 if not report.failed else 1
 
 
-def _loader(target: str | None):
+def _loader(target: str | None, keel_policy: str):
     from metabo.data.loaders import load_dataset
 
-    return lambda spec: load_dataset(spec, target=target)
+    def load(spec: str):
+        extra = {"lost_decimals": keel_policy} if spec.startswith("keel:") else {}
+        return load_dataset(spec, target=target, **extra)
+
+    return load
 
 
 def cmd_add(args: argparse.Namespace) -> int:
@@ -80,7 +84,7 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
 
         fetch_keel()
         specs += [f"keel:{n}" for n in list_keel("balanced")]
-    _ingest(args, specs)
+    _ingest(args, specs, keel_policy="repair")
     cmd_stats(argparse.Namespace(kb=args.kb, json=False))
     with open_kb(args) as kb:
         probe = kb.resolve_dataset("sklearn-breast_cancer" if args.no_keel else "openml-1510")

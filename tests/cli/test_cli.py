@@ -1,0 +1,69 @@
+"""The command line: every command on a --kb file, JSON stats, errors as exit code 2."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from metabo.cli.main import main
+from metabo.kb import KnowledgeBase
+
+
+@pytest.fixture
+def kb_path(tmp_path):
+    return str(tmp_path / "cli.duckdb")
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_stats_json_on_empty_store(capsys, kb_path):
+    code, out, _ = run(capsys, "kb", "stats", "--kb", kb_path, "--json")
+    assert code == 0
+    stats = json.loads(out)
+    assert stats["datasets"] == stats["runs"] == 0
+    assert stats["runs_by_status"] == {"ok": 0, "crash": 0, "timeout": 0, "memout": 0}
+
+
+def test_add_datasets_query_export_import(capsys, kb_path, tmp_path):
+    code, out, _ = run(capsys, "data", "add", "sklearn:iris", "sklearn:wine", "sklearn:breast_cancer",
+                       "--kb", kb_path, "--no-landmarkers")
+    assert code == 0 and "stored 3" in out
+    code, out, _ = run(capsys, "data", "add", "sklearn:iris", "--kb", kb_path, "--no-landmarkers")
+    assert "already there 1" in out
+    with KnowledgeBase(kb_path) as kb:
+        kb.add_algorithms(["knn"])
+        kb.add_runs([{"dataset_id": d, "algorithm": "knn", "params": {"n_neighbors": k}, "metric": "error_rate",
+                      "value": v, "source": "test"}
+                     for d in kb.dataset_ids() for k, v in ((1, 0.2), (5, 0.1))])
+    code, out, _ = run(capsys, "kb", "stats", "--kb", kb_path, "--json")
+    stats = json.loads(out)
+    assert (stats["datasets"], stats["runs"], stats["configurations"]) == (3, 6, 2)
+    code, out, _ = run(capsys, "kb", "ranks", "knn", "--kb", kb_path, "--format", "json")
+    ranks = json.loads(out)
+    assert ranks[0]["mean_rank"] == 1.0 and json.loads(ranks[0]["params"]) == {"n_neighbors": 5}
+    code, out, _ = run(capsys, "kb", "nearest", "--dataset", "openml-61", "-k", "2", "--kb", kb_path)
+    assert code == 0 and "openml-61" not in out.split("\n", 1)[1]
+    code, out, _ = run(capsys, "kb", "matrix", "knn", "--kb", kb_path)
+    assert "3 tasks x 2 configurations" in out
+    code, out, _ = run(capsys, "kb", "runs", "--dataset", "openml-187", "--kb", kb_path, "--format", "csv")
+    assert out.count("\n") == 3  # header + 2 runs
+    export = tmp_path / "export"
+    assert run(capsys, "kb", "export", str(export), "--kb", kb_path)[0] == 0
+    other = str(tmp_path / "other.duckdb")
+    assert run(capsys, "kb", "import", str(export), "--kb", other)[0] == 0
+    code, out, _ = run(capsys, "kb", "stats", "--kb", other, "--json")
+    assert json.loads(out)["runs"] == 6
+
+
+def test_errors_are_one_line_and_exit_2(capsys, kb_path):
+    code, _, err = run(capsys, "kb", "matrix", "nope", "--kb", kb_path)
+    assert code == 2 and err.startswith("error: unknown algorithm")
+    code, _, err = run(capsys, "kb", "nearest", "--dataset", "missing", "--kb", kb_path)
+    assert code == 2 and "unknown dataset" in err
+    code, _, err = run(capsys, "data", "meta-features", "sklearn:nope", "--kb", kb_path)
+    assert code == 2 and "error:" in err
