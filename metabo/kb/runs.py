@@ -37,7 +37,7 @@ IDENTITY_COLUMNS: tuple[str, ...] = (
     "dataset_id", "config_id", "metric", "fold", "repeat", "split_seed", "source", "fidelity",
 )
 _DEFAULTS: dict[str, Any] = {
-    "fold": 0, "repeat": 0, "split_seed": pd.NA, "fidelity": np.nan, "fit_seconds": np.nan,
+    "fold": 0, "repeat": 0, "split_seed": None, "fidelity": np.nan, "fit_seconds": np.nan,
     "predict_seconds": np.nan, "status": "ok", "message": None, "value": np.nan,
 }
 
@@ -93,16 +93,24 @@ def normalize_runs(kb: KnowledgeBase, runs: pd.DataFrame | Iterable[Mapping[str,
         )
     frame["value"] = value.where(np.isfinite(value), np.nan)
     for col in ("fit_seconds", "predict_seconds", "fidelity"):
-        vals = pd.to_numeric(frame[col], errors="coerce").astype(np.float64)
+        vals = frame[col]
+        if vals.dtype != np.float64:
+            vals = pd.to_numeric(vals, errors="coerce").astype(np.float64)
         if (vals < 0).any():
             raise InputDataError(f"{col} must be >= 0; {_bad_rows(vals < 0)} are negative")
         frame[col] = vals
     for col in ("fold", "repeat"):
-        vals = pd.to_numeric(frame[col], errors="coerce")
+        vals = frame[col] if pd.api.types.is_integer_dtype(frame[col]) else pd.to_numeric(frame[col], errors="coerce")
         if vals.isna().any() or (vals < 0).any() or (vals % 1 != 0).any():
             raise InputDataError(f"{col} must be a non-negative integer")
         frame[col] = vals.astype(np.int32)
-    frame["split_seed"] = pd.to_numeric(frame["split_seed"], errors="raise").astype("Int64")
+    if not pd.api.types.is_integer_dtype(frame["split_seed"]):
+        try:
+            seeds = pd.to_numeric(frame["split_seed"].astype(object).where(frame["split_seed"].notna(), None))
+        except (TypeError, ValueError) as e:
+            raise InputDataError(f"split_seed must be an integer: {e}") from e
+        frame["split_seed"] = seeds
+    frame["split_seed"] = frame["split_seed"].astype("Int64")
     if "created_at" not in frame.columns:
         from metabo.kb.store import utcnow
 
@@ -152,8 +160,8 @@ def insert_normalized(kb: KnowledgeBase, frame: pd.DataFrame) -> int:
 
     ``run_id`` is computed inside DuckDB from the identity columns; rows whose id is
     already stored are skipped by an anti-join. Rows repeated within the batch (rare)
-    are found by a hash aggregate on the identity columns first, and only then is the
-    slower window de-duplication used (the first row wins).
+    are screened for with 64-bit hashes of the identity columns first, and only when
+    two hashes agree is the slower exact window de-duplication used (the first row wins).
     """
     if frame.empty:
         return 0
@@ -161,9 +169,10 @@ def insert_normalized(kb: KnowledgeBase, frame: pd.DataFrame) -> int:
     cols = [c for c in RUN_COLUMNS if c != "run_id"]
     con.register("_run_batch", pa.Table.from_pandas(frame[cols], preserve_index=False))
     try:
+        # 64-bit hashes only screen: distinct hashes prove distinct identities.
         identity = ", ".join(IDENTITY_COLUMNS)
         repeated = con.execute(
-            f"SELECT count(*) FROM (SELECT 1 FROM _run_batch GROUP BY {identity} HAVING count(*) > 1)"  # noqa: S608
+            f"SELECT count(*) - count(DISTINCT hash({identity})) FROM _run_batch"  # noqa: S608
         ).fetchone()[0]
         dedup = "QUALIFY row_number() OVER (PARTITION BY b.run_id ORDER BY b.created_at) = 1" if repeated else ""
         inserted = con.execute(

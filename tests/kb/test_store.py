@@ -261,3 +261,14 @@ def test_stats_counts_runs_by_status(kb):
     s = kb.stats()
     assert s["runs_by_status"] == {"ok": s["runs"] - 1, "crash": 0, "timeout": 1, "memout": 0}
     assert s["datasets"] == 1 and s["algorithms"] == 2
+
+
+def test_split_seed_accepts_missing_and_refuses_text(kb):
+    batch = _runs(3)
+    batch["split_seed"] = [None, 7, 2**40]
+    assert kb.add_runs(batch) == 3
+    seeds = kb.query("SELECT split_seed FROM runs ORDER BY split_seed NULLS FIRST")["split_seed"].tolist()
+    assert pd.isna(seeds[0]) and seeds[1:] == [7, 2**40]
+    batch["split_seed"] = ["seven", 1, 2]
+    with pytest.raises(InputDataError, match="split_seed"):
+        kb.add_runs(batch)
