@@ -142,9 +142,10 @@ def compute_meta_features(
             :class:`~metabo.exceptions.DataQualityError`, as for training, unless
             ``flagged="exclude"``.
         flagged: ``"exclude"`` describes a flagged dataset honestly instead: the
-            ``simple`` group (counts, kinds, missingness, class sizes: nothing that
-            depends on the numeric values) is computed on every column, and the
-            value-dependent groups on the unflagged columns only (all NaN-free
+            ``simple`` group and the SCoT counts (K, log d, log n/d) (counts, kinds,
+            missingness, class sizes: nothing that depends on the numeric values) are
+            computed on every column, and the value-dependent quantities on the
+            unflagged columns only (all NaN-free
             quantities of a dataset whose every column is flagged are then NaN).
         seed: drives the landmarkers' subsample and folds, nothing else is random
             (``None``: fresh randomness, so landmarkers vary between calls).
@@ -159,11 +160,15 @@ def compute_meta_features(
     if flagged not in ("refuse", "exclude"):
         raise InputDataError(f"flagged must be 'refuse' or 'exclude', not {flagged!r}")
     out: dict[str, float] = {}
+    counts: dict[str, float] = {}
     if flagged == "exclude" and dataset.flags:
         bad = sorted({c for cols in dataset.flags.values() for c in cols})
         # Counts do not depend on the corrupted values: all columns, flags lifted.
+        full = prepare(replace(dataset, flags={}))
         if "simple" in chosen:
-            out.update(simple.simple_features(prepare(replace(dataset, flags={}))))
+            out.update(simple.simple_features(full))
+        if "scot" in chosen:
+            counts = scot.scot_count_features(full)
         dataset = replace(dataset, X=dataset.X.drop(columns=bad), flags={})
         chosen_values = [g for g in chosen if g != "simple"]
     else:
@@ -181,6 +186,7 @@ def compute_meta_features(
         Zs = standardize(Z)
         if "scot" in chosen_values:
             out.update(scot.scot_features(prep, Zs))
+            out.update(counts)
         if "landmarkers" in chosen_values:
             out.update(_landmarkers.landmarker_features(prep, Z, Zs, seed=seed))
     return {name: float(out[name]) for g in chosen for name in GROUPS[g]}

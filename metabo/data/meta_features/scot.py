@@ -43,14 +43,23 @@ NAMES: tuple[str, ...] = (
 )
 
 
-def scot_features(prep: Prepared, Zs: np.ndarray) -> dict[str, float]:
+#: The SCoT features that are counts (they do not depend on the feature values).
+COUNT_NAMES: tuple[str, ...] = NAMES[:3]
+
+
+def scot_count_features(prep: Prepared) -> dict[str, float]:
+    """scot_K, scot_log_d and scot_log_n_over_d."""
     nan = float("nan")
     n, d = prep.n, prep.d
-    out = {
+    return {
         "scot_K": float(prep.y.nunique()) if prep.is_classification else nan,
         "scot_log_d": math.log(d) if d > 0 else nan,
         "scot_log_n_over_d": math.log(n / d) if d > 0 else nan,
     }
+
+
+def scot_features(prep: Prepared, Zs: np.ndarray) -> dict[str, float]:
+    out = scot_count_features(prep)
     out.update(_pca_features(Zs))
     return {name: out[name] for name in NAMES}
 
