@@ -71,10 +71,14 @@ def canonical_json(params: Mapping[str, Any] | str) -> str:
 
 def config_id(algorithm: str, params: Mapping[str, Any] | str) -> str:
     """64-bit hex id of ``(algorithm, params)``; equal configurations get equal ids."""
-    text = json.dumps(
-        {"algorithm": algorithm, "params": parse_params(params)},
-        sort_keys=True,
-        separators=(",", ":"),
-        allow_nan=False,
-    )
+    return config_id_of_canonical(algorithm, canonical_json(params))
+
+
+def config_id_of_canonical(algorithm: str, canonical: str) -> str:
+    """:func:`config_id` when ``canonical`` is already :func:`canonical_json` output.
+
+    The hashed text is the canonical JSON of ``{"algorithm": a, "params": p}``: with
+    sorted keys "algorithm" comes first, so it is assembled without re-parsing ``p``.
+    """
+    text = '{"algorithm":' + json.dumps(algorithm) + ',"params":' + canonical + "}"
     return hashlib.sha256(text.encode()).hexdigest()[:16]

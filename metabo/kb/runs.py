@@ -122,7 +122,7 @@ def normalize_runs(kb: KnowledgeBase, runs: pd.DataFrame | Iterable[Mapping[str,
     if "config_id" not in frame.columns or frame["config_id"].isna().any():
         if "algorithm" not in frame.columns or "params" not in frame.columns:
             raise InputDataError("every run needs a 'config_id' or both 'algorithm' and 'params'")
-        frame["config_id"] = kb.add_configurations(frame["algorithm"].astype(str), frame["params"].tolist())
+        frame["config_id"] = kb.add_configurations(frame["algorithm"].astype(str), frame["params"])
     else:
         _check_known(kb, frame["config_id"], "configurations", "config_id", InputDataError, "configuration")
     _check_known(kb, frame["dataset_id"], "datasets", "dataset_id", UnknownDatasetError, "dataset")

@@ -31,7 +31,7 @@ from metabo.exceptions import (
 )
 from metabo.kb import predictions as _pred
 from metabo.kb import runs as _runs
-from metabo.kb.canonical import canonical_json, config_id
+from metabo.kb.canonical import canonical_json, config_id_of_canonical
 from metabo.kb.schema import MIGRATIONS, SCHEMA_VERSION, TABLES
 from metabo.paths import default_kb_path
 
@@ -367,31 +367,34 @@ class KnowledgeBase:
         Unknown algorithms raise :class:`UnknownAlgorithmError`; a params value that is
         not a JSON object raises :class:`InputDataError`; nothing is written then.
         """
-        algos = list(algorithms)
-        plist = list(params)
+        algos = algorithms if isinstance(algorithms, pd.Series) else pd.Series(list(algorithms), dtype=object)
+        plist = params if isinstance(params, pd.Series) else pd.Series(list(params), dtype=object)
+        algos, plist = algos.reset_index(drop=True), plist.reset_index(drop=True)
         if len(algos) != len(plist):
             raise InputDataError("algorithms and params differ in length")
-        known = set(self.algorithms())
-        missing = sorted(set(algos) - known)
+        missing = sorted(set(algos.unique()) - set(self.algorithms()))
         if missing:
             raise UnknownAlgorithmError(
                 f"unknown algorithm(s) {missing[:5]}; register them first with add_algorithms"
             )
-        cache: dict[tuple[str, str], tuple[str, str]] = {}
-        ids, rows = [], {}
-        for a, p in zip(algos, plist, strict=True):
-            raw = p if isinstance(p, str) else None
-            key = (a, raw) if raw is not None else None
-            if key is not None and key in cache:
-                cid, text = cache[key]
-            else:
-                text = canonical_json(p)
-                cid = config_id(a, text)
-                if key is not None:
-                    cache[key] = (cid, text)
-            ids.append(cid)
-            rows.setdefault(cid, (cid, a, text))
-        frame = pd.DataFrame(list(rows.values()), columns=["config_id", "algorithm", "params"])
+        # Canonicalize each distinct (algorithm, params) once: JSON texts are compared as
+        # given, mappings by their canonical text (they are not hashable).
+        if pd.api.types.infer_dtype(plist, skipna=False) == "string":
+            texts = plist
+        else:
+            texts = plist.astype(object).copy()
+            is_text = texts.map(lambda p: isinstance(p, str)).to_numpy(bool)
+            texts[~is_text] = [canonical_json(p) for p in texts[~is_text]]
+        codes, uniques = pd.factorize(algos.astype(str) + "\x00" + texts.astype(str))
+        rows = []
+        for key in uniques:
+            algo, _, raw = key.partition("\x00")
+            text = canonical_json(raw)
+            rows.append((config_id_of_canonical(algo, text), algo, text))
+        unique_ids = np.array([r[0] for r in rows], dtype=object)
+        ids = unique_ids[codes].tolist() if len(codes) else []
+        rows = list({r[0]: r for r in rows}.values())
+        frame = pd.DataFrame(rows, columns=["config_id", "algorithm", "params"])
         frame["created_at"] = pd.Timestamp(utcnow())
         with self.transaction() as tx:
             tx.register("_cfg_batch", frame)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import duckdb
@@ -211,6 +212,8 @@ def test_canonical_json_round_trip_and_order_invariance(params):
     reordered = dict(reversed(list(params.items())))
     assert canonical_json(reordered) == text
     assert config_id("knn", reordered) == config_id("knn", text)
+    reference = json.dumps({"algorithm": "knn", "params": params}, sort_keys=True, separators=(",", ":"))
+    assert config_id("knn", params) == hashlib.sha256(reference.encode()).hexdigest()[:16]
 
 
 def test_canonical_rejects_non_finite_and_objects():
