@@ -8,30 +8,18 @@ configurations and runs together with the cursor of the next page
 (:meth:`~metabo.kb.store.KnowledgeBase.set_state`). A second call resumes after the
 last stored page; a killed process loses at most the page in flight.
 
-Flows -> algorithms. A scikit-learn estimator (or the final step of a
-``sklearn.pipeline.Pipeline``) whose class is in :data:`SKLEARN_ALGORITHMS` becomes that
-project algorithm with its own parameters JSON-decoded (OpenML stores ``"100"``,
-``"\\"sqrt\\""``, ``"null"``); ``SVC``/``SVR`` become ``svm_<kernel>`` (``svm_rbf`` by
-default); execution-only parameters (:data:`NON_HYPERPARAMETERS`) are dropped. Every
-other flow is kept as ``openml-flow:<flow name>`` with its raw parameter text (keyed by
-name for the flow's own parameters, by OpenML full name for its components) and
-counted in :class:`IngestReport` - no run is dropped silently.
-
-Metrics -> lower-is-better (:data:`METRICS`): ``predictive_accuracy`` -> ``error_rate``
-= 1 - value, ``area_under_roc_curve`` -> ``one_minus_auc`` = 1 - value, ``f_measure``
--> ``one_minus_f_measure``, ``kappa`` -> ``one_minus_kappa``; error metrics
-(``mean_absolute_error``, ``root_mean_squared_error``, ``relative_absolute_error``,
-``root_relative_squared_error``) keep their name and value. Another metric needs
-``lower_is_better=``: ``True`` stores it as is, ``False`` as ``neg_<metric>`` = -value.
-Runs are aggregate evaluations: fold 0, repeat 0, source ``openml-run:<run id>``.
+Flows become project algorithms by :func:`~metabo.ingest.openml_flows.map_flow` (a flow
+it cannot map is kept as ``openml-flow:<flow name>`` and counted in
+:class:`IngestReport`); values become lower-is-better metrics by
+:func:`~metabo.ingest.openml_metrics.metric_mapping`. Runs are aggregate evaluations:
+fold 0, repeat 0, source ``openml-run:<run id>``. The names of both modules are
+re-exported here.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import math
-import re
 import shutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -50,89 +38,42 @@ from metabo.ingest.openml_client import (
     current_server,
     openml_config,
 )
+from metabo.ingest.openml_flows import (
+    NON_HYPERPARAMETERS,
+    PIPELINE,
+    SKLEARN_ALGORITHMS,
+    UNMAPPED_PREFIX,
+    decode_value,
+    flow_base_name,
+    map_flow,
+    sklearn_algorithm,
+    split_flow_name,
+)
+from metabo.ingest.openml_metrics import METRICS, MetricMapping, metric_mapping
 from metabo.kb.canonical import canonical_json, config_id
 
 if TYPE_CHECKING:
     from metabo.kb.store import KnowledgeBase
 
+__all__ = [
+    "METRICS",
+    "NON_HYPERPARAMETERS",
+    "PIPELINE",
+    "SKLEARN_ALGORITHMS",
+    "UNMAPPED_PREFIX",
+    "IngestReport",
+    "MetricMapping",
+    "decode_value",
+    "flow_base_name",
+    "ingest_openml",
+    "map_flow",
+    "metric_mapping",
+    "sklearn_algorithm",
+    "split_flow_name",
+    "state_key",
+]
+
 logger = logging.getLogger(__name__)
-
-#: scikit-learn (and LightGBM) estimator class paths -> project algorithm names. Classes
-#: also match under other module paths of the same package (older scikit-learn wrote
-#: ``sklearn.ensemble.forest.RandomForestClassifier``).
-SKLEARN_ALGORITHMS: dict[str, str] = {
-    "sklearn.ensemble._forest.RandomForestClassifier": "random_forest",
-    "sklearn.ensemble._forest.RandomForestRegressor": "random_forest",
-    "sklearn.ensemble._forest.ExtraTreesClassifier": "extra_trees",
-    "sklearn.ensemble._forest.ExtraTreesRegressor": "extra_trees",
-    "sklearn.svm._classes.SVC": "svm",
-    "sklearn.svm._classes.SVR": "svm",
-    "sklearn.svm._classes.LinearSVC": "linear_svm",
-    "sklearn.svm._classes.LinearSVR": "linear_svm",
-    "sklearn.neighbors._classification.KNeighborsClassifier": "knn",
-    "sklearn.neighbors._regression.KNeighborsRegressor": "knn",
-    "sklearn.tree._classes.DecisionTreeClassifier": "decision_tree",
-    "sklearn.tree._classes.DecisionTreeRegressor": "decision_tree",
-    "sklearn.ensemble._weight_boosting.AdaBoostClassifier": "adaboost",
-    "sklearn.ensemble._weight_boosting.AdaBoostRegressor": "adaboost",
-    "sklearn.ensemble._gb.GradientBoostingClassifier": "gradient_boosting",
-    "sklearn.ensemble._gb.GradientBoostingRegressor": "gradient_boosting",
-    "sklearn.ensemble._hist_gradient_boosting.gradient_boosting.HistGradientBoostingClassifier":
-        "hist_gradient_boosting",
-    "sklearn.ensemble._hist_gradient_boosting.gradient_boosting.HistGradientBoostingRegressor":
-        "hist_gradient_boosting",
-    "sklearn.linear_model._logistic.LogisticRegression": "logistic_regression",
-    "sklearn.naive_bayes.GaussianNB": "gaussian_nb",
-    "sklearn.discriminant_analysis.LinearDiscriminantAnalysis": "lda",
-    "sklearn.discriminant_analysis.QuadraticDiscriminantAnalysis": "qda",
-    "sklearn.neural_network._multilayer_perceptron.MLPClassifier": "mlp",
-    "sklearn.neural_network._multilayer_perceptron.MLPRegressor": "mlp",
-    "lightgbm.sklearn.LGBMClassifier": "lightgbm",
-    "lightgbm.sklearn.LGBMRegressor": "lightgbm",
-}
-_BY_CLASS: dict[tuple[str, str], str] = {
-    (path.split(".", 1)[0], path.rsplit(".", 1)[1]): name for path, name in SKLEARN_ALGORITHMS.items()
-}
-#: Parameters that change how an estimator runs, not what it learns.
-NON_HYPERPARAMETERS: frozenset[str] = frozenset({"n_jobs", "verbose", "cache_size", "copy_X", "memory"})
-PIPELINE = "sklearn.pipeline.Pipeline"
-UNMAPPED_PREFIX = "openml-flow:"
-
-
-@dataclass(frozen=True)
-class MetricMapping:
-    """An OpenML metric stored as ``name`` = ``sign * value + offset`` (lower is better)."""
-
-    name: str
-    sign: float = 1.0
-    offset: float = 0.0
-
-    def convert(self, value: float) -> float:
-        return self.sign * value + self.offset
-
-
-METRICS: dict[str, MetricMapping] = {
-    "predictive_accuracy": MetricMapping("error_rate", -1.0, 1.0),
-    "area_under_roc_curve": MetricMapping("one_minus_auc", -1.0, 1.0),
-    "f_measure": MetricMapping("one_minus_f_measure", -1.0, 1.0),
-    "kappa": MetricMapping("one_minus_kappa", -1.0, 1.0),
-    "mean_absolute_error": MetricMapping("mean_absolute_error"),
-    "root_mean_squared_error": MetricMapping("root_mean_squared_error"),
-    "relative_absolute_error": MetricMapping("relative_absolute_error"),
-    "root_relative_squared_error": MetricMapping("root_relative_squared_error"),
-}
-
-
-def metric_mapping(metric: str, lower_is_better: bool | None = None) -> MetricMapping:
-    """How ``metric`` is stored; :class:`InputDataError` for an unknown one without a hint."""
-    if metric in METRICS:
-        return METRICS[metric]
-    if lower_is_better is None:
-        raise InputDataError(
-            f"unknown OpenML metric {metric!r}: known are {sorted(METRICS)}; pass "
-            "lower_is_better=True (stored as is) or False (stored negated as neg_<metric>)"
-        )
-    return MetricMapping(metric) if lower_is_better else MetricMapping(f"neg_{metric}", -1.0)
 
 
 @dataclass(frozen=True)
@@ -183,82 +124,6 @@ class _Progress:
             unmapped_runs=self.unmapped_runs, runs_skipped=self.runs_skipped, pages=self.pages,
             offset=self.offset,
         )
-
-
-# ---------------------------------------------------------------------- flows
-def flow_base_name(name: str) -> str:
-    """A flow name without OpenML's version suffix: ``weka.J48(1)`` -> ``weka.J48``."""
-    return re.sub(r"\(\d+\)$", "", name.strip())
-
-
-def split_flow_name(name: str) -> tuple[str, list[tuple[str, str]]]:
-    """``A(x=B,y=C(z=D))`` -> ``("A", [("x", "B"), ("y", "C(z=D)")])``."""
-    start = name.find("(")
-    if start < 0 or not name.endswith(")"):
-        return name, []
-    parts, depth, current = [], 0, []
-    for ch in name[start + 1: -1]:
-        if ch == "," and depth == 0:
-            parts.append("".join(current))
-            current = []
-            continue
-        depth += ch == "("
-        depth -= ch == ")"
-        current.append(ch)
-    parts.append("".join(current))
-    comps = [tuple(p.split("=", 1)) for p in parts if "=" in p]
-    return name[:start], [(k.strip(), v.strip()) for k, v in comps]  # type: ignore[misc]
-
-
-def sklearn_algorithm(class_path: str) -> str | None:
-    """The project algorithm of an estimator class path (``svm`` still needs a kernel)."""
-    if class_path in SKLEARN_ALGORITHMS:
-        return SKLEARN_ALGORITHMS[class_path]
-    if "." not in class_path:
-        return None
-    return _BY_CLASS.get((class_path.split(".", 1)[0], class_path.rsplit(".", 1)[1]))
-
-
-def decode_value(text: str | None) -> Any:
-    """An OpenML parameter value as Python: JSON text decoded, anything else kept as text."""
-    if text is None:
-        return None
-    try:
-        value = json.loads(text)
-        canonical_json({"v": value})  # NaN / Infinity (even nested) are not storable JSON
-    except (json.JSONDecodeError, TypeError, InputDataError):
-        return text
-    return value
-
-
-def map_flow(flow_name: str, parameters: Sequence[Mapping[str, Any]]) -> tuple[str, dict[str, Any], bool]:
-    """``(algorithm, params, mapped)`` of a run's flow and its setup parameters.
-
-    ``parameters`` are the setup's parameter records (``flow_name``,
-    ``parameter_name``, ``full_name``, ``value``) as the client lists them.
-    """
-    base = flow_base_name(flow_name)
-    target = base
-    class_path, comps = split_flow_name(target)
-    while class_path == PIPELINE and comps:
-        target = comps[-1][1]
-        class_path, comps = split_flow_name(target)
-    algorithm = sklearn_algorithm(class_path) if not comps else None
-    if algorithm is not None:
-        params = {
-            str(p["parameter_name"]): decode_value(p.get("value"))
-            for p in parameters
-            if p.get("flow_name") == target and p["parameter_name"] not in NON_HYPERPARAMETERS
-        }
-        if algorithm == "svm":
-            kernel = params.get("kernel", "rbf")
-            algorithm = f"svm_{kernel}" if isinstance(kernel, str) and kernel.isidentifier() else "svm_rbf"
-        return algorithm, params, True
-    raw = {
-        (str(p["parameter_name"]) if p.get("flow_name") == base else str(p["full_name"])): p.get("value")
-        for p in parameters
-    }
-    return f"{UNMAPPED_PREFIX}{base}", raw, False
 
 
 # ---------------------------------------------------------------------- fetching
