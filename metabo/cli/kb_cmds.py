@@ -97,7 +97,12 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 
 def cmd_ranks(args: argparse.Namespace) -> int:
     with open_kb(args) as kb:
-        df = q.mean_ranks(kb, args.algorithm, metric=args.metric, min_tasks=args.min_tasks)
+        tasks = None
+        if args.near:
+            near = q.nearest_tasks(kb, kb.resolve_dataset(args.near), k=args.k)
+            tasks = near["dataset_id"].tolist()
+            print(f"ranking on the {len(tasks)} tasks nearest {args.near}: {', '.join(tasks)}")
+        df = q.mean_ranks(kb, args.algorithm, metric=args.metric, min_tasks=args.min_tasks, dataset_ids=tasks)
     _print_frame(df.head(args.limit), args.format)
     return 0
 
@@ -148,6 +153,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("algorithm")
     p.add_argument("--metric", default="error_rate")
     p.add_argument("--min-tasks", type=int, default=1)
+    p.add_argument("--near", help="rank on the tasks nearest this dataset (by meta-features) only")
+    p.add_argument("-k", type=int, default=5, help="how many nearest tasks with --near")
     p.add_argument("--limit", type=int, default=20)
     p.set_defaults(func=cmd_ranks)
     p = ks.add_parser("nearest", parents=[common, fmt], help="tasks nearest a dataset by meta-features")

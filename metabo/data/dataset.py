@@ -173,8 +173,9 @@ class Dataset:
         if bad:
             detail = "; ".join(f"{k}: {', '.join(v)}" for k, v in bad.items())
             raise DataQualityError(
-                f"dataset {self.name!r} ({self.source}) is flagged ({detail}); load it with "
-                "a repair or drop policy, or drop those columns, before training on it"
+                f"dataset {self.name!r} ({self.source}) is flagged ({detail}); drop those "
+                "columns (for KEEL: lost_decimals='drop', or 'repair' where a clean sibling "
+                "file exists) before training on it"
             )
 
     def __repr__(self) -> str:

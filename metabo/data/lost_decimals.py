@@ -213,9 +213,13 @@ def apply_policy(
             return ()
     else:
         notes.append(f"Lost decimal points suspected in {', '.join(flagged)} (flagged).")
+    hint = (
+        "no clean sibling file can repair them; load with lost_decimals='drop' to train"
+        if policy == "repair" else "load with lost_decimals='repair' or 'drop' to train"
+    )
     logger.warning(
-        "KEEL %s: columns %s lost their decimal points; the dataset is flagged "
-        "(load with lost_decimals='repair' or 'drop')", label, ", ".join(flagged),
+        "KEEL %s: columns %s lost their decimal points; the dataset is flagged (%s)",
+        label, ", ".join(flagged), hint,
     )
     return flagged
 

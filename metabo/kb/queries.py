@@ -5,10 +5,16 @@ configuration c on task t over its folds/repeats (lower is better), m the meta-f
 vector of a task.
 
 - :func:`runs`: the runs of a task and/or algorithm as a DataFrame, params decoded.
+- :func:`configurations`: an algorithm's configurations with their params decoded.
 - :func:`performance_matrix`: the T x C matrix (y_tc), NaN where c was not run on t.
 - :func:`mean_ranks`: per configuration, the mean over tasks of its rank within the
   task (ties share the average rank; ranks computed among the configurations observed
   on that task), with the number of tasks it was ranked on.
+
+y_tc is summed in sorted order with compensated summation (``fsum(value ORDER BY
+value)``), so it does not depend on the order runs were stored in (an export/import
+round trip gives the same matrix to the bit); ranks compare y_tc rounded to
+:data:`RANK_DECIMALS` decimals, so means equal up to floating-point noise tie.
 - :func:`nearest_tasks`: tasks ordered by the Euclidean distance between meta-feature
   vectors after each meta-feature is z-scored across the stored tasks (features with
   zero spread are dropped; a feature missing for one side is skipped, and the distance
@@ -30,6 +36,19 @@ if TYPE_CHECKING:
     from metabo.kb.store import KnowledgeBase
 
 
+#: Decimals to which per-task means are rounded before ranking (ties within noise).
+RANK_DECIMALS = 12
+
+# Mean over folds/repeats, independent of storage order.
+_MEAN_SQL = "fsum(r.value ORDER BY r.value) / count(r.value)"
+
+
+def _task_filter(dataset_ids: Sequence[str] | None) -> tuple[str, list[object]]:
+    if dataset_ids is None:
+        return "", []
+    return " AND list_contains(?, r.dataset_id)", [list(map(str, dataset_ids))]
+
+
 def _where(filters: Mapping[str, object]) -> tuple[str, list[object]]:
     parts, params = [], []
     for column, value in filters.items():
@@ -49,13 +68,18 @@ def runs(
     status: str | None = "ok",
     decode_params: bool = True,
 ) -> pd.DataFrame:
-    """Runs joined with their configuration (``algorithm``, ``params``), oldest first."""
+    """Runs joined with their configuration (``algorithm``, ``params``).
+
+    Oldest first; within one batch (same ``created_at``) by dataset, configuration,
+    metric, repeat and fold.
+    """
     where, params = _where(
         {"r.dataset_id": dataset_id, "c.algorithm": algorithm, "r.metric": metric, "r.status": status}
     )
     df = kb.query(
         "SELECT r.*, c.algorithm, c.params FROM runs r JOIN configurations c USING (config_id)"
-        + where + " ORDER BY r.created_at, r.run_id",
+        + where + " ORDER BY r.created_at, r.dataset_id, c.algorithm, r.config_id, r.metric, "
+        "r.repeat, r.fold, r.source, r.run_id",
         params,
     )
     if decode_params and not df.empty:
@@ -63,17 +87,37 @@ def runs(
     return df
 
 
+def configurations(kb: KnowledgeBase, algorithm: str) -> pd.DataFrame:
+    """The configurations of ``algorithm``: ``config_id`` and decoded ``params``."""
+    _require_algorithm(kb, algorithm)
+    df = kb.query(
+        "SELECT config_id, params FROM configurations WHERE algorithm = ? ORDER BY config_id", [algorithm]
+    )
+    df["params"] = [json.loads(p) for p in df["params"]]
+    return df
+
+
 def performance_matrix(
-    kb: KnowledgeBase, algorithm: str, *, metric: str = "error_rate", fidelity: float | None = None
+    kb: KnowledgeBase,
+    algorithm: str,
+    *,
+    metric: str = "error_rate",
+    fidelity: float | None = None,
+    dataset_ids: Sequence[str] | None = None,
 ) -> pd.DataFrame:
-    """Task x configuration matrix of mean values (rows ``dataset_id``, columns ``config_id``)."""
+    """Task x configuration matrix of mean values (rows ``dataset_id``, columns ``config_id``).
+
+    ``dataset_ids`` restricts the tasks (e.g. to the nearest ones of a new dataset);
+    :func:`configurations` decodes the columns.
+    """
     _require_algorithm(kb, algorithm)
     fid_sql = "r.fidelity IS NULL" if fidelity is None else "r.fidelity = ?"
-    params: list[object] = [algorithm, metric] + ([] if fidelity is None else [float(fidelity)])
+    task_sql, task_params = _task_filter(dataset_ids)
+    params: list[object] = [algorithm, metric] + ([] if fidelity is None else [float(fidelity)]) + task_params
     long = kb.query(
-        "SELECT r.dataset_id, r.config_id, avg(r.value) AS value FROM runs r "
+        f"SELECT r.dataset_id, r.config_id, {_MEAN_SQL} AS value FROM runs r "
         "JOIN configurations c USING (config_id) "
-        f"WHERE c.algorithm = ? AND r.metric = ? AND r.status = 'ok' AND {fid_sql} "
+        f"WHERE c.algorithm = ? AND r.metric = ? AND r.status = 'ok' AND {fid_sql}{task_sql} "
         "GROUP BY r.dataset_id, r.config_id",
         params,
     )
@@ -84,15 +128,26 @@ def performance_matrix(
 
 
 def mean_ranks(
-    kb: KnowledgeBase, algorithm: str, *, metric: str = "error_rate", min_tasks: int = 1
+    kb: KnowledgeBase,
+    algorithm: str,
+    *,
+    metric: str = "error_rate",
+    min_tasks: int = 1,
+    dataset_ids: Sequence[str] | None = None,
 ) -> pd.DataFrame:
-    """Configurations of ``algorithm`` by mean within-task rank (1 = best), best first."""
+    """Configurations of ``algorithm`` by mean within-task rank (1 = best), best first.
+
+    Columns ``config_id``, ``mean_rank``, ``n_tasks``, ``params`` (decoded);
+    ``dataset_ids`` restricts the tasks ranked on.
+    """
     _require_algorithm(kb, algorithm)
+    task_sql, task_params = _task_filter(dataset_ids)
     df = kb.query(
-        """WITH per_task AS (
-               SELECT r.dataset_id, r.config_id, avg(r.value) AS value FROM runs r
-               JOIN configurations c USING (config_id)
+        f"""WITH per_task AS (
+               SELECT r.dataset_id, r.config_id, round({_MEAN_SQL}, {RANK_DECIMALS}) AS value
+               FROM runs r JOIN configurations c USING (config_id)
                WHERE c.algorithm = ? AND r.metric = ? AND r.status = 'ok' AND r.fidelity IS NULL
+               {task_sql}
                GROUP BY r.dataset_id, r.config_id),
            ranked AS (
                SELECT config_id,
@@ -102,8 +157,9 @@ def mean_ranks(
            FROM ranked r JOIN configurations c USING (config_id)
            GROUP BY r.config_id HAVING count(*) >= ?
            ORDER BY mean_rank, n_tasks DESC, config_id""",
-        [algorithm, metric, int(min_tasks)],
+        [algorithm, metric, *task_params, int(min_tasks)],
     )
+    df["params"] = [json.loads(p) for p in df["params"]]
     return df
 
 

@@ -45,7 +45,9 @@ def test_add_datasets_query_export_import(capsys, kb_path, tmp_path):
     assert (stats["datasets"], stats["runs"], stats["configurations"]) == (3, 6, 2)
     code, out, _ = run(capsys, "kb", "ranks", "knn", "--kb", kb_path, "--format", "json")
     ranks = json.loads(out)
-    assert ranks[0]["mean_rank"] == 1.0 and json.loads(ranks[0]["params"]) == {"n_neighbors": 5}
+    assert ranks[0]["mean_rank"] == 1.0 and ranks[0]["params"] == {"n_neighbors": 5}
+    code, out, _ = run(capsys, "kb", "ranks", "knn", "--near", "openml-61", "-k", "1", "--kb", kb_path)
+    assert code == 0 and "ranking on the 1 tasks nearest openml-61" in out
     code, out, _ = run(capsys, "kb", "nearest", "--dataset", "openml-61", "-k", "2", "--kb", kb_path)
     assert code == 0 and "openml-61" not in out.split("\n", 1)[1]
     code, out, _ = run(capsys, "kb", "matrix", "knn", "--kb", kb_path)

@@ -89,3 +89,28 @@ def test_nearest_tasks_matches_hand_computation(kb):
     assert "test-t2" not in set(q.nearest_tasks(kb, "test-t2", k=5)["dataset_id"])
     with pytest.raises(InputDataError):
         q.nearest_tasks(kb, {"zzz": 1.0})
+
+
+def test_restrict_to_tasks_and_decode_configurations(kb):
+    r = q.mean_ranks(kb, "knn", dataset_ids=["test-t1"]).set_index("config_id")
+    assert r.loc[cid(2), "mean_rank"] == 1 and r.loc[cid(1), "mean_rank"] == 3
+    assert r.loc[cid(1), "params"] == {"n_neighbors": 1}
+    m = q.performance_matrix(kb, "knn", dataset_ids=["test-t2", "test-t3"])
+    assert list(m.index) == ["test-t2", "test-t3"]
+    configs = q.configurations(kb, "knn").set_index("config_id")["params"]
+    assert configs[cid(3)] == {"n_neighbors": 3} and len(configs) == 4
+
+
+def test_ties_do_not_depend_on_fold_order():
+    # Same fold values in another order: floating-point sums differ, the means must not.
+    with KnowledgeBase(":memory:") as store:
+        store.add_algorithms(["knn"])
+        store.register_dataset(name="t", source="test")
+        folds = {1: [0.1, 0.2, 0.3, 0.0, 0.0], 2: [0.3, 0.2, 0.1, 0.0, 0.0]}
+        assert sum(folds[1]) != sum(folds[2])
+        store.add_runs([dict(dataset_id="test-t", algorithm="knn", params={"n_neighbors": k}, metric="error_rate",
+                             value=v, fold=i, source="s") for k, vals in folds.items() for i, v in enumerate(vals)])
+        ranks = q.mean_ranks(store, "knn")
+        assert ranks["mean_rank"].tolist() == [1.5, 1.5]
+        m = q.performance_matrix(store, "knn")
+        assert m.iloc[0, 0] == m.iloc[0, 1]
