@@ -1,7 +1,7 @@
 """Export a knowledge base to Parquet files and import them back.
 
 Export writes one ``<table>.parquet`` per table plus ``manifest.json`` (schema version,
-row counts) into a folder, through DuckDB's ``COPY ... (FORMAT parquet)``: column types,
+row counts) into a folder, through DuckDB's ``COPY ... TO $1 (FORMAT parquet)`` (sorted by key): column types,
 NULLs, timestamps and blobs survive exactly. Import reads the files (checking the
 manifest), and inserts into each table the rows whose key is not stored yet, all in
 one transaction: importing twice is importing once, and a failed import stores nothing.
@@ -37,12 +37,10 @@ def export_parquet(kb: KnowledgeBase, folder: str | Path, *, compression: str = 
     con = kb.connection
     for table in TABLES:
         order = ", ".join(TABLE_KEYS[table])
-        target = out / f"{table}.parquet"
-        # COPY takes no parameters for the file name; the path is quoted as a literal.
-        literal = "'" + str(target).replace("'", "''") + "'"
         con.execute(
-            f"COPY (SELECT * FROM {table} ORDER BY {order}) TO {literal} "  # noqa: S608 - fixed names
-            f"(FORMAT parquet, COMPRESSION {compression})"
+            f"COPY (SELECT * FROM {table} ORDER BY {order}) TO $1 "  # noqa: S608 - fixed names
+            f"(FORMAT parquet, COMPRESSION {compression})",
+            [str(out / f"{table}.parquet")],
         )
         counts[table] = int(con.execute(f"SELECT count(*) FROM {table}").fetchone()[0])  # noqa: S608
     (out / MANIFEST).write_text(json.dumps({"schema_version": kb.schema_version(), "rows": counts}, indent=2))
