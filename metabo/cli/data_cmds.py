@@ -53,7 +53,9 @@ def _ingest(args: argparse.Namespace, specs: list[str], *, keel_policy: str = "f
             load=_loader(getattr(args, "target", None), keel_policy),
             progress=lambda spec: (bar.set_postfix_str(spec), bar.update()),
         )
-    print(f"stored {len(report.stored)}, already there {len(report.skipped)}, failed {len(report.failed)}")
+    distinct = len(set(report.stored))
+    print(f"stored {len(report.stored)} ({distinct} distinct datasets: the same data from two sources "
+          f"is one dataset), already there {len(report.skipped)}, failed {len(report.failed)}")
     for spec, why in report.failed:
         print(f"  failed {spec}: {why}")
     return 0 if not report.failed else 1
