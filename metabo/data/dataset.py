@@ -9,6 +9,7 @@ target (a ``Categorical`` for classification, float64 for regression).
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -18,6 +19,8 @@ import numpy as np
 import pandas as pd
 
 from metabo.exceptions import DataQualityError, InputDataError
+
+logger = logging.getLogger(__name__)
 
 FeatureKind = Literal["numeric", "nominal"]
 TaskType = Literal["classification", "regression"]
@@ -90,6 +93,7 @@ class Dataset:
 
         Columns of object, string, boolean or category dtype (and those listed in
         ``nominal``) become ``Categorical``; every other column is cast to float64.
+        Rows without a target value are dropped, logged and noted in ``description``.
         ``task`` defaults to classification unless the target is a float column with
         more than 20 distinct values.
         """
@@ -104,6 +108,11 @@ class Dataset:
             raise InputDataError(f"dataset {name!r}: nominal columns {sorted(unknown)} not found")
         y_raw = frame[target]
         keep = y_raw.notna()
+        if not keep.all():
+            dropped = int((~keep).sum())
+            note = f"{dropped} row(s) without a target value dropped."
+            logger.warning("dataset %r: %s", name, note)
+            kwargs["description"] = " ".join(filter(None, [str(kwargs.get("description", "")), note]))
         frame = frame.loc[keep].reset_index(drop=True)
         y_raw = y_raw.loc[keep].reset_index(drop=True)
         X = pd.DataFrame(index=frame.index)
