@@ -1,0 +1,198 @@
+"""Datasets and their meta-features in the knowledge base.
+
+A dataset is registered once, whatever its provenance: the same content (fingerprint)
+or the same OpenML id maps onto the row already stored. Meta-features are stored per
+``(dataset_id, name)``, replacing earlier values.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from metabo.exceptions import InputDataError, UnknownDatasetError
+from metabo.kb._time import utcnow
+
+if TYPE_CHECKING:
+    from metabo.data.dataset import Dataset
+    from metabo.kb.store import KnowledgeBase
+
+
+def add_dataset(
+    kb: KnowledgeBase,
+    dataset: Dataset,
+    meta_features: Mapping[str, float] | None = None,
+    *,
+    meta_source: str = "metabo",
+) -> str:
+    """Register ``dataset`` (and its meta-features); return its ``dataset_id``.
+
+    The same content (fingerprint) or the same OpenML id maps onto the dataset
+    already stored, whatever its source: one dataset, several provenances.
+    """
+    with kb.transaction():
+        ds_id = kb.register_dataset(
+            name=dataset.name,
+            source=dataset.source,
+            openml_id=dataset.openml_id,
+            fingerprint=dataset.fingerprint,
+            task=dataset.task,
+            n_instances=dataset.n_instances,
+            n_features=dataset.n_features,
+            n_classes=dataset.n_classes,
+            flags={k: list(v) for k, v in dataset.flags.items()},
+            description=dataset.description,
+        )
+        if meta_features:
+            kb.add_meta_features(ds_id, meta_features, source=meta_source)
+    return ds_id
+
+
+def register_dataset(
+    kb: KnowledgeBase,
+    *,
+    name: str,
+    source: str,
+    openml_id: int | None = None,
+    fingerprint: str | None = None,
+    task: str = "classification",
+    n_instances: int | None = None,
+    n_features: int | None = None,
+    n_classes: int | None = None,
+    flags: Mapping[str, Any] | None = None,
+    description: str = "",
+) -> str:
+    """Register a dataset known by its description only (e.g. an OpenML meta-dataset).
+
+    Lookup order: fingerprint, OpenML id, ``<source>-<name>``; the first match is
+    returned (and its missing fields filled), otherwise a new row is written.
+    """
+    if not name or not source:
+        raise InputDataError("a dataset needs a non-empty name and source")
+    con = kb.connection
+    existing = None
+    if fingerprint is not None:
+        existing = con.execute(
+            "SELECT dataset_id FROM datasets WHERE fingerprint = ?", [fingerprint]
+        ).fetchone()
+    if existing is None and openml_id is not None:
+        existing = con.execute(
+            "SELECT dataset_id FROM datasets WHERE openml_id = ? ORDER BY dataset_id",
+            [int(openml_id)],
+        ).fetchone()
+    ds_id = f"openml-{int(openml_id)}" if openml_id is not None else f"{source}-{name}"
+    if existing is None:
+        existing = con.execute(
+            "SELECT dataset_id FROM datasets WHERE dataset_id = ?", [ds_id]
+        ).fetchone()
+    with kb.transaction() as tx:
+        if existing is not None:
+            tx.execute(
+                """UPDATE datasets SET
+                    openml_id = coalesce(openml_id, ?), fingerprint = coalesce(fingerprint, ?),
+                    n_instances = coalesce(n_instances, ?), n_features = coalesce(n_features, ?),
+                    n_classes = coalesce(n_classes, ?)
+                   WHERE dataset_id = ?""",
+                [openml_id, fingerprint, n_instances, n_features, n_classes, existing[0]],
+            )
+            return str(existing[0])
+        tx.execute(
+            "INSERT INTO datasets VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                ds_id, name, source, openml_id, fingerprint, task, n_instances,
+                n_features, n_classes, json.dumps(dict(flags or {}), sort_keys=True),
+                description, utcnow(),
+            ],
+        )
+    return ds_id
+
+
+def dataset_ids(kb: KnowledgeBase) -> list[str]:
+    """The ids of all stored datasets, sorted."""
+    return [r[0] for r in kb.connection.execute(
+        "SELECT dataset_id FROM datasets ORDER BY dataset_id").fetchall()]
+
+
+def get_dataset(kb: KnowledgeBase, dataset_id: str) -> dict[str, Any]:
+    """The stored row of a dataset; :class:`UnknownDatasetError` if absent."""
+    df = kb.query("SELECT * FROM datasets WHERE dataset_id = ?", [dataset_id])
+    if df.empty:
+        raise UnknownDatasetError(
+            f"unknown dataset {dataset_id!r}; `metabo kb datasets` lists the stored ones"
+        )
+    row = df.iloc[0].to_dict()
+    row["flags"] = json.loads(row["flags"])
+    return row
+
+
+def resolve_dataset(kb: KnowledgeBase, ref: str | int) -> str:
+    """Map a dataset id, an OpenML id (int or ``openml:ID``) or a unique name to its id."""
+    con = kb.connection
+    if isinstance(ref, int) or (isinstance(ref, str) and ref.startswith("openml:")):
+        oid = int(str(ref).removeprefix("openml:"))
+        hit = con.execute("SELECT dataset_id FROM datasets WHERE openml_id = ?", [oid]).fetchall()
+    else:
+        hit = con.execute("SELECT dataset_id FROM datasets WHERE dataset_id = ?", [ref]).fetchall()
+        if not hit:
+            hit = con.execute("SELECT dataset_id FROM datasets WHERE name = ?", [ref]).fetchall()
+    if len(hit) == 1:
+        return str(hit[0][0])
+    if len(hit) > 1:
+        raise UnknownDatasetError(
+            f"dataset {ref!r} is ambiguous: {[h[0] for h in hit]}; use the dataset id"
+        )
+    raise UnknownDatasetError(f"unknown dataset {ref!r}; `metabo kb datasets` lists the stored ones")
+
+
+def add_meta_features(
+    kb: KnowledgeBase, dataset_id: str, values: Mapping[str, float], *, source: str = "metabo"
+) -> int:
+    """Store (replace) meta-features of one stored dataset; returns how many were written."""
+    frame = pd.DataFrame({"dataset_id": dataset_id, "name": [str(n) for n in values],
+                          "value": list(values.values()), "source": source})
+    return kb.add_meta_features_frame(frame)
+
+
+def add_meta_features_frame(kb: KnowledgeBase, frame: pd.DataFrame) -> int:
+    """Bulk path: store (replace) rows ``dataset_id, name, value[, source]``.
+
+    NaN or None is stored as NULL (the quantity is undefined for that dataset);
+    infinite or non-numeric values and unknown datasets are refused, storing nothing.
+    """
+    frame = frame.copy()
+    if "source" not in frame.columns:
+        frame["source"] = "metabo"
+    missing = {"dataset_id", "name", "value"} - set(frame.columns)
+    if missing:
+        raise InputDataError(f"meta-feature rows need columns {sorted(missing)}")
+    try:
+        values = pd.to_numeric(frame["value"], errors="raise").astype(np.float64)
+    except (TypeError, ValueError) as e:
+        raise InputDataError(f"meta-feature values must be numbers: {e}") from e
+    if np.isinf(values).any():
+        bad = frame.loc[np.isinf(values), "name"].tolist()[:5]
+        raise InputDataError(f"meta-features {bad} are infinite")
+    frame["value"] = values
+    frame = frame[["dataset_id", "name", "value", "source"]].astype(
+        {"dataset_id": str, "name": str, "source": str}
+    ).drop_duplicates(["dataset_id", "name"], keep="last")
+    with kb.transaction() as tx:
+        tx.register("_mf_batch", frame)
+        try:
+            unknown = [r[0] for r in tx.execute(
+                "SELECT DISTINCT dataset_id FROM _mf_batch ANTI JOIN datasets USING (dataset_id) LIMIT 5"
+            ).fetchall()]
+            if unknown:
+                raise UnknownDatasetError(f"unknown dataset(s) {unknown}; register them first")
+            tx.execute(
+                "DELETE FROM meta_features WHERE (dataset_id, name) IN "
+                "(SELECT (dataset_id, name) FROM _mf_batch)"
+            )
+            tx.execute("INSERT INTO meta_features SELECT dataset_id, name, value, source FROM _mf_batch")
+        finally:
+            tx.unregister("_mf_batch")
+    return len(frame)
