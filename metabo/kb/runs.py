@@ -23,6 +23,7 @@ import pandas as pd
 import pyarrow as pa
 
 from metabo.exceptions import InputDataError, UnknownDatasetError
+from metabo.kb._time import utcnow
 from metabo.kb.schema import RUN_ID_SQL, RUN_STATUSES
 
 if TYPE_CHECKING:
@@ -112,8 +113,6 @@ def normalize_runs(kb: KnowledgeBase, runs: pd.DataFrame | Iterable[Mapping[str,
         frame["split_seed"] = seeds
     frame["split_seed"] = frame["split_seed"].astype("Int64")
     if "created_at" not in frame.columns:
-        from metabo.kb.store import utcnow
-
         frame["created_at"] = pd.Timestamp(utcnow())
     frame["created_at"] = pd.to_datetime(frame["created_at"], utc=True).dt.tz_localize(None)
     frame["message"] = frame["message"].astype(object).where(frame["message"].notna(), None)
