@@ -48,3 +48,13 @@ class FetchError(MetaboError, RuntimeError):
 
 class OpenMLResponseError(FetchError):
     """An OpenML server answered with something that is not a valid response."""
+
+
+class InvalidConfigurationError(MetaboError, ValueError):
+    """A configuration outside its search space: an unknown, missing, inactive or
+    out-of-range hyperparameter (the message names it)."""
+
+
+class EvaluationError(MetaboError, RuntimeError):
+    """Evaluating a configuration failed in a way that is not a property of the
+    configuration (e.g. a worker process died without reporting)."""
