@@ -43,11 +43,16 @@ class KnowledgeBase:
         path: the DuckDB file; ``None`` is the embedded default
             (:func:`metabo.paths.default_kb_path`), ``":memory:"`` a throwaway store.
         read_only: open without write access (several readers may share a file).
+        load_shipped: import the shipped knowledge base (:mod:`metabo.kb.shipped`) into a
+            store that holds no dataset yet; default: only for the embedded default file.
 
     Use as a context manager, or call :meth:`close`.
     """
 
-    def __init__(self, path: str | Path | None = None, *, read_only: bool = False) -> None:
+    def __init__(
+        self, path: str | Path | None = None, *, read_only: bool = False, load_shipped: bool | None = None
+    ) -> None:
+        embedded = path is None
         self.path = Path(path) if path not in (None, ":memory:") else path
         if self.path is None:
             self.path = default_kb_path()
@@ -65,6 +70,10 @@ class KnowledgeBase:
         self._depth = 0
         if not read_only:
             self.migrate()
+            if embedded if load_shipped is None else load_shipped:
+                from metabo.kb.shipped import load_shipped as _load_shipped
+
+                _load_shipped(self)
         else:
             self._check_version()
 
