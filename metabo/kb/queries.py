@@ -40,7 +40,31 @@ if TYPE_CHECKING:
 RANK_DECIMALS = 12
 
 # Mean over folds/repeats, independent of storage order.
-_MEAN_SQL = "fsum(r.value ORDER BY r.value) / count(r.value)"
+_MEAN_SQL = "fsum(value ORDER BY value) / count(value)"
+
+
+def _per_task_sql(fidelity: float | None, dataset_ids: Sequence[str] | None) -> tuple[str, list[object]]:
+    """SQL of (dataset_id, config_id, value): per-task means of one algorithm and metric.
+
+    Parameters in order: algorithm, metric, [fidelity], [dataset ids]. Without a
+    ``fidelity``, each (task, configuration) uses its highest fidelity (NULL, i.e. the
+    full data, counts as the highest), so learning-curve points do not mix with final
+    values; with one, exactly that fidelity.
+    """
+    task_sql, task_params = _task_filter(dataset_ids)
+    if fidelity is None:
+        fid_sql, fid_params = "", []
+        keep = ("QUALIFY coalesce(r.fidelity, 'inf'::DOUBLE) = "
+                "max(coalesce(r.fidelity, 'inf'::DOUBLE)) OVER (PARTITION BY r.dataset_id, r.config_id)")
+    else:
+        fid_sql, fid_params, keep = " AND r.fidelity = ?", [float(fidelity)], ""
+    sql = (
+        f"SELECT dataset_id, config_id, {_MEAN_SQL} AS value FROM ("
+        "SELECT r.dataset_id, r.config_id, r.value FROM runs r JOIN configurations c USING (config_id) "
+        f"WHERE c.algorithm = ? AND r.metric = ? AND r.status = 'ok'{fid_sql}{task_sql} {keep}) "
+        "GROUP BY dataset_id, config_id"
+    )
+    return sql, [*fid_params, *task_params]
 
 
 def _task_filter(dataset_ids: Sequence[str] | None) -> tuple[str, list[object]]:
@@ -111,16 +135,8 @@ def performance_matrix(
     :func:`configurations` decodes the columns.
     """
     _require_algorithm(kb, algorithm)
-    fid_sql = "r.fidelity IS NULL" if fidelity is None else "r.fidelity = ?"
-    task_sql, task_params = _task_filter(dataset_ids)
-    params: list[object] = [algorithm, metric] + ([] if fidelity is None else [float(fidelity)]) + task_params
-    long = kb.query(
-        f"SELECT r.dataset_id, r.config_id, {_MEAN_SQL} AS value FROM runs r "
-        "JOIN configurations c USING (config_id) "
-        f"WHERE c.algorithm = ? AND r.metric = ? AND r.status = 'ok' AND {fid_sql}{task_sql} "
-        "GROUP BY r.dataset_id, r.config_id",
-        params,
-    )
+    sql, extra = _per_task_sql(fidelity, dataset_ids)
+    long = kb.query(sql, [algorithm, metric, *extra])
     if long.empty:
         return pd.DataFrame(dtype=float)
     matrix = long.pivot(index="dataset_id", columns="config_id", values="value")
@@ -133,6 +149,7 @@ def mean_ranks(
     *,
     metric: str = "error_rate",
     min_tasks: int = 1,
+    fidelity: float | None = None,
     dataset_ids: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """Configurations of ``algorithm`` by mean within-task rank (1 = best), best first.
@@ -141,14 +158,10 @@ def mean_ranks(
     ``dataset_ids`` restricts the tasks ranked on.
     """
     _require_algorithm(kb, algorithm)
-    task_sql, task_params = _task_filter(dataset_ids)
+    sql, extra = _per_task_sql(fidelity, dataset_ids)
     df = kb.query(
         f"""WITH per_task AS (
-               SELECT r.dataset_id, r.config_id, round({_MEAN_SQL}, {RANK_DECIMALS}) AS value
-               FROM runs r JOIN configurations c USING (config_id)
-               WHERE c.algorithm = ? AND r.metric = ? AND r.status = 'ok' AND r.fidelity IS NULL
-               {task_sql}
-               GROUP BY r.dataset_id, r.config_id),
+               SELECT dataset_id, config_id, round(value, {RANK_DECIMALS}) AS value FROM ({sql})),
            ranked AS (
                SELECT config_id,
                       (rank() OVER w + (count(*) OVER (PARTITION BY dataset_id, value) - 1) / 2.0) AS rnk
@@ -157,7 +170,7 @@ def mean_ranks(
            FROM ranked r JOIN configurations c USING (config_id)
            GROUP BY r.config_id HAVING count(*) >= ?
            ORDER BY mean_rank, n_tasks DESC, config_id""",
-        [algorithm, metric, *task_params, int(min_tasks)],
+        [algorithm, metric, *extra, int(min_tasks)],
     )
     df["params"] = [json.loads(p) for p in df["params"]]
     return df

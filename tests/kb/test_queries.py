@@ -114,3 +114,18 @@ def test_ties_do_not_depend_on_fold_order():
         assert ranks["mean_rank"].tolist() == [1.5, 1.5]
         m = q.performance_matrix(store, "knn")
         assert m.iloc[0, 0] == m.iloc[0, 1]
+
+
+def test_fidelity_highest_by_default_or_exact():
+    with KnowledgeBase(":memory:") as store:
+        store.add_algorithms(["knn"])
+        store.register_dataset(name="t", source="test")
+        rows = [(1, 100.0, 0.5), (1, 1000.0, 0.2), (2, 100.0, 0.3), (2, None, 0.4)]
+        store.add_runs([dict(dataset_id="test-t", algorithm="knn", params={"n_neighbors": k}, metric="error_rate",
+                             value=v, fidelity=f, source="s") for k, f, v in rows])
+        m = q.performance_matrix(store, "knn")
+        assert m.loc["test-t", cid(1)] == 0.2 and m.loc["test-t", cid(2)] == 0.4  # NULL = full data
+        low = q.performance_matrix(store, "knn", fidelity=100)
+        assert low.loc["test-t", cid(1)] == 0.5 and low.loc["test-t", cid(2)] == 0.3
+        assert q.mean_ranks(store, "knn")["config_id"].tolist() == [cid(1), cid(2)]
+        assert q.mean_ranks(store, "knn", fidelity=100)["config_id"].tolist() == [cid(2), cid(1)]
