@@ -1,0 +1,32 @@
+"""Evaluation of configurations: protocols (holdout, k-fold, reshuffled holdout),
+metrics, preprocessing, the per-run limits, and recording runs in the knowledge base."""
+
+from metabo.evaluation.evaluate import Evaluation, evaluate, record, to_run_rows
+from metabo.evaluation.factories import EstimatorFactory, registry_factory
+from metabo.evaluation.metrics import METRICS, get_metric
+from metabo.evaluation.parallel import EvalTask, TaskResult, evaluate_many
+from metabo.evaluation.protocols import Holdout, KFold, ReshuffledHoldout, Split
+from metabo.evaluation.runner import Crash, Memout, Ok, Timeout, run_with_limits
+
+__all__ = [
+    "METRICS",
+    "Crash",
+    "EstimatorFactory",
+    "EvalTask",
+    "Evaluation",
+    "Holdout",
+    "KFold",
+    "Memout",
+    "Ok",
+    "ReshuffledHoldout",
+    "Split",
+    "TaskResult",
+    "Timeout",
+    "evaluate",
+    "evaluate_many",
+    "get_metric",
+    "record",
+    "registry_factory",
+    "run_with_limits",
+    "to_run_rows",
+]

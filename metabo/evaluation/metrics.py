@@ -1,0 +1,133 @@
+"""Classification metrics, every one lower-is-better, as the ``runs`` table stores them.
+
+Notation: n validation rows, K classes of the dataset (in the order of its target's
+categories). ``y_true`` holds class codes in ``0..K-1`` (length n); ``proba`` is the
+n x K matrix of class probabilities whose column k is class k; ``y_pred`` holds
+predicted codes (length n). A metric is called ``metric(y_true, proba, y_pred)``; the
+error rates accept either ``y_pred`` or ``proba`` (then ``y_pred = argmax proba``),
+``log_loss`` and ``one_minus_auc`` need ``proba``.
+
+A model trained on a split that lacks some class predicts only the classes it saw;
+:func:`align_proba` places its columns among the dataset's K classes (the missing
+ones 0) before any metric is computed, so every metric sees all K columns.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+
+import numpy as np
+from sklearn import metrics as _skm
+
+from metabo.exceptions import InputDataError
+
+Metric = Callable[..., float]
+
+
+def align_proba(proba: np.ndarray, model_classes: np.ndarray, n_classes: int) -> np.ndarray:
+    """An n x K matrix from a model's n x len(model_classes) output.
+
+    ``model_classes`` are the class codes the model was trained on (its ``classes_``);
+    column j of ``proba`` goes to column ``model_classes[j]``, the classes the model
+    never saw get probability 0.
+    """
+    proba = np.asarray(proba, dtype=np.float64)
+    if proba.ndim != 2 or proba.shape[1] != len(model_classes):
+        raise InputDataError(
+            f"probabilities of shape {proba.shape} do not match {len(model_classes)} model classes"
+        )
+    codes = np.asarray(model_classes, dtype=np.int64)
+    if codes.size and (codes.min() < 0 or codes.max() >= n_classes):
+        raise InputDataError(f"model classes {codes.tolist()} fall outside 0..{n_classes - 1}")
+    out = np.zeros((proba.shape[0], n_classes), dtype=np.float64)
+    out[:, codes] = proba
+    return out
+
+
+def _labels(y_true: np.ndarray, proba: np.ndarray | None, y_pred: np.ndarray | None) -> np.ndarray:
+    if y_pred is not None:
+        return np.asarray(y_pred)
+    if proba is None:
+        raise InputDataError("an error rate needs predicted labels (y_pred) or probabilities (proba)")
+    return np.asarray(proba).argmax(axis=1)
+
+
+def _need_proba(name: str, y_true: np.ndarray, proba: np.ndarray | None) -> np.ndarray:
+    if proba is None:
+        raise InputDataError(f"{name} needs class probabilities (proba), not only labels")
+    proba = np.asarray(proba, dtype=np.float64)
+    if proba.ndim != 2 or proba.shape[0] != len(y_true):
+        raise InputDataError(f"{name}: proba must be n x K with n = {len(y_true)}, got {proba.shape}")
+    return proba
+
+
+def error_rate(y_true: np.ndarray, proba: np.ndarray | None = None, y_pred: np.ndarray | None = None) -> float:
+    """Fraction of misclassified rows, ``1 - accuracy``."""
+    return float(1.0 - _skm.accuracy_score(np.asarray(y_true), _labels(y_true, proba, y_pred)))
+
+
+def balanced_error_rate(
+    y_true: np.ndarray, proba: np.ndarray | None = None, y_pred: np.ndarray | None = None
+) -> float:
+    """``1 - balanced accuracy``: the mean over the classes present in ``y_true`` of
+    their error rates (scikit-learn's ``balanced_accuracy_score``)."""
+    with warnings.catch_warnings():  # "y_pred contains classes not in y_true": expected
+        warnings.simplefilter("ignore")
+        acc = _skm.balanced_accuracy_score(np.asarray(y_true), _labels(y_true, proba, y_pred))
+    return float(1.0 - acc)
+
+
+def log_loss(y_true: np.ndarray, proba: np.ndarray | None = None, y_pred: np.ndarray | None = None) -> float:
+    """Mean negative log-likelihood of the true class (natural log).
+
+    Probabilities are clipped by scikit-learn to ``[eps, 1 - eps]`` (float64 eps), so a
+    confident mistake costs about 36 per row rather than infinity.
+    """
+    proba = _need_proba("log_loss", y_true, proba)
+    return float(_skm.log_loss(np.asarray(y_true), proba, labels=np.arange(proba.shape[1])))
+
+
+def one_minus_auc(
+    y_true: np.ndarray, proba: np.ndarray | None = None, y_pred: np.ndarray | None = None
+) -> float:
+    """``1 - ROC AUC``.
+
+    Binary (K = 2): ``1 - roc_auc_score(y_true == 1, proba[:, 1])``. Multiclass: one
+    minus the macro average of the one-vs-rest AUCs, ``1 - mean_k AUC(y_true == k,
+    proba[:, k])``, which equals scikit-learn's ``roc_auc_score(..., multi_class="ovr",
+    average="macro")`` when every class occurs in ``y_true``. A class absent from
+    ``y_true`` (or making up all of it) has no defined one-vs-rest AUC and is left out
+    of the average; NaN when no class has one (e.g. a single-class validation set).
+    """
+    proba = _need_proba("one_minus_auc", y_true, proba)
+    y_true = np.asarray(y_true)
+    k = proba.shape[1]
+    targets = [1] if k == 2 else range(k)
+    aucs = []
+    for c in targets:
+        positive = y_true == c
+        if positive.all() or not positive.any():
+            continue
+        aucs.append(_skm.roc_auc_score(positive, proba[:, c]))
+    return float(1.0 - np.mean(aucs)) if aucs else float("nan")
+
+
+METRICS: Mapping[str, Metric] = MappingProxyType(
+    {
+        "error_rate": error_rate,
+        "balanced_error_rate": balanced_error_rate,
+        "log_loss": log_loss,
+        "one_minus_auc": one_minus_auc,
+    }
+)
+"""The metrics by name (read-only); every value is lower-is-better."""
+
+
+def get_metric(name: str) -> Metric:
+    """The metric called ``name``; an unknown name raises :class:`InputDataError`."""
+    try:
+        return METRICS[name]
+    except KeyError:
+        raise InputDataError(f"unknown metric {name!r}; choose from {sorted(METRICS)}") from None

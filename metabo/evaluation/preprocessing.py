@@ -1,0 +1,92 @@
+"""The preprocessing in front of every estimator, chosen by its algorithm's needs.
+
+A :class:`~sklearn.compose.ColumnTransformer` over the dataset's columns (by name):
+
+- numeric columns: median imputation (skipped when the algorithm handles missing
+  values itself, e.g. LightGBM), then standardization when it needs scaling (kNN,
+  SVMs, MLP, ...);
+- nominal columns: values as strings with a missing value as its own category
+  (``"__missing__"``: missingness can carry information, and it needs no choice of a
+  most frequent value), then one-hot encoding (``handle_unknown="ignore"``: a category
+  unseen in training is all zeros) or ordinal encoding (an unseen category is -1), by
+  the algorithm's ``encoding``.
+
+Then the estimator. The whole pipeline is fitted on the training rows only, so nothing
+(medians, scales, categories) is learned from validation or test rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+import numpy as np
+import pandas as pd
+from sklearn.compose import ColumnTransformer
+from sklearn.impute import SimpleImputer
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import FunctionTransformer, OneHotEncoder, OrdinalEncoder, StandardScaler
+
+from metabo.data.dataset import Dataset
+from metabo.exceptions import InputDataError
+
+MISSING = "__missing__"
+
+
+class PreprocessingNeeds(Protocol):
+    """What preprocessing reads of an algorithm (an ``AlgorithmSpec`` has these)."""
+
+    needs_scaling: bool
+    encoding: str
+    handles_missing: bool
+
+
+@dataclass(frozen=True)
+class PreprocessingSpec:
+    """A stand-alone :class:`PreprocessingNeeds`, for estimators outside the registry."""
+
+    needs_scaling: bool = False
+    encoding: Literal["onehot", "ordinal"] = "onehot"
+    handles_missing: bool = False
+
+
+def nominal_as_strings(X: pd.DataFrame | np.ndarray) -> np.ndarray:
+    """Nominal values as ``str`` (so 1 and "1" agree), a missing value as :data:`MISSING`."""
+    frame = pd.DataFrame(X)
+    out = np.empty(frame.shape, dtype=object)
+    for j in range(frame.shape[1]):
+        col = frame.iloc[:, j].astype(object)
+        out[:, j] = np.where(col.isna().to_numpy(), MISSING, col.map(str).to_numpy())
+    return out
+
+
+def make_preprocessor(spec: PreprocessingNeeds, dataset: Dataset) -> ColumnTransformer:
+    """The column transformer for ``dataset``'s columns and ``spec``'s needs."""
+    if spec.encoding not in ("onehot", "ordinal"):
+        raise InputDataError(f"unknown encoding {spec.encoding!r}; use 'onehot' or 'ordinal'")
+    kinds = dict(zip(dataset.X.columns, dataset.feature_kinds))
+    numeric = [c for c, k in kinds.items() if k == "numeric"]
+    nominal = [c for c, k in kinds.items() if k == "nominal"]
+    transformers: list[tuple[str, Any, list[str]]] = []
+    if numeric:
+        steps: list[tuple[str, Any]] = []
+        if not spec.handles_missing:
+            steps.append(("impute", SimpleImputer(strategy="median", keep_empty_features=True)))
+        if spec.needs_scaling:
+            steps.append(("scale", StandardScaler()))
+        transformers.append(("numeric", Pipeline(steps) if steps else "passthrough", numeric))
+    if nominal:
+        if spec.encoding == "onehot":
+            encoder: Any = OneHotEncoder(handle_unknown="ignore", sparse_output=False)
+        else:
+            encoder = OrdinalEncoder(handle_unknown="use_encoded_value", unknown_value=-1)
+        strings = FunctionTransformer(nominal_as_strings, feature_names_out="one-to-one")
+        transformers.append(("nominal", Pipeline([("as_strings", strings), ("encode", encoder)]), nominal))
+    if not transformers:
+        raise InputDataError(f"dataset {dataset.name!r} has no feature columns")
+    return ColumnTransformer(transformers, remainder="drop", sparse_threshold=0.0)
+
+
+def make_pipeline(spec: PreprocessingNeeds, dataset: Dataset, estimator: Any) -> Pipeline:
+    """``preprocess -> model``: :func:`make_preprocessor` followed by ``estimator``."""
+    return Pipeline([("preprocess", make_preprocessor(spec, dataset)), ("model", estimator)])

@@ -1,0 +1,186 @@
+"""Run a function under a wall-clock and a memory limit, in a forked worker process.
+
+:func:`run_with_limits` is the per-run limit of an evaluation. With a limit it forks a
+child (``multiprocessing`` "fork" context, Linux) that runs ``fn(*args)`` and sends the
+outcome back through a pipe:
+
+- the parent waits at most ``time_limit`` seconds, then kills the child (SIGKILL):
+  :class:`Timeout`;
+- the child lowers its own address-space limit (``RLIMIT_AS``) to what it inherited
+  plus ``memory_limit_mb``; an allocation beyond it raises ``MemoryError`` in the child
+  (or a library's "bad_alloc"/"cannot allocate memory" error, matched by message):
+  :class:`Memout`. The limit is relative because a forked child inherits the parent's
+  whole address space (several hundred MB with NumPy, scikit-learn and DuckDB loaded),
+  which an absolute limit would have to guess;
+- any other exception: :class:`Crash` with ``"ExcType: message"``;
+- a child that dies without reporting (a segfault, ``os._exit``, killed by the system):
+  :class:`Crash` naming its exit code or signal.
+
+Without any limit, ``fn`` runs in the calling process (the fast path tests use); its
+exceptions are still turned into :class:`Crash` / :class:`Memout`.
+
+Forking copies one thread of the parent: a child that uses a runtime whose thread pool
+the parent already started (GNU OpenMP is the known case) can hang. That ends as a
+:class:`Timeout` when a time limit is set, so give one whenever limits are used;
+:func:`~metabo.evaluation.evaluate.evaluate` also runs fits on one thread by default.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing as mp
+import os
+import resource
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+logger = logging.getLogger(__name__)
+
+_MEMORY_HINTS = ("bad_alloc", "cannot allocate memory", "out of memory", "unable to allocate")
+
+
+@dataclass(frozen=True)
+class Ok:
+    """``fn`` returned ``value`` after ``seconds`` of wall-clock time."""
+
+    value: Any
+    seconds: float
+    status: str = "ok"
+
+
+@dataclass(frozen=True)
+class Crash:
+    """``fn`` raised (``message`` = ``"ExcType: message"``) or its worker died."""
+
+    message: str
+    seconds: float
+    status: str = "crash"
+
+
+@dataclass(frozen=True)
+class Timeout:
+    """The worker was killed when ``limit`` seconds had passed."""
+
+    message: str
+    seconds: float
+    status: str = "timeout"
+
+
+@dataclass(frozen=True)
+class Memout:
+    """``fn`` ran out of the memory it was allowed."""
+
+    message: str
+    seconds: float
+    status: str = "memout"
+
+
+Outcome: TypeAlias = Ok | Crash | Timeout | Memout
+
+
+def describe(exc: BaseException) -> str:
+    """``"ExcType: message"``, the form failures are recorded in."""
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _classify(exc: BaseException, memory_limited: bool) -> tuple[str, str]:
+    message = describe(exc)
+    if isinstance(exc, MemoryError):
+        return "memout", message
+    if memory_limited and any(h in message.lower() for h in _MEMORY_HINTS):
+        return "memout", message
+    return "crash", message
+
+
+def _child(conn: Any, fn: Callable[..., Any], args: tuple[Any, ...], memory_limit_mb: int | None) -> None:
+    """Body of the forked worker: limit memory, run, report (status, payload)."""
+    try:
+        if memory_limit_mb is not None:
+            _, hard = resource.getrlimit(resource.RLIMIT_AS)
+            limit = _address_space() + int(memory_limit_mb) * 2**20
+            if hard != resource.RLIM_INFINITY:
+                limit = min(limit, hard)
+            resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+        report: tuple[str, Any] = ("ok", fn(*args))
+    except BaseException as e:  # noqa: BLE001 - everything is reported to the parent
+        report = _classify(e, memory_limit_mb is not None)
+    try:
+        conn.send(report)
+    except BaseException as e:  # noqa: BLE001 - e.g. an unpicklable result
+        status = "memout" if isinstance(e, MemoryError) else "crash"
+        conn.send((status, f"the result could not be sent back: {describe(e)}"))
+    finally:
+        conn.close()
+
+
+def _address_space() -> int:
+    """This process's current virtual memory size in bytes (Linux ``/proc``)."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _died(exitcode: int | None, memory_limited: bool) -> str:
+    if exitcode is not None and exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = str(-exitcode)
+        hint = " (possibly out of memory)" if name == "SIGKILL" and memory_limited else ""
+        return f"WorkerDied: the worker was killed by signal {name}{hint} without reporting"
+    return f"WorkerDied: the worker exited with code {exitcode} without reporting"
+
+
+def run_with_limits(
+    fn: Callable[..., Any],
+    *args: Any,
+    time_limit: float | None = None,
+    memory_limit_mb: int | None = None,
+) -> Outcome:
+    """Run ``fn(*args)`` under the limits and return its :data:`Outcome` (never raises
+    for a failure of ``fn``; see module docstring). ``fn`` and its result must be
+    picklable only for the result's trip through the pipe (fork shares the rest)."""
+    if time_limit is not None and time_limit <= 0:
+        raise ValueError(f"time_limit must be positive, got {time_limit}")
+    if memory_limit_mb is not None and memory_limit_mb <= 0:
+        raise ValueError(f"memory_limit_mb must be positive, got {memory_limit_mb}")
+    start = time.perf_counter()
+    if time_limit is None and memory_limit_mb is None:
+        try:
+            value = fn(*args)
+        except Exception as e:  # noqa: BLE001 - a failure of fn is an outcome
+            status, message = _classify(e, False)
+            cls = Memout if status == "memout" else Crash
+            return cls(message, time.perf_counter() - start)
+        return Ok(value, time.perf_counter() - start)
+
+    ctx = mp.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(send, fn, args, memory_limit_mb), name="metabo-eval")
+    proc.start()
+    send.close()
+    try:
+        wait = None if time_limit is None else max(0.0, start + time_limit - time.perf_counter())
+        if not recv.poll(wait):
+            proc.kill()
+            proc.join()
+            elapsed = time.perf_counter() - start
+            return Timeout(f"Timeout: killed after {elapsed:.1f} s (limit {time_limit} s)", elapsed)
+        try:
+            status, payload = recv.recv()
+        except (EOFError, OSError):
+            proc.join()
+            return Crash(_died(proc.exitcode, memory_limit_mb is not None), time.perf_counter() - start)
+        proc.join(timeout=5.0)  # reported; a child stuck on exit is killed below
+        elapsed = time.perf_counter() - start
+        if status == "ok":
+            return Ok(payload, elapsed)
+        return (Memout if status == "memout" else Crash)(payload, elapsed)
+    finally:
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+        recv.close()

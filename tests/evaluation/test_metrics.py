@@ -1,0 +1,93 @@
+"""Metrics: closed forms, lower-is-better, alignment of missing classes."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from sklearn.metrics import roc_auc_score
+
+from metabo.evaluation.metrics import (
+    METRICS,
+    align_proba,
+    balanced_error_rate,
+    error_rate,
+    get_metric,
+    log_loss,
+    one_minus_auc,
+)
+from metabo.exceptions import InputDataError
+
+
+def test_error_rate_by_hand_from_labels_and_from_probabilities():
+    y = np.array([0, 1, 1, 0])
+    assert error_rate(y, y_pred=np.array([0, 1, 0, 0])) == pytest.approx(0.25)
+    proba = np.array([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.7, 0.3]])
+    assert error_rate(y, proba) == pytest.approx(0.25)
+
+
+def test_balanced_error_rate_by_hand():
+    # class 0: 3 rows all right (error 0); class 1: 1 row wrong (error 1) -> mean 0.5
+    y = np.array([0, 0, 0, 1])
+    pred = np.zeros(4, dtype=int)
+    assert error_rate(y, y_pred=pred) == pytest.approx(0.25)
+    assert balanced_error_rate(y, y_pred=pred) == pytest.approx(0.5)
+
+
+def test_log_loss_of_perfect_and_uniform_predictions():
+    y = np.array([0, 1, 2, 1])
+    assert log_loss(y, np.eye(3)[y]) == pytest.approx(0.0, abs=1e-12)
+    assert log_loss(y, np.full((4, 3), 1 / 3)) == pytest.approx(math.log(3))
+
+
+def test_log_loss_of_a_confident_mistake_is_finite():
+    assert 30 < log_loss(np.array([0]), np.array([[0.0, 1.0]])) < 40
+
+
+def test_auc_of_a_perfect_and_a_reversed_ranking():
+    y = np.array([0, 0, 1, 1])
+    score = np.array([0.1, 0.2, 0.7, 0.9])
+    proba = np.column_stack([1 - score, score])
+    assert one_minus_auc(y, proba) == pytest.approx(0.0)
+    assert one_minus_auc(y, proba[:, ::-1]) == pytest.approx(1.0)
+
+
+def test_multiclass_auc_is_macro_one_vs_rest():
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 4, 200)
+    proba = rng.dirichlet(np.ones(4), 200)
+    expected = 1 - roc_auc_score(y, proba, multi_class="ovr", average="macro")
+    assert one_minus_auc(y, proba) == pytest.approx(expected)
+    assert one_minus_auc(y, np.eye(4)[y]) == pytest.approx(0.0)
+
+
+def test_auc_skips_classes_absent_from_the_validation_set():
+    y = np.array([0, 0, 1, 1])  # class 2 of 3 absent
+    proba = np.array([[0.8, 0.1, 0.1], [0.7, 0.2, 0.1], [0.1, 0.8, 0.1], [0.2, 0.7, 0.1]])
+    assert one_minus_auc(y, proba) == pytest.approx(0.0)
+    assert math.isnan(one_minus_auc(np.array([1, 1]), np.array([[0.3, 0.7], [0.6, 0.4]])))
+
+
+def test_align_proba_puts_unseen_classes_at_zero():
+    proba = np.array([[0.25, 0.75], [1.0, 0.0]])
+    out = align_proba(proba, np.array([0, 2]), 3)
+    np.testing.assert_allclose(out, [[0.25, 0.0, 0.75], [1.0, 0.0, 0.0]])
+    with pytest.raises(InputDataError):
+        align_proba(proba, np.array([0, 5]), 3)
+
+
+def test_metrics_mapping_is_read_only_and_lookup_names_the_choices():
+    assert set(METRICS) == {"error_rate", "balanced_error_rate", "log_loss", "one_minus_auc"}
+    with pytest.raises(TypeError):
+        METRICS["accuracy"] = error_rate  # type: ignore[index]
+    assert get_metric("log_loss") is log_loss
+    with pytest.raises(InputDataError, match="error_rate"):
+        get_metric("accuracy")
+
+
+def test_probability_metrics_refuse_labels_only():
+    with pytest.raises(InputDataError, match="probabilities"):
+        log_loss(np.array([0, 1]), y_pred=np.array([0, 1]))
+    with pytest.raises(InputDataError):
+        error_rate(np.array([0, 1]))

@@ -1,0 +1,168 @@
+"""Protocols: fixed holdout, k-fold, reshuffled holdout, stratification, max_train."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from metabo.data.dataset import Dataset
+from metabo.evaluation.protocols import Holdout, KFold, ReshuffledHoldout, class_codes
+from metabo.exceptions import InputDataError
+
+
+def _imbalanced(n: int = 500, seed: int = 0) -> Dataset:
+    rng = np.random.default_rng(seed)
+    y = rng.choice(["a", "b", "c"], size=n, p=[0.7, 0.2, 0.1])
+    return Dataset.from_frame(pd.DataFrame({"x": rng.normal(size=n), "y": y}), "y", name="imb", source="test")
+
+
+def _parts(split):
+    return [p for p in (split.train_idx, split.valid_idx, split.test_idx) if p is not None]
+
+
+def _assert_partition(parts, n):
+    allrows = np.concatenate(parts)
+    assert len(allrows) == n and len(np.unique(allrows)) == n  # disjoint and covering
+
+
+def test_holdout_is_fixed_for_a_seed_disjoint_and_covering():
+    ds = _imbalanced()
+    (a,) = Holdout().splits(ds, 7)
+    (b,) = Holdout().splits(ds, 7)
+    (c,) = Holdout().splits(ds, 8)
+    for x, y in zip(_parts(a), _parts(b)):
+        np.testing.assert_array_equal(x, y)
+    assert not np.array_equal(a.valid_idx, c.valid_idx)
+    _assert_partition(_parts(a), ds.n_instances)
+    assert (len(a.train_idx), len(a.valid_idx), len(a.test_idx)) == (300, 100, 100)
+    assert (a.fold, a.repeat, a.split_seed, a.n_train) == (0, 0, 7, 300)
+
+
+def test_holdout_is_stratified():
+    ds = _imbalanced()
+    codes = class_codes(ds)
+    whole = np.bincount(codes, minlength=3)
+    (s,) = Holdout().splits(ds, 3)
+    for part, frac in ((s.train_idx, 0.6), (s.valid_idx, 0.2), (s.test_idx, 0.2)):
+        counts = np.bincount(codes[part], minlength=3)
+        assert np.all(np.abs(counts - frac * whole) <= 1.0 + 1e-9), (counts, frac * whole)
+
+
+def test_holdout_without_test_part():
+    ds = _imbalanced(101)
+    (s,) = Holdout(train=0.7, valid=0.3, test=0.0).splits(ds, 0)
+    assert s.test_idx is None
+    _assert_partition(_parts(s), 101)
+
+
+def test_stratification_falls_back_for_a_singleton_class(three_class):
+    codes = class_codes(three_class)
+    singleton = np.flatnonzero(np.bincount(codes) == 1)[0]
+    for seed in range(5):
+        (s,) = Holdout().splits(three_class, seed)
+        assert singleton in codes[s.train_idx]  # the lone member goes to training
+        _assert_partition(_parts(s), three_class.n_instances)
+
+
+def test_kfold_partitions_and_stratifies():
+    ds = _imbalanced(503)
+    codes = class_codes(ds)
+    whole = np.bincount(codes, minlength=3)
+    splits = KFold(k=5).splits(ds, 1)
+    assert [s.fold for s in splits] == list(range(5))
+    _assert_partition([s.valid_idx for s in splits], 503)
+    for s in splits:
+        assert s.test_idx is None
+        _assert_partition([s.train_idx, s.valid_idx], 503)
+        assert len(s.valid_idx) in (100, 101)
+        counts = np.bincount(codes[s.valid_idx], minlength=3)
+        assert np.all(np.abs(counts - whole / 5) <= 1.0 + 1e-9)
+    again = KFold(k=5).splits(ds, 1)
+    assert all(np.array_equal(a.valid_idx, b.valid_idx) for a, b in zip(splits, again))
+
+
+def test_kfold_with_a_shared_test_part():
+    ds = _imbalanced(400)
+    splits = KFold(k=4, test=0.25).splits(ds, 2)
+    test = splits[0].test_idx
+    assert len(test) == 100
+    assert all(np.array_equal(s.test_idx, test) for s in splits)
+    _assert_partition([test] + [s.valid_idx for s in splits], 400)
+
+
+def test_kfold_tolerates_classes_smaller_than_k(three_class):
+    splits = KFold(k=5).splits(three_class, 0)
+    _assert_partition([s.valid_idx for s in splits], three_class.n_instances)
+
+
+def test_reshuffled_holdout_changes_with_the_iteration_only():
+    ds = _imbalanced()
+    proto = ReshuffledHoldout()
+    (s0,) = proto.splits(ds, 5)
+    (s0b,) = proto.at(0).splits(ds, 5)
+    (s1,) = proto.at(1).splits(ds, 5)
+    np.testing.assert_array_equal(s0.valid_idx, s0b.valid_idx)
+    assert not np.array_equal(s0.valid_idx, s1.valid_idx)
+    assert (s1.split_seed, s1.repeat) == (5, 1)
+    assert s0.test_idx is None and len(s1.valid_idx) == 100
+    _assert_partition(_parts(s1), 500)
+
+
+def test_reshuffled_holdout_keeps_its_test_part_fixed():
+    ds = _imbalanced()
+    proto = ReshuffledHoldout(train=0.6, valid=0.2, test=0.2)
+    a, b = proto.at(0).splits(ds, 0)[0], proto.at(3).splits(ds, 0)[0]
+    np.testing.assert_array_equal(a.test_idx, b.test_idx)
+    assert not np.array_equal(a.train_idx, b.train_idx)
+    _assert_partition(_parts(b), 500)
+    assert (len(b.train_idx), len(b.valid_idx)) == (300, 100)
+
+
+@pytest.mark.parametrize("proto", [Holdout(max_train=40), KFold(k=3, max_train=40), ReshuffledHoldout(max_train=40)])
+def test_max_train_subsamples_the_training_part(proto):
+    ds = _imbalanced()
+    codes = class_codes(ds)
+    full = {s.fold: s for s in type(proto)(**{**proto.__dict__, "max_train": None}).splits(ds, 4)}
+    for s in proto.splits(ds, 4):
+        assert s.n_train == 40
+        assert np.isin(s.train_idx, full[s.fold].train_idx).all()
+        np.testing.assert_array_equal(s.valid_idx, full[s.fold].valid_idx)
+        counts = np.bincount(codes[s.train_idx], minlength=3)
+        expected = 40 * np.bincount(codes[full[s.fold].train_idx], minlength=3) / full[s.fold].n_train
+        assert np.all(np.abs(counts - expected) <= 1.0 + 1e-9)
+    again = proto.splits(ds, 4)
+    assert np.array_equal(again[0].train_idx, proto.splits(ds, 4)[0].train_idx)
+
+
+def test_max_train_larger_than_the_training_part_changes_nothing():
+    ds = _imbalanced()
+    (s,) = Holdout(max_train=10_000).splits(ds, 0)
+    assert s.n_train == 300
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: Holdout(train=0.5, valid=0.2, test=0.2),
+        lambda: Holdout(valid=0.0, train=0.8),
+        lambda: KFold(k=1),
+        lambda: KFold(test=1.0),
+        lambda: ReshuffledHoldout(max_train=0),
+        lambda: ReshuffledHoldout(iteration=-1),
+    ],
+)
+def test_bad_protocols_are_refused(make):
+    with pytest.raises(InputDataError):
+        make()
+
+
+def test_bad_seed_and_regression_are_refused():
+    ds = _imbalanced()
+    with pytest.raises(InputDataError):
+        Holdout().splits(ds, -1)
+    reg = Dataset.from_frame(
+        pd.DataFrame({"x": np.arange(50.0), "y": np.linspace(0, 1, 50)}), "y", name="r", source="test"
+    )
+    with pytest.raises(InputDataError, match="regression"):
+        Holdout().splits(reg, 0)
