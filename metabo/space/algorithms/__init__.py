@@ -1,0 +1,59 @@
+"""The algorithms of the CASH space: search spaces and scikit-learn estimators.
+
+``ALGORITHMS`` (read-only, in this order): the nine of Levesque (2018) Table 5.1
+(``table51``), then the additions of DESIGN.md (``extra``). ``build_estimator`` validates
+a configuration and returns an unfitted classifier with ``predict_proba`` (softmax of
+the decision function for the two SVMs, see ``proba``), ``random_state=seed`` where the
+estimator has one and ``n_jobs=1`` where it takes one. Thread pools of OpenMP/BLAS
+(hist_gradient_boosting, mlp) are the caller's to limit (threadpoolctl). Warnings such as
+ConvergenceWarning are left to the caller.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+from metabo.exceptions import UnknownAlgorithmError
+from metabo.space.algorithms import extra, table51
+from metabo.space.algorithms.proba import DecisionProbaClassifier
+from metabo.space.algorithms.spec import AlgorithmSpec
+from metabo.space.cash import CASHSpace
+
+ALGORITHMS: Mapping[str, AlgorithmSpec] = MappingProxyType(
+    {s.name: s for s in (*table51.SPECS, *extra.SPECS)}
+)
+
+
+def get_algorithm(name: str) -> AlgorithmSpec:
+    """The spec of ``name``; :class:`UnknownAlgorithmError` lists the valid names."""
+    try:
+        return ALGORITHMS[name]
+    except (KeyError, TypeError):
+        raise UnknownAlgorithmError(
+            f"unknown algorithm {name!r}; valid algorithms: {list(ALGORITHMS)}"
+        ) from None
+
+
+def build_estimator(algorithm: str, params: Mapping[str, Any], *, seed: int | None) -> Any:
+    """An unfitted classifier for ``(algorithm, params)``; raises
+    :class:`InvalidConfigurationError` for params outside the algorithm's space."""
+    spec = get_algorithm(algorithm)
+    return spec.build(spec.space.normalize(params), seed)
+
+
+def default_cash_space(names: Iterable[str] | None = None) -> CASHSpace:
+    """The CASH space of ``names`` (all algorithms when None), in the given order."""
+    names = list(ALGORITHMS) if names is None else list(names)
+    return CASHSpace({n: get_algorithm(n).space for n in names})
+
+
+__all__ = [
+    "ALGORITHMS",
+    "AlgorithmSpec",
+    "DecisionProbaClassifier",
+    "build_estimator",
+    "default_cash_space",
+    "get_algorithm",
+]

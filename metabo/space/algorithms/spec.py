@@ -1,0 +1,42 @@
+"""The record describing one learning algorithm: its space and how to build it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from importlib.metadata import version
+from typing import Any, Literal, TypeAlias
+
+from metabo.space.space import SearchSpace
+
+#: ``build(params, seed)``: an unfitted scikit-learn classifier; ``params`` are valid.
+Builder: TypeAlias = Callable[[Mapping[str, Any], "int | None"], Any]
+
+
+@dataclass(frozen=True)
+class AlgorithmSpec:
+    """One algorithm of the CASH space.
+
+    ``needs_scaling``: features should be standardized first (distances, margins,
+    penalties or gradient steps depend on their scale). ``encoding``: how categorical
+    features should be encoded for it ("ordinal" for trees and boosting, "onehot" for the
+    rest). ``handles_missing``: it accepts NaN in the features as they are.
+    """
+
+    name: str
+    space: SearchSpace
+    needs_scaling: bool
+    encoding: Literal["onehot", "ordinal"]
+    handles_missing: bool
+    build: Builder
+
+
+def make_space(name: str, *hps: Any) -> SearchSpace:
+    """The space of algorithm ``name`` (unconditional hyperparameters)."""
+    return SearchSpace(name, hps)
+
+
+def sklearn_at_least(major: int, minor: int) -> bool:
+    """Whether the installed scikit-learn is at least ``major.minor`` (without importing it)."""
+    parts = version("scikit-learn").split(".")
+    return (int(parts[0]), int("".join(ch for ch in parts[1] if ch.isdigit()) or 0)) >= (major, minor)

@@ -1,0 +1,189 @@
+"""The CASH space: the algorithm choice as root, each algorithm's space below it.
+
+"K = A u Gamma_1 u ... u Gamma_m, where the first hyperparameter a in A is a new
+hyperparameter representing the choice of the learning algorithm" (Levesque 2018, 5.3).
+A CASH configuration is ``(algorithm, params)``.
+
+Encoding, ``D = m + sum_i D_i``: ``x = [onehot(a) (m), x_1 (D_1), ..., x_m (D_m)]``; the
+chosen algorithm's block is its space's encoding, every other block is the encoding of
+that algorithm's default configuration (imputation, thesis 5.3.1). The one-hot follows
+the thesis' remark that a categorical choice "would be more principled" than an integer
+(5.5). ``slices[a]`` is algorithm ``a``'s block; ``active_mask`` marks the one-hot and the
+active coordinates of the chosen block (for the conditional kernel, thesis 5.4.1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from metabo._typing import Seed, as_generator
+from metabo.exceptions import InputDataError, UnknownAlgorithmError
+from metabo.space.space import SearchSpace
+
+if TYPE_CHECKING:
+    from ConfigSpace import ConfigurationSpace
+
+#: Name of the root hyperparameter in ConfigSpace form (the auto-sklearn convention).
+ALGORITHM = "algorithm"
+
+
+class CASHSpace:
+    """Per-algorithm search spaces under a root algorithm choice (order is kept).
+
+    Algorithm ``a``'s space is named ``a`` (renamed if needed), so that ConfigSpace
+    round trips give equal CASH spaces.
+    """
+
+    def __init__(self, spaces: Mapping[str, SearchSpace]) -> None:
+        items = dict(spaces)
+        if not items:
+            raise InputDataError("a CASH space needs at least one algorithm")
+        for name, space in items.items():
+            if not isinstance(name, str) or not name or ":" in name:
+                raise InputDataError(f"algorithm name {name!r} must be a non-empty string without ':'")
+            if not isinstance(space, SearchSpace):
+                raise InputDataError(f"algorithm {name!r}: {type(space).__name__} is not a SearchSpace")
+            if space.name != name:
+                items[name] = replace(space, name=name)
+        # Plain dicts (exposed read-only) keep the space picklable for worker processes.
+        self._spaces = items
+        self._algorithms = tuple(items)
+        offsets = np.cumsum([len(self._algorithms)] + [len(s) for s in items.values()])
+        bounds = zip(self._algorithms, offsets[:-1], offsets[1:])
+        self._slices = {a: slice(int(lo), int(hi)) for a, lo, hi in bounds}
+        self._defaults = {a: s.encode(s.default_configuration()) for a, s in items.items()}
+        self.n_dims = int(offsets[-1])
+
+    # -- container protocol -------------------------------------------------------
+    @property
+    def algorithms(self) -> tuple[str, ...]:
+        return self._algorithms
+
+    @property
+    def spaces(self) -> Mapping[str, SearchSpace]:
+        return MappingProxyType(self._spaces)
+
+    @property
+    def slices(self) -> Mapping[str, slice]:
+        """Each algorithm's block of the encoded vector."""
+        return MappingProxyType(self._slices)
+
+    def __len__(self) -> int:
+        """The number of algorithms (see :attr:`n_dims` for the vector length)."""
+        return len(self._algorithms)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._algorithms)
+
+    def __contains__(self, algorithm: object) -> bool:
+        return isinstance(algorithm, str) and algorithm in self._spaces
+
+    def __getitem__(self, algorithm: str) -> SearchSpace:
+        return self._spaces[self._check(algorithm)]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CASHSpace):
+            return NotImplemented
+        return list(self._spaces.items()) == list(other._spaces.items())
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"CASHSpace({dict(self._spaces)!r})"
+
+    def _check(self, algorithm: Any) -> str:
+        if algorithm not in self:
+            raise UnknownAlgorithmError(
+                f"unknown algorithm {algorithm!r}; valid algorithms: {list(self._algorithms)}"
+            )
+        return algorithm
+
+    def subset(self, names: Iterable[str]) -> CASHSpace:
+        """The CASH space of ``names`` only, in the given order."""
+        return CASHSpace({n: self[n] for n in names})
+
+    # -- configurations -----------------------------------------------------------
+    def validate(self, algorithm: str, params: Mapping[str, Any]) -> None:
+        """:class:`UnknownAlgorithmError` or :class:`InvalidConfigurationError`."""
+        self[algorithm].validate(params)
+
+    def normalize(self, algorithm: str, params: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+        return algorithm, self[algorithm].normalize(params)
+
+    def sample(self, seed: Seed, n: int = 1) -> list[tuple[str, dict[str, Any]]]:
+        """``n`` configurations: the algorithm uniformly, then its parameters."""
+        rng = as_generator(seed)
+        out = []
+        for _ in range(n):
+            algorithm = self._algorithms[int(rng.integers(len(self._algorithms)))]
+            out.append((algorithm, self._spaces[algorithm].sample(rng)[0]))
+        return out
+
+    def default_configuration(self, algorithm: str | None = None) -> tuple[str, dict[str, Any]]:
+        """The default of ``algorithm`` (the first algorithm when None)."""
+        algorithm = self._algorithms[0] if algorithm is None else algorithm
+        return algorithm, self[algorithm].default_configuration()
+
+    def neighbours(
+        self, algorithm: str, params: Mapping[str, Any], rng: Seed, n_per_numeric: int = 4
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """One-exchange neighbours: the same algorithm with one parameter changed, and
+        every other algorithm at its default (the root is a categorical, thesis 5.3.2)."""
+        own = [(algorithm, p) for p in self[algorithm].neighbours(params, rng, n_per_numeric)]
+        return own + [self.default_configuration(a) for a in self._algorithms if a != algorithm]
+
+    # -- encoding -------------------------------------------------------------------
+    def encode(self, algorithm: str, params: Mapping[str, Any]) -> np.ndarray:
+        space = self[algorithm]
+        x = np.zeros(self.n_dims)
+        x[self._algorithms.index(algorithm)] = 1.0
+        for a, block in self._slices.items():
+            x[block] = space.encode(params) if a == algorithm else self._defaults[a]
+        return x
+
+    def encode_many(self, configs: Sequence[tuple[str, Mapping[str, Any]]]) -> np.ndarray:
+        rows = [self.encode(a, p) for a, p in configs]
+        return np.array(rows, dtype=float).reshape(len(configs), self.n_dims)
+
+    def active_mask(self, algorithm: str, params: Mapping[str, Any]) -> np.ndarray:
+        mask = np.zeros(self.n_dims, dtype=bool)
+        mask[: len(self._algorithms)] = True
+        mask[self._slices[self._check(algorithm)]] = self[algorithm].active_mask(params)
+        return mask
+
+    def decode(self, vector: Any) -> tuple[str, dict[str, Any]]:
+        """The algorithm with the largest one-hot coordinate (ties: the first), then
+        its block decoded."""
+        x = np.asarray(vector, dtype=float)
+        if x.shape != (self.n_dims,) or not np.all(np.isfinite(x)):
+            raise InputDataError(f"a CASH vector must be finite with shape ({self.n_dims},), got {x.shape}")
+        algorithm = self._algorithms[int(np.argmax(x[: len(self._algorithms)]))]
+        return algorithm, self._spaces[algorithm].decode(x[self._slices[algorithm]])
+
+    # -- ConfigSpace and JSON -----------------------------------------------------
+    def to_configspace(self) -> ConfigurationSpace:
+        from metabo.space import _cash_configspace
+
+        return _cash_configspace.to_configspace(self)
+
+    @classmethod
+    def from_configspace(cls, cs: ConfigurationSpace) -> CASHSpace:
+        from metabo.space import _cash_configspace
+
+        return _cash_configspace.from_configspace(cs)
+
+    def to_json(self) -> str:
+        from metabo.space import _configspace
+
+        return _configspace.dumps(self.to_configspace())
+
+    @classmethod
+    def from_json(cls, text: str) -> CASHSpace:
+        from metabo.space import _configspace
+
+        return cls.from_configspace(_configspace.loads(text))

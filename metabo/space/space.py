@@ -1,0 +1,169 @@
+"""A search space: typed hyperparameters with conditions, encoded to the unit cube.
+
+Notation: ``D = len(space)`` hyperparameters in the given order; a configuration is a
+dict ``{name: value}`` holding exactly the active hyperparameters; ``x = encode(config)``
+is a vector in [0, 1]^D where inactive hyperparameters are imputed with the encoding of
+their default (Levesque 2018, 5.3.1, after Feurer et al. 2015); ``active_mask(config)``
+is the boolean vector of active coordinates for the conditional kernel (thesis 5.4.1).
+``neighbours`` is SMAC's one-exchange neighbourhood (thesis 5.3.2, eq. 5.8).
+
+Each child has at most one condition; a child is active when its parent is active and
+the parent's value satisfies the condition (thesis 5.3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from metabo._typing import Seed, as_generator
+from metabo.exceptions import InputDataError
+from metabo.space._graph import Graph
+from metabo.space.conditions import InCondition
+from metabo.space.hyperparameters import Hyperparameter
+
+if TYPE_CHECKING:
+    from ConfigSpace import ConfigurationSpace
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    """Hyperparameters (in encoding order) and the conditions between them."""
+
+    name: str
+    hyperparameters: tuple[Hyperparameter, ...]
+    conditions: tuple[InCondition, ...] = ()
+    _graph: Graph = field(init=False, repr=False, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        hps, conds = tuple(self.hyperparameters), tuple(self.conditions)
+        graph = Graph(self.name, hps, conds)
+        object.__setattr__(self, "hyperparameters", hps)
+        object.__setattr__(self, "conditions", graph.conditions)
+        object.__setattr__(self, "_graph", graph)
+
+    # -- container protocol -------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.hyperparameters)
+
+    def __iter__(self) -> Iterator[Hyperparameter]:
+        return iter(self.hyperparameters)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._graph.index
+
+    def __getitem__(self, name: str) -> Hyperparameter:
+        if name not in self._graph.index:
+            raise KeyError(self._graph.unknown(name))
+        return self.hyperparameters[self._graph.index[name]]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(hp.name for hp in self.hyperparameters)
+
+    # -- configurations -----------------------------------------------------------
+    def active(self, config: Mapping[str, Any]) -> set[str]:
+        """Names active under ``config``'s values (a partial config gives its roots)."""
+        return self._graph.active(config)
+
+    def validate(self, config: Mapping[str, Any]) -> None:
+        """Raise :class:`InvalidConfigurationError` naming the first bad hyperparameter."""
+        self.normalize(config)
+
+    def normalize(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        """``config`` validated, as plain Python values in hyperparameter order."""
+        return self._graph.normalize(config)
+
+    def sample(self, seed: Seed, n: int = 1) -> list[dict[str, Any]]:
+        """``n`` configurations, uniform in each hyperparameter's unit space."""
+        rng = as_generator(seed)
+        out = []
+        for _ in range(n):
+            values: dict[str, Any] = {}
+            for hp in self._graph.topological():
+                if self._graph.is_active(hp.name, values):
+                    values[hp.name] = hp.sample(rng)
+            out.append(self._graph.ordered(values))
+        return out
+
+    def default_configuration(self) -> dict[str, Any]:
+        values: dict[str, Any] = {}
+        for hp in self._graph.topological():
+            if self._graph.is_active(hp.name, values):
+                values[hp.name] = hp.default
+        return self._graph.ordered(values)
+
+    # -- unit-cube encoding -------------------------------------------------------
+    def encode(self, config: Mapping[str, Any]) -> np.ndarray:
+        """``x`` in [0, 1]^D; inactive coordinates hold their default's encoding."""
+        values = self.normalize(config)
+        x = self._graph.default_vector.copy()
+        for name, value in values.items():
+            i = self._graph.index[name]
+            x[i] = self.hyperparameters[i].to_unit(value)
+        return x
+
+    def encode_many(self, configs: Sequence[Mapping[str, Any]]) -> np.ndarray:
+        """Stacked :meth:`encode`, shape ``(len(configs), D)``."""
+        rows = [self.encode(c) for c in configs]
+        return np.array(rows, dtype=float).reshape(len(configs), len(self))
+
+    def active_mask(self, config: Mapping[str, Any]) -> np.ndarray:
+        """Boolean vector, True where the hyperparameter is active in ``config``."""
+        active = self.active(config)
+        return np.array([hp.name in active for hp in self.hyperparameters], dtype=bool)
+
+    def decode(self, vector: Any) -> dict[str, Any]:
+        """The configuration of ``vector`` (active hyperparameters only); for a valid
+        configuration, ``decode(encode(c)) == c`` up to float rounding."""
+        x = np.asarray(vector, dtype=float)
+        if x.shape != (len(self),):
+            raise InputDataError(
+                f"space {self.name!r} decodes vectors of shape ({len(self)},), got {x.shape}"
+            )
+        values: dict[str, Any] = {}
+        for hp in self._graph.topological():
+            if self._graph.is_active(hp.name, values):
+                values[hp.name] = hp.from_unit(x[self._graph.index[hp.name]])
+        return self._graph.ordered(values)
+
+    # -- local search -------------------------------------------------------------
+    def neighbours(
+        self, config: Mapping[str, Any], rng: Seed, n_per_numeric: int = 4
+    ) -> list[dict[str, Any]]:
+        """One-exchange neighbours: each changes one active hyperparameter; children
+        that become active take their defaults, those that become inactive are dropped."""
+        gen = as_generator(rng)
+        centre = self.normalize(config)
+        out = []
+        for name, value in centre.items():
+            for new in self[name].neighbours(value, gen, n=n_per_numeric):
+                out.append(self._graph.complete({**centre, name: new}))
+        return out
+
+    # -- ConfigSpace and JSON -----------------------------------------------------
+    def to_configspace(self) -> ConfigurationSpace:
+        from metabo.space import _configspace
+
+        return _configspace.to_configspace(self)
+
+    @classmethod
+    def from_configspace(cls, cs: ConfigurationSpace) -> SearchSpace:
+        from metabo.space import _configspace
+
+        return _configspace.from_configspace(cs)
+
+    def to_json(self) -> str:
+        """ConfigSpace's serialized dict of :meth:`to_configspace`, as JSON text."""
+        from metabo.space import _configspace
+
+        return _configspace.dumps(self.to_configspace())
+
+    @classmethod
+    def from_json(cls, text: str) -> SearchSpace:
+        from metabo.space import _configspace
+
+        return cls.from_configspace(_configspace.loads(text))

@@ -1,0 +1,176 @@
+"""Algorithm specs: Table 5.1 ranges, estimators that build, fit and give probabilities."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sklearn.base import clone
+from sklearn.datasets import make_classification
+from threadpoolctl import threadpool_limits
+
+from metabo.exceptions import InvalidConfigurationError, UnknownAlgorithmError
+from metabo.space import Categorical, Constant, Float, Integer
+from metabo.space.algorithms import (
+    ALGORITHMS,
+    AlgorithmSpec,
+    DecisionProbaClassifier,
+    build_estimator,
+    get_algorithm,
+)
+
+NAMES = list(ALGORITHMS)
+FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@pytest.fixture(scope="module")
+def data() -> tuple[np.ndarray, np.ndarray]:
+    """60 rows, 5 float features, 3 classes."""
+    X, y = make_classification(60, 5, n_informative=3, n_redundant=1, n_classes=3, random_state=0)
+    return X, y
+
+
+def fit_quietly(estimator, X, y):
+    """Fit single-threaded (OpenMP in hist_gradient_boosting slows down 100x on a busy
+    machine otherwise), without the warnings that are the evaluator's to handle."""
+    with warnings.catch_warnings(), threadpool_limits(limits=1):
+        warnings.simplefilter("ignore")
+        return estimator.fit(X, y)
+
+
+def test_registry_is_read_only_and_complete():
+    assert NAMES == [
+        "knn", "svm_rbf", "linear_svm", "decision_tree", "random_forest", "adaboost", "gaussian_nb", "lda", "qda",
+        "logistic_regression", "extra_trees", "hist_gradient_boosting", "lightgbm", "mlp",
+    ]  # fmt: skip
+    with pytest.raises(TypeError):
+        ALGORITHMS["new"] = ALGORITHMS["knn"]  # type: ignore[index]
+    for name, spec in ALGORITHMS.items():
+        assert isinstance(spec, AlgorithmSpec) and spec.name == name == spec.space.name
+        assert spec.encoding in ("onehot", "ordinal") and callable(spec.build)
+
+
+def test_get_algorithm_names_the_valid_ones():
+    assert get_algorithm("knn") is ALGORITHMS["knn"]
+    with pytest.raises(UnknownAlgorithmError, match=r"'xgb'.*'knn'.*'mlp'"):
+        get_algorithm("xgb")
+    with pytest.raises(KeyError):
+        build_estimator("xgb", {}, seed=0)
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "hp"),
+    [
+        ("knn", Integer("n_neighbors", 1, 30, default=5)),
+        ("svm_rbf", Float("C", 1e-5, 1e5, log=True, default=1.0)),
+        ("svm_rbf", Float("gamma", 1e-5, 1e5, log=True, default=1.0)),
+        ("linear_svm", Float("C", 1e-5, 1e5, log=True, default=1.0)),
+        ("decision_tree", Integer("max_depth", 1, 10, default=10)),
+        ("decision_tree", Integer("min_samples_split", 2, 100, default=2)),
+        ("decision_tree", Integer("min_samples_leaf", 2, 100, default=2)),
+        ("random_forest", Integer("n_estimators", 1, 30, default=30)),
+        ("random_forest", Integer("max_depth", 1, 10, default=10)),
+        ("random_forest", Integer("min_samples_split", 2, 100, default=2)),
+        ("random_forest", Integer("min_samples_leaf", 2, 100, default=2)),
+        ("adaboost", Integer("n_estimators", 1, 30, default=30)),
+        ("qda", Float("reg_param", 1e-3, 1.0, log=True, default=1e-3)),
+        ("gaussian_nb", Constant("var_smoothing", 1e-9)),
+        ("lda", Constant("solver", "svd")),
+    ],
+)
+def test_table_5_1_ranges(algorithm, hp):
+    assert ALGORITHMS[algorithm].space[hp.name] == hp
+
+
+def test_dimensions():
+    dims = {name: len(spec.space) for name, spec in ALGORITHMS.items()}
+    assert dims == {
+        "knn": 3, "svm_rbf": 2, "linear_svm": 1, "decision_tree": 4, "random_forest": 5, "adaboost": 2,
+        "gaussian_nb": 1, "lda": 1, "qda": 1, "logistic_regression": 1, "extra_trees": 5,
+        "hist_gradient_boosting": 5, "lightgbm": 7, "mlp": 3,
+    }  # fmt: skip
+
+
+@FAST
+@given(name=st.sampled_from(NAMES), seed=st.integers(0, 2**32 - 1))
+def test_sampled_configs_validate_round_trip_build_fit_and_predict(data, name, seed):
+    X, y = data
+    spec = ALGORITHMS[name]
+    params = spec.space.sample(seed)[0]
+    spec.space.validate(params)
+    decoded = spec.space.decode(spec.space.encode(params))
+    assert list(decoded) == list(params)
+    for k, v in params.items():
+        assert type(decoded[k]) is type(v)
+        assert math.isclose(decoded[k], v, rel_tol=1e-9) if isinstance(v, float) else decoded[k] == v
+    estimator = fit_quietly(build_estimator(name, params, seed=seed % 1000), X, y)
+    assert estimator.predict(X).shape == (60,)
+    proba = estimator.predict_proba(X)
+    assert proba.shape == (60, 3)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-6)
+    assert list(estimator.classes_) == [0, 1, 2]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_default_configuration_builds_seeded_single_threaded_estimators(data, name):
+    X, y = data
+    params = ALGORITHMS[name].space.default_configuration()
+    a = build_estimator(name, params, seed=3)
+    b = build_estimator(name, params, seed=3)
+    flat = a.get_params(deep=True)
+    # LogisticRegression's n_jobs is deprecated (scikit-learn 1.8) and unused by lbfgs: left unset.
+    assert all(v == 1 for k, v in flat.items() if k.endswith("n_jobs") and name != "logistic_regression")
+    if any(k.endswith("random_state") for k in flat):
+        assert all(v == 3 for k, v in flat.items() if k.endswith("random_state"))
+    fit_quietly(a, X, y)
+    fit_quietly(b, X, y)
+    np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
+    clone(a)  # scikit-learn compatible
+
+
+@pytest.mark.parametrize("name", [n for n, s in ALGORITHMS.items() if s.handles_missing])
+def test_handles_missing_means_nan_is_accepted(data, name):
+    X, y = data
+    X = X.copy()
+    X[::4, 0] = np.nan
+    params = ALGORITHMS[name].space.default_configuration()
+    estimator = fit_quietly(build_estimator(name, params, seed=0), X, y)
+    assert estimator.predict_proba(X).shape == (60, 3)
+
+
+def test_build_validates_first():
+    with pytest.raises(InvalidConfigurationError, match="'C'"):
+        build_estimator("svm_rbf", {"C": 1e6, "gamma": 1.0}, seed=0)
+    with pytest.raises(InvalidConfigurationError, match="'kernel'"):
+        build_estimator("svm_rbf", {"C": 1.0, "gamma": 1.0, "kernel": "poly"}, seed=0)
+    with pytest.raises(InvalidConfigurationError, match="'n_neighbors'"):
+        build_estimator("knn", {"weights": "uniform", "p": 2}, seed=0)
+
+
+def test_parameters_reach_the_estimator():
+    est = build_estimator("mlp", {"n_units": 32, "alpha": 1e-3, "learning_rate_init": 1e-2}, seed=0)
+    assert est.hidden_layer_sizes == (32,) and est.alpha == 1e-3 and est.max_iter == 200
+    svm = build_estimator("svm_rbf", {"C": 2.0, "gamma": 0.5}, seed=0)
+    assert isinstance(svm, DecisionProbaClassifier)
+    assert svm.estimator.C == 2.0 and svm.estimator.gamma == 0.5 and svm.estimator.kernel == "rbf"
+    lgbm = build_estimator("lightgbm", ALGORITHMS["lightgbm"].space.default_configuration(), seed=0)
+    assert lgbm.subsample_freq == 1 and lgbm.num_leaves == 31
+
+
+def test_decision_proba_binary_and_multiclass(data):
+    X, y = data
+    for labels in (y % 2, y):
+        est = fit_quietly(build_estimator("linear_svm", {"C": 1.0}, seed=0), X, labels)
+        proba = est.predict_proba(X)
+        np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+        np.testing.assert_array_equal(est.classes_[proba.argmax(axis=1)], est.predict(X))
+
+
+def test_spaces_use_only_supported_types():
+    for spec in ALGORITHMS.values():
+        for hp in spec.space:
+            assert isinstance(hp, (Float, Integer, Categorical, Constant))

@@ -1,0 +1,193 @@
+"""CASHSpace: algorithm root, one-hot + block encoding, ConfigSpace round trip."""
+
+from __future__ import annotations
+
+import json
+import math
+import pickle
+
+import ConfigSpace as CS
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from metabo.exceptions import InputDataError, InvalidConfigurationError, UnknownAlgorithmError
+from metabo.kb.canonical import canonical_json
+from metabo.space import Categorical, EqualsCondition, Float, Integer, SearchSpace
+from metabo.space.algorithms import ALGORITHMS, default_cash_space
+from metabo.space.cash import CASHSpace
+
+SEEDS = st.integers(0, 2**32 - 1)
+
+
+def toy_cash() -> CASHSpace:
+    svm = SearchSpace(
+        "svm",
+        [Categorical("kernel", ("rbf", "poly")), Float("C", 1e-3, 1e3, log=True), Integer("degree", 2, 5)],
+        [EqualsCondition("degree", "kernel", "poly")],
+    )
+    knn = SearchSpace("knn", [Integer("n_neighbors", 1, 30, default=5)])
+    return CASHSpace({"svm": svm, "knn": knn, "nb": SearchSpace("nb", [])})
+
+
+def close(a: dict, b: dict) -> bool:
+    return list(a) == list(b) and all(
+        math.isclose(a[k], b[k], rel_tol=1e-9) if isinstance(a[k], float) else a[k] == b[k] for k in a
+    )
+
+
+def test_layout_and_slices():
+    cash = toy_cash()
+    assert cash.algorithms == ("svm", "knn", "nb") and len(cash) == 3
+    assert cash.n_dims == 3 + 3 + 1 + 0
+    assert cash.slices["svm"] == slice(3, 6) and cash.slices["knn"] == slice(6, 7) and cash.slices["nb"] == slice(7, 7)
+
+
+def test_encode_one_hot_then_blocks_with_imputed_defaults():
+    cash = toy_cash()
+    x = cash.encode("knn", {"n_neighbors": 30})
+    np.testing.assert_array_equal(x[:3], [0, 1, 0])
+    svm = cash["svm"]
+    np.testing.assert_allclose(x[cash.slices["svm"]], svm.encode(svm.default_configuration()))
+    assert x[cash.slices["knn"]][0] == pytest.approx(29.5 / 30)
+    assert cash.decode(x) == ("knn", {"n_neighbors": 30})
+    mask = cash.active_mask("svm", {"kernel": "rbf", "C": 1.0})
+    assert mask.tolist() == [True, True, True, True, True, False, False]
+
+
+@given(SEEDS)
+def test_round_trip_and_inactive_blocks_ignored(seed):
+    cash = default_cash_space()
+    rng = np.random.default_rng(seed)
+    for algorithm, params in cash.sample(rng, n=4):
+        x = cash.encode(algorithm, params)
+        assert x.shape == (cash.n_dims,) and np.all((0 <= x) & (x <= 1)) and x[: len(cash)].sum() == 1
+        a, p = cash.decode(x)
+        assert a == algorithm and close(p, params)
+        noisy = x.copy()
+        mask = cash.active_mask(algorithm, params)
+        noisy[~mask] = rng.random((~mask).sum())
+        noisy[: len(cash)] = x[: len(cash)]
+        a, p = cash.decode(noisy)
+        assert a == algorithm and close(p, params)
+
+
+def test_sampling_is_seeded_uniform_over_algorithms_and_plain():
+    cash = default_cash_space()
+    assert cash.sample(3, n=30) == cash.sample(3, n=30)
+    assert cash.sample(3, n=30) != cash.sample(4, n=30)
+    samples = cash.sample(0, n=700)
+    counts = {a: sum(s[0] == a for s in samples) for a in cash}
+    assert set(counts) == set(ALGORITHMS) and min(counts.values()) > 20
+    for algorithm, params in samples[:100]:
+        cash.validate(algorithm, params)
+        assert canonical_json(json.loads(canonical_json(params))) == canonical_json(params)
+
+
+def test_unknown_algorithm_lists_valid_names():
+    cash = toy_cash()
+    for call in (
+        lambda: cash.validate("xgboost", {}),
+        lambda: cash.encode("xgboost", {}),
+        lambda: cash["xgboost"],
+        lambda: cash.subset(["svm", "xgboost"]),
+        lambda: cash.active_mask("xgboost", {}),
+    ):
+        with pytest.raises(UnknownAlgorithmError, match=r"'xgboost'.*\['svm', 'knn', 'nb'\]"):
+            call()
+    with pytest.raises(InvalidConfigurationError, match="'degree'"):
+        cash.validate("svm", {"kernel": "rbf", "C": 1.0, "degree": 3})
+
+
+def test_subset_keeps_the_given_order():
+    sub = default_cash_space().subset(["svm_rbf", "knn"])
+    assert sub.algorithms == ("svm_rbf", "knn")
+    assert sub.n_dims == 2 + 2 + 3
+    assert default_cash_space(["svm_rbf", "knn"]) == sub
+
+
+def test_neighbours():
+    cash = toy_cash()
+    nbs = cash.neighbours("svm", {"kernel": "rbf", "C": 1.0}, 0, n_per_numeric=2)
+    assert ("knn", {"n_neighbors": 5}) in nbs and ("nb", {}) in nbs
+    own = [p for a, p in nbs if a == "svm"]
+    assert {"kernel": "poly", "C": 1.0, "degree": 4} in own and len(own) == 3
+    for a, p in nbs:
+        cash.validate(a, p)
+
+
+def test_default_configuration():
+    assert toy_cash().default_configuration() == ("svm", {"kernel": "rbf", "C": 1.0})
+    assert toy_cash().default_configuration("nb") == ("nb", {})
+
+
+@pytest.mark.parametrize("make", [toy_cash, default_cash_space])
+def test_configspace_round_trip(make):
+    cash = make()
+    cs = cash.to_configspace()
+    assert cs["algorithm"].choices == cash.algorithms
+    back = CASHSpace.from_configspace(cs)
+    assert back == cash and back.algorithms == cash.algorithms
+    assert CASHSpace.from_json(cash.to_json()) == cash
+    cs.seed(0)
+    for sample in cs.sample_configuration(200):
+        values = dict(sample)
+        algorithm = values.pop("algorithm")
+        params = {k.split(":", 1)[1]: v for k, v in values.items()}
+        assert all(k.startswith(f"{algorithm}:") for k in values)
+        cash.validate(algorithm, params)
+        cash.encode(algorithm, params)
+
+
+def test_configspace_uses_the_auto_sklearn_convention():
+    cs = toy_cash().to_configspace()
+    conditions = {str(c) for c in cs.conditions}
+    assert "svm:C | algorithm == 'svm'" in conditions
+    assert "svm:degree | svm:kernel == 'poly'" in conditions
+    for algorithm, params in toy_cash().sample(0, n=50):
+        values = {"algorithm": algorithm, **{f"{algorithm}:{k}": v for k, v in params.items()}}
+        CS.Configuration(cs, values=values).check_valid_configuration()
+
+
+def test_from_configspace_refuses_non_cash_spaces():
+    no_root = CS.ConfigurationSpace(name="x")
+    no_root.add(CS.Float("svm:C", (0.1, 1.0)))
+    unprefixed = CS.ConfigurationSpace(name="x")
+    root = CS.Categorical("algorithm", ["svm"])
+    unprefixed.add([root, CS.Float("C", (0.1, 1.0))])
+    orphan = CS.ConfigurationSpace(name="x")
+    orphan.add([CS.Categorical("algorithm", ["svm", "knn"]), CS.Float("svm:C", (0.1, 1.0))])
+    for cs in (no_root, unprefixed, orphan):
+        with pytest.raises(InputDataError):
+            CASHSpace.from_configspace(cs)
+
+
+@settings(max_examples=30)
+@given(st.lists(st.floats(0, 1), min_size=55, max_size=55))
+def test_any_vector_decodes_to_a_valid_cash_config(vector):
+    cash = default_cash_space()
+    assert cash.n_dims == 55
+    algorithm, params = cash.decode(vector)
+    cash.validate(algorithm, params)
+
+
+def test_pickles_and_names_blocks_after_their_algorithm():
+    cash = toy_cash()
+    assert pickle.loads(pickle.dumps(cash)) == cash
+    renamed = CASHSpace({"k": SearchSpace("knn", [Integer("n_neighbors", 1, 30)])})
+    assert renamed["k"].name == "k"
+    assert CASHSpace.from_configspace(renamed.to_configspace()) == renamed
+    with pytest.raises(TypeError):
+        cash.spaces["x"] = cash["nb"]  # type: ignore[index]
+
+
+def test_bad_cash_spaces():
+    with pytest.raises(InputDataError):
+        CASHSpace({})
+    with pytest.raises(InputDataError):
+        CASHSpace({"a:b": SearchSpace("x", [])})
+    with pytest.raises(InputDataError):
+        CASHSpace({"a": "not a space"})
+    with pytest.raises(InputDataError):
+        toy_cash().decode(np.zeros(3))
