@@ -118,6 +118,49 @@ def cmd_nearest(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_build(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from metabo.evaluation.protocols import Holdout
+    from metabo.ingest.build import BuildSettings, build_knowledge_base
+    from metabo.space.algorithms import ALGORITHMS
+
+    specs = list(args.datasets)
+    if args.keel:
+        from metabo.data.keel import fetch_keel, list_keel
+
+        fetch_keel()
+        specs += [f"keel:{n}" if args.keel == "balanced" else f"keel:imbalanced/{n}" for n in list_keel(args.keel)]
+    if not specs:
+        raise SystemExit("give dataset specs and/or --keel balanced|imbalanced")
+    algorithms = list(ALGORITHMS) if args.algorithms == ["all"] else args.algorithms
+    settings = BuildSettings(
+        n_configs=args.configs, seed=args.seed, protocol=Holdout(max_train=args.max_train),
+        time_limit=args.time_limit or None, memory_limit_mb=args.memory_limit or None,
+        keep_predictions=args.predictions,
+    )
+    with open_kb(args) as kb:
+        ds_bar = tqdm(total=len(specs), desc="datasets + meta-features", unit="ds")
+        bar = tqdm(desc="evaluations", unit="eval")
+
+        def plan(todo: int, done: int) -> None:
+            ds_bar.close()
+            bar.total = todo
+            bar.write(f"{todo:,} evaluations to run, {done:,} already stored")
+            bar.refresh()
+
+        report = build_knowledge_base(
+            kb, specs, algorithms, settings, n_jobs=args.n_jobs, backend=args.backend, batch_size=args.batch_size,
+            progress=lambda _: bar.update(), on_dataset=lambda _: ds_bar.update(), on_plan=plan,
+        )
+        bar.close()
+    print(f"session {report.session_id}: {report.evaluated:,} evaluated, {report.skipped_done:,} already stored, "
+          f"{report.seconds:.0f} s; by status: {report.by_status}")
+    for ds_id, why in report.datasets_without_runs.items():
+        print(f"  no runs for {ds_id}: {why}")
+    return 0
+
+
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     kb = sub.add_parser("kb", help="inspect, query, export and import the knowledge base")
     ks = kb.add_subparsers(dest="kb_command", required=True)
@@ -135,6 +178,20 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p = ks.add_parser("import", parents=[common], help="import a Parquet export (idempotent)")
     p.add_argument("folder")
     p.set_defaults(func=cmd_import)
+    p = ks.add_parser("build", parents=[common], help="evaluate seeded configurations on datasets (resumable)")
+    p.add_argument("datasets", nargs="*", help="dataset specs: keel:NAME, sklearn:NAME, openml:ID, files")
+    p.add_argument("--keel", choices=["balanced", "imbalanced"], help="add every KEEL dataset of that kind")
+    p.add_argument("--algorithms", nargs="+", default=["all"], help="algorithm names (default: all)")
+    p.add_argument("--configs", type=int, default=50, help="configurations per algorithm (same on every dataset)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-train", type=int, help="subsample the training part to at most this many rows")
+    p.add_argument("--time-limit", type=float, default=60.0, help="seconds per evaluation (0: none)")
+    p.add_argument("--memory-limit", type=int, default=4096, help="MB per evaluation (0: none)")
+    p.add_argument("--predictions", action="store_true", help="keep validation and test probabilities")
+    p.add_argument("--n-jobs", type=int, default=1)
+    p.add_argument("--backend", default="loky", help="joblib backend: loky, threading, dask, ray")
+    p.add_argument("--batch-size", type=int, default=25, help="evaluations recorded per transaction")
+    p.set_defaults(func=cmd_build)
     p = ks.add_parser("datasets", parents=[common, fmt], help="list stored datasets")
     p.set_defaults(func=cmd_datasets)
     p = ks.add_parser("runs", parents=[common, fmt], help="runs of a dataset and/or algorithm")

@@ -1,0 +1,219 @@
+"""Build a knowledge base from own evaluations: datasets x algorithms x seeded configurations.
+
+For each algorithm, ``n_configs`` configurations are drawn once from its search space with
+a seed derived from (``seed``, algorithm) and evaluated on every dataset, so the stored
+task x configuration matrix is dense (as OpenML's and the PMF meta-datasets are) and
+rankings compare across tasks. Every evaluation is recorded (status ok, crash, timeout or
+memout) under one session, ``build-<hash of the settings>``; results are written in
+small batches as they arrive, so a re-run with the same settings evaluates only what is
+missing, and a killed build loses at most the batch in flight.
+
+Datasets are stored with their meta-features first. A dataset flagged for lost decimal
+points is trained on only after the flagged columns are repaired (from a clean sibling
+file) or dropped; one with nothing left (KEEL ring) is stored with its flags and
+meta-features but gets no runs, and the report says so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+
+from metabo.data.dataset import Dataset
+from metabo.evaluation.evaluate import DEFAULT_METRICS, PRIMARY_METRIC, record
+from metabo.evaluation.parallel import EvalTask, TaskResult, evaluate_many
+from metabo.evaluation.protocols import EvaluationProtocol, Holdout
+from metabo.exceptions import DataQualityError, MetaboError
+from metabo.ingest.datasets import ingest_dataset
+from metabo.kb.canonical import canonical_json, config_id
+from metabo.kb.store import KnowledgeBase
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class BuildSettings:
+    """What a build evaluates; equal settings share one session (and resume it)."""
+
+    n_configs: int = 50
+    seed: int = 0
+    protocol: EvaluationProtocol = field(default_factory=Holdout)
+    metrics: tuple[str, ...] = DEFAULT_METRICS
+    time_limit: float | None = 60.0
+    memory_limit_mb: int | None = 4096
+    keep_predictions: bool = False
+
+    def session_id(self) -> str:
+        """``build-<12 hex>`` of the settings that change what a run means."""
+        key = {"n_configs": self.n_configs, "seed": self.seed, "protocol": repr(self.protocol),
+               "metrics": list(self.metrics)}
+        return "build-" + hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class BuildReport:
+    """What :func:`build_knowledge_base` did."""
+
+    session_id: str
+    evaluated: int
+    skipped_done: int
+    by_status: dict[str, int]
+    datasets_without_runs: dict[str, str]
+    seconds: float
+
+
+def sample_configurations(algorithm: str, n: int, seed: int) -> list[dict]:
+    """``n`` distinct seeded configurations of ``algorithm`` (fewer if its space is smaller).
+
+    The seed is derived from (``seed``, algorithm), so adding an algorithm to a build does
+    not change the configurations of the others.
+    """
+    from metabo.space.algorithms import get_algorithm
+
+    space = get_algorithm(algorithm).space
+    derived = int.from_bytes(hashlib.sha256(f"{seed}:{algorithm}".encode()).digest()[:4], "little")
+    seen: dict[str, dict] = {}
+    for attempt in range(20):  # small discrete spaces repeat themselves; stop when exhausted
+        for params in space.sample(derived + attempt, n=n):
+            seen.setdefault(canonical_json(params), params)
+            if len(seen) == n:
+                return list(seen.values())
+    return list(seen.values())
+
+
+def load_for_training(spec: str) -> tuple[Dataset, Dataset | None, str]:
+    """(dataset as stored, dataset to train on or None, note) for a loader spec.
+
+    KEEL datasets are repaired where a clean sibling exists and otherwise have their
+    flagged columns dropped (noted); every other source is used as loaded.
+    """
+    from metabo.data.loaders import load_dataset
+
+    if not spec.startswith("keel:"):
+        ds = load_dataset(spec)
+        return ds, ds, ""
+    stored = load_dataset(spec, lost_decimals="repair")
+    if not stored.flags:
+        return stored, stored, ""
+    try:
+        dropped = load_dataset(spec, lost_decimals="drop")
+    except DataQualityError as e:
+        return stored, None, str(e)
+    cols = ", ".join(stored.flags["lost_decimals"])
+    return stored, dropped, f"trained without the columns that lost their decimal points ({cols})"
+
+
+def _done(kb: KnowledgeBase, session: str) -> set[tuple[str, str]]:
+    rows = kb.connection.execute(
+        "SELECT DISTINCT dataset_id, config_id FROM runs WHERE source = ? AND metric = ?",
+        [f"session:{session}", PRIMARY_METRIC],
+    ).fetchall()
+    return {(r[0], r[1]) for r in rows}
+
+
+def build_knowledge_base(
+    kb: KnowledgeBase,
+    datasets: Sequence[str],
+    algorithms: Sequence[str],
+    settings: BuildSettings = BuildSettings(),
+    *,
+    n_jobs: int = 1,
+    backend: str = "loky",
+    batch_size: int = 25,
+    batch_seconds: float = 20.0,
+    progress: Callable[[TaskResult], None] | None = None,
+    on_dataset: Callable[[str], None] | None = None,
+    on_plan: Callable[[int, int], None] | None = None,
+) -> BuildReport:
+    """Evaluate every (dataset, algorithm, configuration) not yet stored; record each.
+
+    Args:
+        kb: the knowledge base written to.
+        datasets: loader specs (``keel:iris``, ``sklearn:wine``, a file path, ...).
+        algorithms: algorithm names (:data:`metabo.space.algorithms.ALGORITHMS`).
+        settings: configurations, protocol, metrics and per-run limits.
+        n_jobs, backend: joblib parallelism (``loky``, ``dask``, ``ray``, ...).
+        batch_size, batch_seconds: results are recorded every that many results or
+            seconds, whichever comes first, each batch in one transaction.
+        progress: called with each result as it arrives.
+        on_dataset: called with each dataset spec once it is stored.
+        on_plan: called with (evaluations to run, evaluations already stored).
+    """
+    start = time.monotonic()
+    session = settings.session_id()
+    configs = {a: sample_configurations(a, settings.n_configs, settings.seed) for a in algorithms}
+    train_sets: dict[str, Dataset] = {}
+    without_runs: dict[str, str] = {}
+    notes: dict[str, str] = {}
+    for spec in datasets:
+        stored, trainable, note = load_for_training(spec)
+        ds_id = kb.add_dataset(stored) if _has_meta(kb, stored) else ingest_dataset(kb, stored, seed=settings.seed)
+        if trainable is None:
+            without_runs[ds_id] = note
+            logger.warning("%s gets no runs: %s", spec, note)
+        else:
+            train_sets[ds_id] = trainable
+            if note:
+                notes[ds_id] = note
+                logger.info("%s: %s", spec, note)
+        if on_dataset is not None:
+            on_dataset(spec)
+    settings_json = {**asdict(settings), "protocol": repr(settings.protocol), "algorithms": list(algorithms),
+                     "datasets": list(datasets), "notes": notes}
+    kb.add_session(session, strategy="build", settings=settings_json)
+
+    done = _done(kb, session)
+    tasks = [
+        EvalTask(dataset_id=ds_id, dataset=ds, algorithm=algo, params=params, protocol=settings.protocol,
+                 seed=settings.seed, time_limit=settings.time_limit, memory_limit_mb=settings.memory_limit_mb,
+                 metrics=settings.metrics, keep_predictions=settings.keep_predictions)
+        for algo, plist in configs.items() for params in plist for ds_id, ds in train_sets.items()
+        if (ds_id, config_id(algo, params)) not in done
+    ]
+    skipped = sum(len(p) for p in configs.values()) * len(train_sets) - len(tasks)
+    if on_plan is not None:
+        on_plan(len(tasks), skipped)
+    by_status: dict[str, int] = {}
+    kb.add_algorithms(algorithms)
+    recorded = 0
+    for batch in _batches(evaluate_many(tasks, n_jobs=n_jobs, backend=backend, progress=progress),
+                          batch_size, batch_seconds):
+        _record_batch(kb, batch, session, by_status)
+        recorded += len(batch)
+        logger.info("recorded %d of %d evaluations", recorded, len(tasks))
+    kb.set_session_status(session, "done")
+    return BuildReport(session, len(tasks), skipped, by_status, without_runs, time.monotonic() - start)
+
+
+def _has_meta(kb: KnowledgeBase, dataset: Dataset) -> bool:
+    return bool(kb.connection.execute(
+        "SELECT count(*) FROM meta_features m JOIN datasets d USING (dataset_id) "
+        "WHERE d.fingerprint = ? AND m.source = 'metabo'", [dataset.fingerprint],
+    ).fetchone()[0])
+
+
+def _batches(results: Iterator[TaskResult], size: int, seconds: float) -> Iterator[list[TaskResult]]:
+    batch: list[TaskResult] = []
+    last = time.monotonic()
+    for result in results:
+        batch.append(result)
+        if len(batch) >= size or time.monotonic() - last >= seconds:
+            yield batch
+            batch, last = [], time.monotonic()
+    if batch:
+        yield batch
+
+
+def _record_batch(kb: KnowledgeBase, batch: list[TaskResult], session: str, by_status: dict[str, int]) -> None:
+    with kb.transaction():
+        for result in batch:
+            if not result.ok:
+                raise MetaboError(f"task {result.task.algorithm} on {result.task.dataset_id} could not run: "
+                                  f"{result.error}")
+            record(kb, result.evaluations, dataset_id=result.task.dataset_id, source=f"session:{session}")
+            for ev in result.evaluations:
+                by_status[ev.status] = by_status.get(ev.status, 0) + 1
