@@ -76,7 +76,14 @@ def cmd_add(args: argparse.Namespace) -> int:
 
 
 def cmd_quickstart(args: argparse.Namespace) -> int:
-    """Fill the knowledge base with real datasets and their meta-features, then query it."""
+    """The main job: a knowledge base of real tasks, then what to try first on a new one.
+
+    Opens the knowledge base (the embedded default imports the shipped one on first
+    use), adds scikit-learn's bundled datasets and the balanced KEEL datasets with their
+    meta-features (those already stored are skipped), prints what is stored, then treats
+    ``sklearn:digits`` as a new task: its nearest stored tasks by meta-features and, per
+    algorithm, the configurations ranked best on those tasks.
+    """
     from metabo.data.bundled import list_sklearn
     from metabo.kb import queries as q
 
@@ -89,9 +96,24 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
     _ingest(args, specs, keel_policy="repair")
     cmd_stats(argparse.Namespace(kb=args.kb, json=False))
     with open_kb(args) as kb:
-        probe = kb.resolve_dataset("sklearn-breast_cancer" if args.no_keel else "openml-1510")
-        print(f"\ntasks nearest {probe} by meta-features:")
-        print(q.nearest_tasks(kb, probe, k=5).to_string(index=False))
+        probe = kb.resolve_dataset("sklearn-digits")
+        with_runs = set(kb.query("SELECT DISTINCT dataset_id FROM runs")["dataset_id"])
+        without = [d for d in kb.dataset_ids() if d not in with_runs]
+        near = q.nearest_tasks(kb, probe, k=5, exclude=without if with_runs else ())
+        print(f"\n{probe} as a new task; its nearest stored tasks (with runs) by meta-features:")
+        print(near.to_string(index=False))
+        tasks = near["dataset_id"].tolist()
+        ranked = [a for a in kb.algorithms() if not a.startswith("openml-flow:")]
+        shown = 0
+        for algorithm in ranked:
+            top = q.mean_ranks(kb, algorithm, dataset_ids=tasks, min_tasks=len(tasks))
+            if len(top) < 2:  # no runs, or a single configuration: nothing to choose
+                continue
+            print(f"\n{algorithm}: configurations to try first (mean rank on those {len(tasks)} tasks)")
+            print(top.head(3)[["mean_rank", "params"]].to_string(index=False))
+            shown += 1
+        if not shown:
+            print("\n(no runs stored yet: `metabo kb build` evaluates configurations on these datasets)")
     return 0
 
 

@@ -16,7 +16,8 @@ value)``), so it does not depend on the order runs were stored in (an export/imp
 round trip gives the same matrix to the bit); ranks compare y_tc rounded to
 :data:`RANK_DECIMALS` decimals, so means equal up to floating-point noise tie.
 - :func:`nearest_tasks`: tasks ordered by the Euclidean distance between meta-feature
-  vectors after each meta-feature is z-scored across the stored tasks (features with
+  vectors after each meta-feature is z-scored across all stored tasks (the excluded
+  ones too, so the metric does not depend on what is excluded; features with
   zero spread are dropped; a feature missing for one side is skipped, and the distance
   is rescaled by sqrt(total / used) so tasks with fewer shared features are comparable).
 """
@@ -209,16 +210,19 @@ def nearest_tasks(
         exclude = (*exclude, target)
     else:
         query = pd.Series({str(n): float(v) for n, v in target.items()}, dtype=float)
-    matrix = matrix.drop(index=[e for e in exclude if e in matrix.index])
     common = [c for c in matrix.columns if c in query.index and np.isfinite(query[c])]
     if not common or matrix.empty:
         raise InputDataError("no meta-feature is shared by the target and the stored tasks")
-    values = matrix[common].to_numpy(float)
-    mu = np.nanmean(values, axis=0)
-    sd = np.nanstd(values, axis=0)
+    # scale from every stored task, so excluding candidates does not change the metric
+    mu = np.nanmean(matrix[common].to_numpy(float), axis=0)
+    sd = np.nanstd(matrix[common].to_numpy(float), axis=0)
     keep = np.isfinite(sd) & (sd > 0)
     if not keep.any():
         raise InputDataError("every shared meta-feature is constant across the stored tasks")
+    matrix = matrix.drop(index=[e for e in exclude if e in matrix.index])
+    if matrix.empty:
+        raise InputDataError("every stored task is excluded")
+    values = matrix[common].to_numpy(float)
     z = (values[:, keep] - mu[keep]) / sd[keep]
     q = (query[common].to_numpy(float)[keep] - mu[keep]) / sd[keep]
     diff2 = (z - q) ** 2
