@@ -69,3 +69,19 @@ def test_errors_are_one_line_and_exit_2(capsys, kb_path):
     assert code == 2 and "unknown dataset" in err
     code, _, err = run(capsys, "data", "meta-features", "sklearn:nope", "--kb", kb_path)
     assert code == 2 and "error:" in err
+
+
+def test_space_commands(capsys, tmp_path):
+    code, out, _ = run(capsys, "space", "sample", "-n", "3", "--seed", "1", "--algorithms", "knn", "qda")
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and len(lines) == 3 and {c["algorithm"] for c in lines} <= {"knn", "qda"}
+    assert run(capsys, "space", "sample", "-n", "3", "--seed", "1", "--algorithms", "knn", "qda")[1] == out
+    code, _, err = run(capsys, "space", "validate", "knn", '{"n_neighbors": 50, "weights": "uniform", "p": 2}')
+    assert code == 2 and "n_neighbors" in err
+    code, _, err = run(capsys, "space", "validate", "knn", "{not json")
+    assert code == 2 and "JSON" in err
+    target = tmp_path / "cash.json"
+    assert run(capsys, "space", "export", str(target), "--algorithms", "knn", "svm_rbf")[0] == 0
+    from metabo.space.cash import CASHSpace
+
+    assert sorted(CASHSpace.from_json(target.read_text()).spaces) == ["knn", "svm_rbf"]
