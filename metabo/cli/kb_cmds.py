@@ -30,6 +30,9 @@ def _print_frame(df: pd.DataFrame, fmt: str) -> None:
 def cmd_stats(args: argparse.Namespace) -> int:
     with open_kb(args) as kb:
         stats = kb.stats()
+        by_algorithm = kb.status_by_algorithm() if getattr(args, "by_algorithm", False) else None
+    if by_algorithm is not None:
+        stats["evaluations_by_algorithm"] = by_algorithm.set_index("algorithm").to_dict(orient="index")
     if args.json:
         print(json.dumps(stats, indent=2))
         return 0
@@ -39,6 +42,9 @@ def cmd_stats(args: argparse.Namespace) -> int:
     print("  runs by status  " + ", ".join(f"{k}={v:,}" for k, v in stats["runs_by_status"].items()))
     if stats["runs_by_source"]:
         print("  runs by source  " + ", ".join(f"{k}={v:,}" for k, v in stats["runs_by_source"].items()))
+    if by_algorithm is not None:
+        print("\nevaluations by algorithm (one per run of the primary metric):")
+        print(by_algorithm.to_string(index=False))
     return 0
 
 
@@ -171,6 +177,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.set_defaults(func=cmd_init)
     p = ks.add_parser("stats", parents=[common], help="what is stored")
     p.add_argument("--json", action="store_true", help="machine-readable counts")
+    p.add_argument("--by-algorithm", action="store_true", help="runs by status and failed fraction per algorithm")
     p.set_defaults(func=cmd_stats)
     p = ks.add_parser("export", parents=[common], help="write every table as Parquet into FOLDER")
     p.add_argument("folder")

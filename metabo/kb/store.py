@@ -301,3 +301,26 @@ class KnowledgeBase:
             ).fetchall()
         }
         return out
+
+    def status_by_algorithm(self) -> pd.DataFrame:
+        """Per algorithm: runs by status and the fraction that failed (crash/timeout/memout).
+
+        Counts the rows of the primary metric (``error_rate``) when an algorithm has
+        any, so each evaluation counts once; otherwise all of its rows.
+        """
+        df = self.query(
+            """WITH r AS (
+                   SELECT c.algorithm, r.status, r.metric,
+                          bool_or(r.metric = 'error_rate') OVER (PARTITION BY c.algorithm) AS has_primary
+                   FROM runs r JOIN configurations c USING (config_id))
+               SELECT algorithm,
+                      count(*) FILTER (WHERE status = 'ok') AS ok,
+                      count(*) FILTER (WHERE status = 'crash') AS crash,
+                      count(*) FILTER (WHERE status = 'timeout') AS timeout,
+                      count(*) FILTER (WHERE status = 'memout') AS memout
+               FROM r WHERE NOT has_primary OR metric = 'error_rate'
+               GROUP BY algorithm ORDER BY algorithm"""
+        )
+        total = df[["ok", "crash", "timeout", "memout"]].sum(axis=1)
+        df["failed_fraction"] = ((total - df["ok"]) / total).round(4)
+        return df

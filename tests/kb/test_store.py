@@ -275,3 +275,15 @@ def test_split_seed_accepts_missing_and_refuses_text(kb):
     batch["split_seed"] = ["seven", 1, 2]
     with pytest.raises(InputDataError, match="split_seed"):
         kb.add_runs(batch)
+
+
+def test_status_by_algorithm_counts_evaluations_once(kb):
+    rows = []
+    for k, status in ((1, "ok"), (2, "ok"), (3, "crash"), (4, "timeout")):
+        for metric in ("error_rate", "test_error_rate"):
+            rows.append(dict(dataset_id="test-toy", algorithm="knn", params={"n_neighbors": k}, metric=metric,
+                             value=0.1 if status == "ok" else np.nan, status=status, source="s"))
+    kb.add_runs(rows)
+    table = kb.status_by_algorithm().set_index("algorithm")
+    assert table.loc["knn", ["ok", "crash", "timeout", "memout"]].tolist() == [2, 1, 1, 0]
+    assert table.loc["knn", "failed_fraction"] == 0.5
