@@ -28,7 +28,7 @@ from metabo.evaluation.evaluate import DEFAULT_METRICS, PRIMARY_METRIC, record
 from metabo.evaluation.parallel import EvalTask, TaskResult, evaluate_many
 from metabo.evaluation.protocols import EvaluationProtocol, Holdout
 from metabo.exceptions import DataQualityError, MetaboError
-from metabo.ingest.datasets import ingest_dataset
+from metabo.ingest.datasets import has_own_meta_features, ingest_dataset
 from metabo.kb.canonical import canonical_json, config_id
 from metabo.kb.store import KnowledgeBase
 
@@ -151,7 +151,8 @@ def build_knowledge_base(
     notes: dict[str, str] = {}
     for spec in datasets:
         stored, trainable, note = load_for_training(spec)
-        ds_id = kb.add_dataset(stored) if _has_meta(kb, stored) else ingest_dataset(kb, stored, seed=settings.seed)
+        ds_id = (kb.add_dataset(stored) if has_own_meta_features(kb, stored)
+                 else ingest_dataset(kb, stored, seed=settings.seed))
         if trainable is None:
             without_runs[ds_id] = note
             logger.warning("%s gets no runs: %s", spec, note)
@@ -187,13 +188,6 @@ def build_knowledge_base(
         logger.info("recorded %d of %d evaluations", recorded, len(tasks))
     kb.set_session_status(session, "done")
     return BuildReport(session, len(tasks), skipped, by_status, without_runs, time.monotonic() - start)
-
-
-def _has_meta(kb: KnowledgeBase, dataset: Dataset) -> bool:
-    return bool(kb.connection.execute(
-        "SELECT count(*) FROM meta_features m JOIN datasets d USING (dataset_id) "
-        "WHERE d.fingerprint = ? AND m.source = 'metabo'", [dataset.fingerprint],
-    ).fetchone()[0])
 
 
 def _batches(results: Iterator[TaskResult], size: int, seconds: float) -> Iterator[list[TaskResult]]:

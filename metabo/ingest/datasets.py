@@ -22,6 +22,14 @@ class DatasetIngestReport:
     failed: tuple[tuple[str, str], ...]
 
 
+def has_own_meta_features(kb: KnowledgeBase, dataset: Dataset) -> bool:
+    """Whether the same content (fingerprint) is stored with meta-features metabo computed."""
+    return bool(kb.connection.execute(
+        "SELECT count(*) FROM meta_features m JOIN datasets d USING (dataset_id) "
+        "WHERE d.fingerprint = ? AND m.source = 'metabo'", [dataset.fingerprint],
+    ).fetchone()[0])
+
+
 def ingest_dataset(kb: KnowledgeBase, dataset: Dataset, *, seed: int = 0, landmarkers: bool = True) -> str:
     """Compute the meta-features of ``dataset`` and store both; return the dataset id.
 
@@ -56,12 +64,7 @@ def ingest_datasets(
     for spec in specs:
         try:
             dataset = load(spec)
-            done = kb.connection.execute(
-                "SELECT count(*) FROM meta_features m JOIN datasets d USING (dataset_id) "
-                "WHERE d.fingerprint = ? AND m.source = 'metabo'",
-                [dataset.fingerprint],
-            ).fetchone()[0]
-            if done:
+            if has_own_meta_features(kb, dataset):
                 skipped.append(spec)
             else:
                 stored.append(ingest_dataset(kb, dataset, seed=seed, landmarkers=landmarkers))
