@@ -50,7 +50,7 @@ from metabo.ingest.openml_flows import (
     split_flow_name,
 )
 from metabo.ingest.openml_metrics import METRICS, MetricMapping, metric_mapping
-from metabo.kb.canonical import canonical_json, config_id
+from metabo.kb.canonical import config_id
 
 if TYPE_CHECKING:
     from metabo.kb.store import KnowledgeBase
@@ -306,7 +306,7 @@ def _store_page(
         if not mapped:
             unmapped_runs += 1
             unmapped.add(algorithm.removeprefix(UNMAPPED_PREFIX))
-        configs.add(config_id(algorithm, canonical_json(params)))
+        configs.add(config_id(algorithm, params))
         rows.append({
             "data_id": int(ev.data_id), "algorithm": algorithm, "params": params,
             "value": mapping.convert(float(value[i])),
