@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from metabo.exceptions import InputDataError, KnowledgeBaseError, SchemaVersionError
-from metabo.kb.schema import SCHEMA_VERSION, TABLE_KEYS, TABLES
+from metabo.kb.schema import SCHEMA_VERSION, TABLE_KEYS, TABLE_SINCE, TABLES
 
 if TYPE_CHECKING:
     from metabo.kb.store import KnowledgeBase
@@ -67,6 +67,8 @@ def import_parquet(kb: KnowledgeBase, folder: str | Path) -> dict[str, int]:
         with kb.transaction():
             for table in TABLES:
                 path = src / f"{table}.parquet"
+                if version < TABLE_SINCE.get(table, 1):
+                    continue  # an older export, from before this table existed
                 if not path.is_file():
                     raise InputDataError(f"{path} is missing from the export")
                 rel = con.read_parquet(str(path))

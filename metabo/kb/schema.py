@@ -19,6 +19,9 @@ Tables (lower ``runs.value`` is better, always):
 - ``predictions``: a run's validation (or test) outputs, float32, zlib-compressed.
 - ``sessions``: tuning sessions; their runs carry ``source = 'session:<id>'``.
 - ``ingest_state``: cursors of resumable ingestions (key -> JSON value).
+- ``source_ids``: provenance of rows that came from an external collection: the
+  ``original_id`` a ``source`` (``pmf``, ``lcdb``, ...) gives a dataset or
+  configuration (``kind``), and the ``local_id`` it is stored under.
 """
 
 from __future__ import annotations
@@ -118,6 +121,19 @@ MIGRATIONS: tuple[Migration, ...] = (
         "runs.fidelity (training-set size, epochs, ...) for multi-fidelity sources such as LCDB",
         ("ALTER TABLE runs ADD COLUMN fidelity DOUBLE",),
     ),
+    Migration(
+        3,
+        "source_ids: the original ids external collections give datasets and configurations",
+        (
+            """CREATE TABLE source_ids (
+                source VARCHAR NOT NULL,
+                kind VARCHAR NOT NULL,
+                original_id VARCHAR NOT NULL,
+                local_id VARCHAR NOT NULL,
+                PRIMARY KEY (source, kind, original_id)
+            )""",
+        ),
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version
@@ -132,7 +148,11 @@ TABLES: tuple[str, ...] = (
     "predictions",
     "sessions",
     "ingest_state",
+    "source_ids",
 )
+
+# The schema version that introduced each table after the first (older exports lack it).
+TABLE_SINCE: dict[str, int] = {"source_ids": 3}
 
 # The primary identity of each table's rows, used to import idempotently.
 TABLE_KEYS: dict[str, tuple[str, ...]] = {
@@ -144,6 +164,7 @@ TABLE_KEYS: dict[str, tuple[str, ...]] = {
     "predictions": ("run_id", "split"),
     "sessions": ("session_id",),
     "ingest_state": ("key",),
+    "source_ids": ("source", "kind", "original_id"),
 }
 
 RUN_STATUSES: tuple[str, ...] = ("ok", "crash", "timeout", "memout")
