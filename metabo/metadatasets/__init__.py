@@ -42,5 +42,5 @@ def get_source(name: str, cache: str | os.PathLike[str] | None = None, *, fetch:
     if cache is None:
         from metabo.paths import cache_dir
 
-        cache = cache_dir(cls.name)
+        cache = cache_dir(cls.artifact.project)
     return cls(cache)

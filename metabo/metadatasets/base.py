@@ -77,7 +77,7 @@ class MetaDataset(ABC):
     @classmethod
     def fetch(cls, cache: str | os.PathLike[str] | None = None, *, force: bool = False) -> MetaDataset:
         """Download and extract the source's files (once) and return a reader of them."""
-        root = Path(cache) if cache is not None else cache_dir(cls.name)
+        root = Path(cache) if cache is not None else cache_dir(cls.artifact.project)
         return cls(fetch_pypi_files(cls.artifact, root, force=force))
 
     @abstractmethod
