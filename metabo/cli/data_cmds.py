@@ -8,11 +8,16 @@ import json
 from tqdm import tqdm
 
 from metabo.cli.kb_cmds import cmd_stats, open_kb
+from metabo.metadatasets import SOURCES
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:
-    if args.name != "keel":
-        raise SystemExit(f"unknown source {args.name!r}; available: keel")
+    if args.name in SOURCES:
+        from metabo.metadatasets import get_source
+
+        source = get_source(args.name, args.cache, force=args.force)
+        print(f"{source.name}: {source.summary or source.artifact.requirement}; files in {source.root}")
+        return 0
     from metabo.data.keel import fetch_keel, list_keel
 
     folder = fetch_keel(force=args.force)
@@ -120,9 +125,13 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     data = sub.add_parser("data", help="fetch, list and add datasets")
     ds = data.add_subparsers(dest="data_command", required=True)
-    p = ds.add_parser("fetch", parents=[common], help="download a dataset collection (keel)")
-    p.add_argument("name", choices=["keel"])
-    p.add_argument("--force", action="store_true")
+    p = ds.add_parser(
+        "fetch", parents=[common],
+        help="download a dataset collection (keel) or a published meta-dataset (" + ", ".join(SOURCES) + ")",
+    )
+    p.add_argument("name", choices=["keel", *SOURCES])
+    p.add_argument("--cache", help="folder for a meta-dataset's files (default: the metabo cache)")
+    p.add_argument("--force", action="store_true", help="download and extract again")
     p.set_defaults(func=cmd_fetch)
     p = ds.add_parser("list", parents=[common], help="list loadable dataset specs")
     p.add_argument("name", choices=["keel", "sklearn"])

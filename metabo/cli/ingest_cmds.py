@@ -1,4 +1,4 @@
-"""``metabo ingest openml``: runs from an OpenML server into the knowledge base."""
+"""``metabo ingest openml|pmf|tensor-oboe|lcdb|autosklearn``: external runs into the knowledge base."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import argparse
 from tqdm import tqdm
 
 from metabo.cli.kb_cmds import open_kb
+from metabo.metadatasets import SOURCES
 
 
 def cmd_openml(args: argparse.Namespace) -> int:
@@ -24,6 +25,24 @@ def cmd_openml(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_metadataset(args: argparse.Namespace) -> int:
+    from metabo.metadatasets import get_source
+    from metabo.metadatasets.ingest import ingest_metadataset, state_key
+
+    source = get_source(args.ingest_command, args.cache)
+    with open_kb(args) as kb:
+        state = kb.get_state(state_key(source), {}) or {}
+        first = 0 if args.force else int(state.get("next_chunk", 0))
+        total = source.n_chunks()
+        with tqdm(desc=f"{source.name} chunks", unit="chunk", total=total, initial=first) as bar:
+            report = ingest_metadataset(
+                kb, source, force=args.force, max_chunks=args.max_chunks,
+                progress=lambda n: (bar.update(1), bar.set_postfix(runs=n)),
+            )
+    print(report)
+    return 0
+
+
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     ing = sub.add_parser("ingest", help="ingest runs from external sources")
     isub = ing.add_subparsers(dest="ingest_command", required=True)
@@ -36,3 +55,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--page-size", type=int, default=1000)
     p.add_argument("--max-runs", type=int)
     p.set_defaults(func=cmd_openml)
+    for name in SOURCES:
+        p = isub.add_parser(name, parents=[common], help=f"the published {name} meta-dataset (fetched first)")
+        p.add_argument("--cache", help="folder of the source's files (default: the metabo cache)")
+        p.add_argument("--force", action="store_true",
+                       help="read every chunk again (stores only what is missing)")
+        p.add_argument("--max-chunks", type=int, help="stop after this many chunks (resume later)")
+        p.set_defaults(func=cmd_metadataset)

@@ -61,6 +61,8 @@ class KnowledgeBase:
             Path(target).parent.mkdir(parents=True, exist_ok=True)
         try:
             self._con = duckdb.connect(target, read_only=read_only)
+            # library code prints nothing: DuckDB's own progress bar is off (callers show progress)
+            self._con.execute("SET enable_progress_bar = false")
         except duckdb.Error as e:
             raise KnowledgeBaseError(
                 f"cannot open knowledge base {target}: {e}. If the file is corrupt, restore it "

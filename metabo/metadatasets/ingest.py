@@ -152,7 +152,7 @@ def _store_header(kb: KnowledgeBase, source: MetaDataset) -> _Header:
     _require_columns(datasets, DATASET_COLUMNS, "datasets", name)
     if datasets["original_id"].duplicated().any():
         raise InputDataError(f"{name}: dataset original ids repeat")
-    before = set(kb.dataset_ids())
+    others = set(kb.query("SELECT dataset_id FROM datasets WHERE source <> ?", [name])["dataset_id"])
     ids = []
     for row in datasets.itertuples(index=False):
         ids.append(kb.register_dataset(
@@ -162,7 +162,7 @@ def _store_header(kb: KnowledgeBase, source: MetaDataset) -> _Header:
             description=f"from the {name} meta-dataset (original id {row.original_id})",
         ))
     dataset_map = pd.Series(ids, index=datasets["original_id"].astype(str).to_numpy(), dtype=object)
-    n_joined = len(set(ids) & before)
+    n_joined = len(set(ids) & others)
 
     meta = source.meta_features()
     _require_columns(meta, META_FEATURE_COLUMNS, "meta-features", name)
