@@ -70,6 +70,9 @@ class JsonObjectFile:
         depth, key, start = 1, None, 0
         for m in _TOKEN.finditer(mm, pos + 1):
             tok = m.group()
+            if depth == 1 and key is not None and m.start() == start and tok[:1] == b"\"":  # a string value
+                spans[key], key = (start, m.end()), None
+                continue
             if depth == 1 and key is None:
                 if tok[:1] != b'"':
                     if tok == b"}":
@@ -80,7 +83,7 @@ class JsonObjectFile:
                 if colon >= len(mm) or mm[colon] != ord(":"):
                     raise self._error(colon, "expected ':' after a key")
                 key, start = json.loads(tok), self._skip_ws(colon + 1)
-                if mm[start] not in b"[{":  # a scalar value: up to the next ',' or '}'
+                if mm[start] not in b'[{"':  # a number or literal: up to the next ',' or '}'
                     end = min(i for i in (mm.find(b",", start), mm.find(b"}", start)) if i >= 0)
                     spans[key], key = (start, end), None
                 continue
