@@ -162,11 +162,14 @@ def read_algorithm_runs(folder: MetricFolder) -> pd.DataFrame:
     if names != (*RUN_ATTRIBUTES, folder.metric, "runstatus"):
         raise InputDataError(f"{path}: unexpected attributes {list(names)}")
     frame = pd.DataFrame(doc["data"], columns=["instance", "repetition", "algorithm", "value", "status"])
+    if frame[["instance", "algorithm", "status"]].isna().any(axis=None):
+        raise InputDataError(f"{path}: rows without an instance, algorithm or run status")
     frame["instance"] = frame["instance"].astype(str)
     frame["algorithm"] = frame["algorithm"].astype(str)
     frame["repetition"] = pd.to_numeric(frame["repetition"]).astype(np.float64)
     frame["value"] = pd.to_numeric(frame["value"]).astype(np.float64)
-    if frame["repetition"].isna().any() or (frame["repetition"] % 1 != 0).any() or (frame["repetition"] < 1).any():
+    rep = frame["repetition"]
+    if rep.isna().any() or (rep % 1 != 0).any() or (rep < 1).any():
         raise InputDataError(f"{path}: repetitions must be integers >= 1")
     ok = frame["status"] == "ok"
     bad = ok & ~np.isfinite(frame["value"])
@@ -203,7 +206,9 @@ def read_configurations(folder: MetricFolder) -> dict[str, tuple[str, dict[str, 
     configs: dict[str, tuple[str, dict[str, Any]]] = {}
     for line, row in enumerate(rows[1:], start=2):
         if len(row) != len(header):
-            raise InputDataError(f"{path}, line {line}: {len(row)} fields, expected {len(header)} (truncated?)")
+            raise InputDataError(
+                f"{path}, line {line}: {len(row)} fields, expected {len(header)} (truncated?)"
+            )
         params = {}
         for key, text in zip(header[1:], row[1:], strict=True):
             value = _parse_value(text) if text else None
@@ -240,8 +245,8 @@ class AutoSklearnMetadata(MetaDataset):
     artifact: ClassVar[PyPIArtifact] = AUTOSKLEARN_ARTIFACT
     metric: ClassVar[str] = "error_rate"
     summary: ClassVar[str] = (
-        "auto-sklearn 0.15.0 meta-learning files: incumbents of 208 OpenML datasets (by name) "
-        "under 20 classification metrics, dense and sparse"
+        "auto-sklearn 0.15.0 meta-learning files: 208 OpenML datasets by name, their meta-features "
+        "and incumbents' losses under 17 classification metrics"
     )
 
     def __init__(self, root: str | os.PathLike[str], *, openml_ids: Mapping[str, int] | None = None) -> None:
@@ -265,7 +270,9 @@ class AutoSklearnMetadata(MetaDataset):
                 read_description(folder)
                 found.append(folder)
         if not found:
-            raise InputDataError(f"{self.files_dir} holds no <metric>_binary.classification_<dense|sparse> folder")
+            raise InputDataError(
+                f"{self.files_dir} holds no <metric>_binary.classification_<dense|sparse> folder"
+            )
         return tuple(found)
 
     @cached_property
@@ -313,7 +320,7 @@ class AutoSklearnMetadata(MetaDataset):
         for runs in self._raw_runs.values():
             names.update(runs["instance"])
         ordered = sorted(names)
-        n_features = features["NumberOfFeatures"] if "NumberOfFeatures" in features else pd.Series(dtype=float)
+        n_features = features.get("NumberOfFeatures", pd.Series(dtype=np.float64))
         frame = pd.DataFrame({
             "original_id": ordered, "name": ordered,
             "openml_id": pd.array([self.openml_ids.get(n) for n in ordered], dtype="Int64"),
