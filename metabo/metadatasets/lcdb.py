@@ -12,11 +12,12 @@ Files (under ``lcdb-0.1.0/lcdb/``):
   score_train, score_valid, score_test``. ``outer_seed`` draws the outer split
   learn/test (test: 10 %, at most 5000 rows), ``inner_seed`` the inner split of the
   learn part train/validation (the same rule); the learner is trained on the first
-  ``size_train`` training rows (anchors 16 * 2^(k/2)), in ``traintime`` seconds, and
-  scored on that sample, the validation and the test part (``size_test`` rows). Scores
-  are rounded to 4 decimals; the accuracy and logloss files hold the same rows in the
-  same order, the auc and f1 files those of binary datasets only (auc empty where it
-  is undefined). Each file is grouped by ``openmlid`` (one contiguous block each).
+  ``size_train`` training rows (anchors 16 * 2^(k/2) and the largest), in ``traintime``
+  seconds, and scored on (at most 1000 of) those rows, the validation and the test part
+  (``size_test`` rows). Scores are rounded to 4 decimals; the accuracy and logloss files
+  hold the same rows in the same order (248 datasets), the auc and f1 files the rows of
+  166 datasets, mostly binary (scores empty where undefined: all of 201, 299, 1592). Each
+  file is grouped by ``openmlid`` (one contiguous block per id, ids in no order).
 - ``datasets.csv``: ``openmlid``, ``Name``, 63 OpenML data qualities (spelt as OpenML
   does) and LCDB's ``NumberOfFeaturesAfterBinarization``, for 219 datasets.
 
@@ -36,13 +37,15 @@ Mapping to the knowledge base:
   the (unrecorded) version LCDB used. These are not the tuned algorithms of
   :mod:`metabo.space.algorithms`.
 
-Chunks: one per (dataset, part), datasets by increasing OpenML id; part ``p`` of a
-dataset holds, in each curve file, the lines whose first byte lies in
-``[block + p * chunk_bytes, block + (p + 1) * chunk_bytes)`` of that dataset's block. The
-blocks are located by bisection on byte offsets (no full scan), so :meth:`LCDB.n_chunks`
-is cheap; a chunk is parsed from its bytes alone and checked (field count, types,
-ranges, dataset id), so a corrupt line raises :class:`InputDataError` naming the file and
-line before anything of its chunk is stored.
+Chunks. Each dataset's block in each curve file is cut into parts of ``P = chunk_bytes /
+3`` bytes (part ``p``: the lines whose first byte lies in ``[start + p P, start + (p + 1)
+P)`` of the block); the (dataset, part) pieces, datasets by increasing OpenML id, are
+packed greedily into chunks of at most ``chunk_bytes`` bytes summed over the files (the
+default 4 MiB gives 119 chunks of at most about 200,000 runs). The blocks are located by
+bisection on byte offsets (no full scan), so :meth:`LCDB.n_chunks` is cheap and chunk
+``k`` is read by seeking; a piece is parsed from its bytes alone and checked (field
+count, types, ranges, learner, dataset id), so a corrupt line raises
+:class:`InputDataError` naming the file and line before anything of its chunk is stored.
 """
 
 from __future__ import annotations
@@ -78,8 +81,8 @@ logger = logging.getLogger(__name__)
 
 #: Folder of the data files inside the sdist (and so inside the cache root).
 PACKAGE_DIR = "lcdb-0.1.0/lcdb"
-#: Default bytes per part of a dataset's block (about 13,000 lines, 120,000 runs a chunk).
-CHUNK_BYTES = 1 << 20
+#: Default CSV bytes of a chunk, summed over the curve files.
+CHUNK_BYTES = 4 << 20
 #: Bisection reads intervals at most this long line by line.
 _SCAN_BYTES = 1 << 16
 
@@ -148,8 +151,8 @@ class _Block:
 class LCDB(MetaDataset):
     """LCDB 0.1.0: learning curves of scikit-learn default learners, training-set size as fidelity.
 
-    ``chunk_bytes`` sets the part size (see the module docstring); a resumed ingestion
-    must use the value of the interrupted one, as chunk numbers depend on it.
+    ``chunk_bytes`` bounds the CSV bytes of a chunk (see the module docstring); a resumed
+    ingestion must use the value of the interrupted one, as chunk numbers depend on it.
     """
 
     name: ClassVar[str] = "lcdb"
@@ -180,12 +183,13 @@ class LCDB(MetaDataset):
         """
         ids = self._dataset_ids()
         table = self._dataset_table().reindex(ids)
-        whole = {col: pd.to_numeric(table[col], errors="coerce").round().astype("Int64")
-                 for col in ("NumberOfInstances", "NumberOfFeatures", "NumberOfClasses")}
+        sizes = table.reindex(columns=["NumberOfInstances", "NumberOfFeatures", "NumberOfClasses"])
+        whole = {col: pd.to_numeric(sizes[col], errors="coerce").round().astype("Int64") for col in sizes}
         names = table["Name"].astype(object)
         return pd.DataFrame({
             "original_id": [str(i) for i in ids],
-            "name": [n if isinstance(n, str) and n else f"openml-{i}" for i, n in zip(ids, names, strict=True)],
+            "name": [n if isinstance(n, str) and n else f"openml-{i}"
+                     for i, n in zip(ids, names, strict=True)],
             "openml_id": pd.array(ids, dtype="Int64"),
             "n_instances": whole["NumberOfInstances"].array,
             "n_features": (whole["NumberOfFeatures"] - 1).array,
@@ -224,25 +228,29 @@ class LCDB(MetaDataset):
 
     # ------------------------------------------------------------------ runs
     def n_chunks(self) -> int:
+        """How many chunks there are (the curve files' blocks are located once, by bisection)."""
         return len(self._plan())
 
     def run_chunks(self, start: int = 0) -> Iterator[RunChunk]:
         plan = self._plan()
         blocks = self._file_blocks()
+        part_bytes = self._part_bytes
+        paths = {spec.filename: self._path(spec.filename) for spec in CURVE_FILES}
         with ExitStack() as stack:
-            handles = {spec.filename: stack.enter_context(self._path(spec.filename).open("rb"))
-                       for spec in CURVE_FILES}
+            handles = {name: stack.enter_context(path.open("rb")) for name, path in paths.items()}
             for index in range(max(start, 0), len(plan)):
-                openml_id, part = plan[index]
                 frames = []
-                for spec in CURVE_FILES:
-                    block = blocks[spec.filename].get(openml_id)
-                    if block is None or block.start + part * self.chunk_bytes >= block.end:
-                        continue
-                    begin, data = _read_part(handles[spec.filename], block, part, self.chunk_bytes)
-                    rows = _parse(self._path(spec.filename), spec, data, begin, openml_id)
-                    frames.append(_runs(rows, spec, openml_id))
-                runs = pd.concat(frames, ignore_index=True) if frames else _runs(None, CURVE_FILES[0], openml_id)
+                for openml_id, part in plan[index]:
+                    for spec in CURVE_FILES:
+                        block = blocks[spec.filename].get(openml_id)
+                        if block is None or block.start + part * part_bytes >= block.end:
+                            continue
+                        begin, data = _read_part(handles[spec.filename], block, part, part_bytes)
+                        rows = _parse(paths[spec.filename], spec, data, begin, openml_id)
+                        frames.append(_runs(rows, spec))
+                runs = pd.concat(frames, ignore_index=True) if frames else _runs(None, CURVE_FILES[0])
+                codes, ids = pd.factorize(runs["dataset"], sort=True)
+                runs["dataset"] = pd.Categorical.from_codes(codes, categories=[str(i) for i in ids])
                 yield RunChunk(index, runs)
 
     # ------------------------------------------------------------------ internals
@@ -255,18 +263,37 @@ class LCDB(MetaDataset):
     def _file_blocks(self) -> dict[str, dict[int, _Block]]:
         if self._blocks is None:
             self._blocks = {spec.filename: _locate_blocks(self._path(spec.filename)) for spec in CURVE_FILES}
+            logger.debug("LCDB blocks in %s: %s", self.root,
+                         {name: len(blocks) for name, blocks in self._blocks.items()})
         return self._blocks
 
     def _dataset_ids(self) -> list[int]:
         return sorted(set().union(*(b.keys() for b in self._file_blocks().values())))
 
-    def _plan(self) -> list[tuple[int, int]]:
-        """(OpenML id, part) of each chunk, in chunk order."""
+    @property
+    def _part_bytes(self) -> int:
+        return max(1, self.chunk_bytes // len(CURVE_FILES))
+
+    def _plan(self) -> list[list[tuple[int, int]]]:
+        """The (OpenML id, part) pieces of each chunk, in chunk order.
+
+        Pieces in id order are packed greedily: a chunk takes the next piece while its
+        bytes (summed over the files) stay within ``chunk_bytes``.
+        """
         blocks = self._file_blocks()
-        plan = []
+        part_bytes = self._part_bytes
+        plan: list[list[tuple[int, int]]] = []
+        used = self.chunk_bytes
         for openml_id in self._dataset_ids():
-            sizes = [b[openml_id].end - b[openml_id].start for b in blocks.values() if openml_id in b]
-            plan.extend((openml_id, part) for part in range(max(1, -(-max(sizes) // self.chunk_bytes))))
+            ranges = [(b[openml_id].start, b[openml_id].end) for b in blocks.values() if openml_id in b]
+            n_parts = max(1, max(-(-(end - start) // part_bytes) for start, end in ranges))
+            for part in range(n_parts):
+                size = sum(max(0, min(end - start - part * part_bytes, part_bytes)) for start, end in ranges)
+                if used + size > self.chunk_bytes or not plan:
+                    plan.append([])
+                    used = 0
+                plan[-1].append((openml_id, part))
+                used += size
         return plan
 
     def _dataset_table(self) -> pd.DataFrame:
@@ -281,7 +308,8 @@ class LCDB(MetaDataset):
         ids = pd.to_numeric(table["openmlid"], errors="coerce")
         bad = ids.isna() | (ids % 1 != 0)
         if bad.any():
-            raise InputDataError(f"{path}: line {int(np.flatnonzero(bad)[0]) + 2}: openmlid is not an integer")
+            line = int(np.flatnonzero(bad)[0]) + 2
+            raise InputDataError(f"{path}: line {line}: openmlid is not an integer")
         if ids.duplicated().any():
             raise InputDataError(f"{path}: openmlid {int(ids[ids.duplicated()].iloc[0])} appears twice")
         return table.drop(columns="openmlid").set_index(pd.Index(ids.astype(np.int64), name="openmlid"))
@@ -301,7 +329,9 @@ def _locate_blocks(path: Path) -> dict[int, _Block]:
     with path.open("rb") as f:
         header = f.readline().rstrip(b"\r\n")
         if header != _CURVE_HEADER:
-            raise InputDataError(f"{path}: line 1 is {header[:200]!r}, expected the LCDB header {_CURVE_HEADER!r}")
+            raise InputDataError(
+                f"{path}: line 1 is {header[:200]!r}, expected the LCDB header {_CURVE_HEADER!r}"
+            )
         first = f.tell()
         size = f.seek(0, os.SEEK_END)
         if size == first:
@@ -416,7 +446,7 @@ def _parse(path: Path, spec: CurveFile, data: bytes, begin: int, openml_id: int)
         return InputDataError(f"{path}: line {_line_number(path, begin) + row}: {what}")
 
     if not data:
-        return pd.DataFrame({c: pd.Series(dtype=t) for c, t in _DTYPES.items()})
+        return _empty_rows()
     if not data.endswith(b"\n"):
         raise fail(data.count(b"\n"), "the file is truncated (its last line has no end)")
     n_fields = len(_CURVE_COLUMNS)
@@ -425,25 +455,36 @@ def _parse(path: Path, spec: CurveFile, data: bytes, begin: int, openml_id: int)
             if line.count(b",") != n_fields - 1:
                 raise fail(row, f"{line.count(b',') + 1} fields instead of {n_fields}: {line[:200]!r}")
     try:
-        rows = pd.read_csv(io.BytesIO(data), header=None, names=list(_CURVE_COLUMNS), dtype={**_DTYPES, "learner": _LEARNER_DTYPE},
-                           keep_default_na=False, na_values=[""], engine="c")
+        rows = pd.read_csv(io.BytesIO(data), header=None, names=list(_CURVE_COLUMNS),
+                           dtype={**_DTYPES, "learner": "category"}, keep_default_na=False,
+                           na_values=[""], engine="c")
     except (ValueError, pd.errors.ParserError, UnicodeDecodeError) as e:
         row = _first_unparsable(data)
         raise fail(row if row is not None else 0, f"unreadable values ({e})") from e
+    learners = rows["learner"].cat
+    known = _LEARNER_DTYPE.categories.get_indexer(learners.categories)
+    codes = learners.codes.to_numpy()
+    codes = np.where(codes >= 0, known[codes] if len(known) else codes, -1)
+    rows["learner"] = pd.Categorical.from_codes(codes, dtype=_LEARNER_DTYPE)
+    col = {c: rows[c].to_numpy() for c in _CURVE_COLUMNS if c != "learner"}
     checks = (
-        (rows["openmlid"] != openml_id, f"openmlid is not {openml_id}: the file is not grouped by openmlid"),
-        (rows["learner"].isna(), "empty or unknown learner (not one of LCDB 0.1.0's)"),
-        (rows["size_train"] < 1, "size_train below 1"),
-        ((rows[["size_test", "outer_seed", "inner_seed"]] < 0).any(axis=1), "negative size_test or seed"),
-        (rows["traintime"] < 0, "negative traintime"),
-        *(((rows[col] < 0) | (rows[col] > spec.upper), f"{col} outside [0, {spec.upper}]")
-          for col, _ in _SPLITS),
+        (col["openmlid"] != openml_id, f"openmlid is not {openml_id}: the file is not grouped by openmlid"),
+        (codes < 0, "empty or unknown learner (not one of LCDB 0.1.0's)"),
+        (col["size_train"] < 1, "size_train below 1"),
+        ((col["size_test"] < 0) | (col["outer_seed"] < 0) | (col["inner_seed"] < 0),
+         "negative size_test or seed"),
+        (col["traintime"] < 0, "negative traintime"),
+        *(((col[c] < 0) | (col[c] > spec.upper), f"{c} outside [0, {spec.upper}]") for c, _ in _SPLITS),
     )
     for bad, what in checks:
         if bad.any():
-            row = int(np.flatnonzero(bad.to_numpy())[0])
-            raise fail(row, what)
+            raise fail(int(np.flatnonzero(bad)[0]), what)
     return rows
+
+
+def _empty_rows() -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype=_LEARNER_DTYPE if c == "learner" else t)
+                         for c, t in _DTYPES.items()})
 
 
 def _first_unparsable(data: bytes) -> int | None:
@@ -461,18 +502,19 @@ def _first_unparsable(data: bytes) -> int | None:
     return None
 
 
-def _runs(rows: pd.DataFrame | None, spec: CurveFile, openml_id: int) -> pd.DataFrame:
-    """The runs of checked curve rows: one per split with a score (categorical id columns)."""
-    if rows is None or rows.empty:
-        rows = pd.DataFrame({c: pd.Series(dtype=t) for c, t in _DTYPES.items()})
-    keeps = [~np.isnan(rows[col].to_numpy(np.float64)) for col, _ in _SPLITS]
+def _runs(rows: pd.DataFrame | None, spec: CurveFile) -> pd.DataFrame:
+    """The runs of checked curve rows: one per split with a score (``dataset``: the OpenML id)."""
+    if rows is None:
+        rows = _empty_rows()
+    all_scores = [rows[col].to_numpy(np.float64) for col, _ in _SPLITS]
+    keeps = [~np.isnan(score) for score in all_scores]
     take = np.concatenate([np.flatnonzero(keep) for keep in keeps])
-    scores = np.concatenate([rows[col].to_numpy(np.float64)[keep] for (col, _), keep in zip(_SPLITS, keeps, strict=True)])
+    scores = np.concatenate([score[keep] for score, keep in zip(all_scores, keeps, strict=True)])
     metrics = [_METRICS.index(prefix + spec.metric) for _, prefix in _SPLITS]
     return pd.DataFrame({
-        "dataset": pd.Categorical.from_codes(np.zeros(len(take), np.int8), categories=[str(openml_id)]),
+        "dataset": rows["openmlid"].to_numpy(np.int64)[take],
         "configuration": pd.Categorical.from_codes(
-            _learner_codes(rows["learner"])[take], dtype=_LEARNER_DTYPE),
+            rows["learner"].cat.codes.to_numpy()[take], dtype=_LEARNER_DTYPE),
         "metric": pd.Categorical.from_codes(
             np.repeat(metrics, [int(keep.sum()) for keep in keeps]).astype(np.int8), dtype=_METRIC_DTYPE),
         "value": np.round(1.0 - scores, 4) if spec.complement else scores,
@@ -481,9 +523,3 @@ def _runs(rows: pd.DataFrame | None, spec: CurveFile, openml_id: int) -> pd.Data
         "repeat": rows["inner_seed"].to_numpy(np.int64)[take],
         "fit_seconds": rows["traintime"].to_numpy(np.float64)[take],
     })
-
-
-def _learner_codes(learners: pd.Series) -> np.ndarray:
-    if isinstance(learners.dtype, pd.CategoricalDtype) and learners.dtype == _LEARNER_DTYPE:
-        return learners.cat.codes.to_numpy()
-    return pd.Categorical(learners, dtype=_LEARNER_DTYPE).codes
