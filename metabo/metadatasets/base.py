@@ -96,6 +96,12 @@ class MetaDataset(ABC):
     def configurations(self) -> pd.DataFrame:
         """One row per configuration, columns :data:`CONFIGURATION_COLUMNS`."""
 
+    @property
+    def chunking(self) -> str:
+        """How runs are cut into chunks (e.g. ``rows=16``): a cursor saved under other
+        settings does not apply, and an ingestion then starts again from chunk 0."""
+        return ""
+
     @abstractmethod
     def n_chunks(self) -> int:
         """How many chunks :meth:`run_chunks` yields in all."""

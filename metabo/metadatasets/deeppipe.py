@@ -114,6 +114,10 @@ class _DeepPipeMetaDataset(MetaDataset):
     def domain(self) -> list[int]:
         return [int(v) for v in self.file.load("algorithm_domain")]
 
+    @property
+    def chunking(self) -> str:
+        return f"rows={self.rows_per_chunk}"
+
     def n_chunks(self) -> int:
         return math.ceil(self.n_datasets / self.rows_per_chunk)
 

@@ -97,6 +97,11 @@ def ingest_metadataset(
                                  time.perf_counter() - start)
     with kb.transaction():
         header = _store_header(kb, source)
+    if state.get("chunking", "") != source.chunking and state.get("next_chunk"):
+        logger.warning("%s: the saved cursor is for chunking %r, this reader uses %r; starting "
+                       "from chunk 0 (runs stored already are skipped)", source.name,
+                       state.get("chunking"), source.chunking)
+        state = {"runs": state.get("runs", 0)}
     first = 0 if force else int(state.get("next_chunk", 0))
     total = source.n_chunks()
     seen = added = read = 0
@@ -108,7 +113,7 @@ def ingest_metadataset(
             n_new = insert_normalized(kb, normalize_runs(kb, frame)) if len(frame) else 0
             done = chunk.index + 1 >= total
             kb.set_state(key, {"next_chunk": chunk.index + 1, "complete": done,
-                               "runs": int(state.get("runs", 0)) + n_new})
+                               "chunking": source.chunking, "runs": int(state.get("runs", 0)) + n_new})
             state = kb.get_state(key, {})
         seen += len(frame)
         added += n_new

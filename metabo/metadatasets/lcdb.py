@@ -151,8 +151,9 @@ class _Block:
 class LCDB(MetaDataset):
     """LCDB 0.1.0: learning curves of scikit-learn default learners, training-set size as fidelity.
 
-    ``chunk_bytes`` bounds the CSV bytes of a chunk (see the module docstring); a resumed
-    ingestion must use the value of the interrupted one, as chunk numbers depend on it.
+    ``chunk_bytes`` bounds the CSV bytes of a chunk (see the module docstring); chunk
+    numbers depend on it, so it is the source's :attr:`chunking` (a cursor saved with
+    another value is not resumed from).
     """
 
     name: ClassVar[str] = "lcdb"
@@ -173,6 +174,10 @@ class LCDB(MetaDataset):
             raise InputDataError(f"chunk_bytes must be positive, not {chunk_bytes}")
         self.chunk_bytes = chunk_bytes
         self._blocks: dict[str, dict[int, _Block]] | None = None
+
+    @property
+    def chunking(self) -> str:
+        return f"bytes={self.chunk_bytes}"
 
     # ------------------------------------------------------------------ header
     def datasets(self) -> pd.DataFrame:

@@ -273,3 +273,16 @@ def test_sources_are_registered_by_name(tmp_path: Path) -> None:
     assert isinstance(src, TensorOBOE) and src.n_datasets == 3
     with pytest.raises(InputDataError, match="missing"):
         PMF(tmp_path).datasets()
+
+
+def test_a_cursor_saved_under_other_chunking_restarts_from_zero(tmp_path: Path, caplog) -> None:
+    with KnowledgeBase(tmp_path / "whole.duckdb") as kb:
+        ingest_metadataset(kb, TensorOBOE(FIXTURE))
+        whole = _run_ids(kb)
+    with KnowledgeBase(tmp_path / "kb.duckdb") as kb:
+        ingest_metadataset(kb, TensorOBOE(FIXTURE, rows_per_chunk=1), max_chunks=2)
+        assert kb.get_state(state_key("tensor-oboe"))["chunking"] == "rows=1"
+        report = ingest_metadataset(kb, TensorOBOE(FIXTURE, rows_per_chunk=2))
+        assert report.first_chunk == 0 and "starting from chunk 0" in caplog.text
+        assert _run_ids(kb) == whole
+        assert report.runs_seen == len(whole) and report.runs_added < len(whole)  # re-read, stored once
