@@ -27,6 +27,13 @@ def cmd_fetch(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    if args.name == "metadatasets":
+        from metabo.metadatasets import source_class
+
+        for name in SOURCES:
+            cls = source_class(name)
+            print(f"{name:12s} {cls.artifact.requirement:24s} {cls.summary}")
+        return 0
     if args.name == "sklearn":
         from metabo.data.bundled import list_sklearn
 
@@ -134,7 +141,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--force", action="store_true", help="download and extract again")
     p.set_defaults(func=cmd_fetch)
     p = ds.add_parser("list", parents=[common], help="list loadable dataset specs")
-    p.add_argument("name", choices=["keel", "sklearn"])
+    p.add_argument("name", choices=["keel", "sklearn", "metadatasets"])
     p.add_argument("--kind", choices=["balanced", "imbalanced"], default="balanced")
     p.set_defaults(func=cmd_list)
     p = ds.add_parser("meta-features", parents=[common], help="print a dataset's meta-features")

@@ -29,7 +29,7 @@ def cmd_metadataset(args: argparse.Namespace) -> int:
     from metabo.metadatasets import get_source
     from metabo.metadatasets.ingest import ingest_metadataset, state_key
 
-    source = get_source(args.ingest_command, args.cache)
+    source = get_source(args.ingest_command, args.cache, fetch=not args.no_fetch)
     with open_kb(args) as kb:
         state = kb.get_state(state_key(source), {}) or {}
         first = 0 if args.force else int(state.get("next_chunk", 0))
@@ -58,6 +58,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     for name in SOURCES:
         p = isub.add_parser(name, parents=[common], help=f"the published {name} meta-dataset (fetched first)")
         p.add_argument("--cache", help="folder of the source's files (default: the metabo cache)")
+        p.add_argument("--no-fetch", action="store_true",
+                       help="read the files already extracted in --cache (no download)")
         p.add_argument("--force", action="store_true",
                        help="read every chunk again (stores only what is missing)")
         p.add_argument("--max-chunks", type=int, help="stop after this many chunks (resume later)")

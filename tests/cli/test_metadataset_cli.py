@@ -1,0 +1,35 @@
+"""``metabo ingest <meta-dataset>`` and ``metabo data list metadatasets`` on the cut fixtures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from metabo.cli.main import main
+from metabo.kb import KnowledgeBase
+
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "metadatasets"
+
+
+def test_list_names_every_source(capsys) -> None:
+    assert main(["data", "list", "metadatasets"]) == 0
+    out = capsys.readouterr().out
+    for name in ("pmf", "tensor-oboe", "lcdb", "autosklearn"):
+        assert name in out
+    assert "deeppipe-api==0.1.1" in out
+
+
+def test_ingest_then_resume_then_nothing_new(capsys, tmp_path: Path) -> None:
+    kb = str(tmp_path / "kb.duckdb")
+    base = ["ingest", "pmf", "--kb", kb, "--cache", str(FIXTURES / "deeppipe"), "--no-fetch"]
+    assert main([*base, "--max-chunks", "0"]) == 0
+    assert main(base) == 0
+    out = capsys.readouterr().out
+    assert "3 datasets" in out and "10 configurations" in out
+    with KnowledgeBase(kb, read_only=True) as store:
+        n = int(store.query("SELECT count(*) AS n FROM runs")["n"][0])
+    assert f"{n:,} new" in out
+    assert main(base) == 0
+    assert "0 new" in capsys.readouterr().out
+    assert main(["ingest", "lcdb", "--kb", kb, "--cache", str(FIXTURES / "lcdb"), "--no-fetch"]) == 0
+    out = capsys.readouterr().out
+    assert "lcdb:" in out and "already stored from another source" in out
