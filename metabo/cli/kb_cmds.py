@@ -9,6 +9,7 @@ import pandas as pd
 
 from metabo.kb import KnowledgeBase
 from metabo.kb import queries as q
+from metabo.kb import transfer as tr
 from metabo.kb.parquet_io import export_parquet, import_parquet
 
 
@@ -124,6 +125,33 @@ def cmd_nearest(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_portfolio(args: argparse.Namespace) -> int:
+    with open_kb(args) as kb:
+        df = tr.greedy_portfolio(kb, args.algorithm, args.k, metric=args.metric, normalize=not args.no_normalize)
+    if not args.json:
+        print(f"greedy portfolio of {len(df)} {args.algorithm} configurations "
+              f"(mean {'normalized ' if not args.no_normalize else ''}regret of the best member per task):")
+    _print_frame(df.assign(mean_regret=df["mean_regret"].round(6)), "json" if args.json else "table")
+    return 0
+
+
+def cmd_similar(args: argparse.Namespace) -> int:
+    with open_kb(args) as kb:
+        if args.task:
+            task = kb.resolve_dataset(args.task)
+            df = tr.nearest_tasks_by_ranking(kb, args.algorithm, task, k=args.top, metric=args.metric,
+                                             min_shared=args.min_shared)
+            title = f"tasks ranking {args.algorithm} configurations most like {task} (Kendall tau-b):"
+        else:
+            df = tr.similar_task_pairs(kb, args.algorithm, top=args.top, metric=args.metric,
+                                       min_shared=args.min_shared)
+            title = f"task pairs ranking {args.algorithm} configurations most alike (Kendall tau-b):"
+    if not args.json:
+        print(title)
+    _print_frame(df.assign(tau=df["tau"].round(4)), "json" if args.json else "table")
+    return 0
+
+
 def cmd_build(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
@@ -227,3 +255,20 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     g.add_argument("--meta-features", help='JSON object of meta-features, e.g. \'{"NumberOfInstances": 500}\'')
     p.add_argument("-k", type=int, default=5)
     p.set_defaults(func=cmd_nearest)
+    p = ks.add_parser("portfolio", parents=[common],
+                      help="k configurations that together do well on most tasks (greedy, by regret)")
+    p.add_argument("algorithm")
+    p.add_argument("-k", type=int, default=5, help="portfolio size")
+    p.add_argument("--metric", default="error_rate")
+    p.add_argument("--no-normalize", action="store_true", help="raw regret instead of regret / task range")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_portfolio)
+    p = ks.add_parser("similar", parents=[common],
+                      help="tasks that rank an algorithm's configurations alike (Kendall tau-b)")
+    p.add_argument("algorithm")
+    p.add_argument("--task", help="the tasks ranking most like this dataset (default: the most similar pairs)")
+    p.add_argument("--top", type=int, default=10, help="how many tasks or pairs")
+    p.add_argument("--metric", default="error_rate")
+    p.add_argument("--min-shared", type=int, default=5, help="fewest shared configurations to compare two tasks")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_similar)

@@ -11,6 +11,9 @@ vector of a task.
   task (ties share the average rank; ranks computed among the configurations observed
   on that task), with the number of tasks it was ranked on.
 
+Both read y_tc through :func:`_matrix_arrays`: when every (task, configuration) has a
+single run (PMF, Tensor-OBOE) y_tc is that run's value, scattered into the matrix with
+no GROUP BY; otherwise SQL aggregates. Ranks are then computed in numpy.
 y_tc is summed in sorted order with compensated summation (``fsum(value ORDER BY
 value)``), so it does not depend on the order runs were stored in (an export/import
 round trip gives the same matrix to the bit); ranks compare y_tc rounded to
@@ -28,10 +31,11 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+import duckdb
 import numpy as np
 import pandas as pd
 
-from metabo.exceptions import InputDataError, UnknownAlgorithmError
+from metabo.exceptions import InputDataError, KnowledgeBaseError, UnknownAlgorithmError
 
 if TYPE_CHECKING:
     from metabo.kb.store import KnowledgeBase
@@ -50,22 +54,116 @@ def _per_task_sql(fidelity: float | None, dataset_ids: Sequence[str] | None) -> 
     Parameters in order: algorithm, metric, [fidelity], [dataset ids]. Without a
     ``fidelity``, each (task, configuration) uses its highest fidelity (NULL, i.e. the
     full data, counts as the highest), so learning-curve points do not mix with final
-    values; with one, exactly that fidelity.
+    values; with one, exactly that fidelity. (The mean of every fidelity is computed,
+    then the highest one's kept: the same as filtering runs first, without a window over
+    every run.)
     """
     task_sql, task_params = _task_filter(dataset_ids)
     if fidelity is None:
         fid_sql, fid_params = "", []
-        keep = ("QUALIFY coalesce(r.fidelity, 'inf'::DOUBLE) = "
-                "max(coalesce(r.fidelity, 'inf'::DOUBLE)) OVER (PARTITION BY r.dataset_id, r.config_id)")
     else:
-        fid_sql, fid_params, keep = " AND r.fidelity = ?", [float(fidelity)], ""
+        fid_sql, fid_params = " AND r.fidelity = ?", [float(fidelity)]
     sql = (
-        f"SELECT dataset_id, config_id, {_MEAN_SQL} AS value FROM ("
-        "SELECT r.dataset_id, r.config_id, r.value FROM runs r JOIN configurations c USING (config_id) "
-        f"WHERE c.algorithm = ? AND r.metric = ? AND r.status = 'ok'{fid_sql}{task_sql} {keep}) "
-        "GROUP BY dataset_id, config_id"
+        "SELECT dataset_id, config_id, arg_max_null(value, f) AS value FROM ("
+        f"SELECT r.dataset_id, r.config_id, coalesce(r.fidelity, 'inf'::DOUBLE) AS f, {_MEAN_SQL} AS value "
+        "FROM runs r JOIN configurations c USING (config_id) "
+        f"WHERE c.algorithm = ? AND r.metric = ? AND r.status = 'ok'{fid_sql}{task_sql} "
+        "GROUP BY r.dataset_id, r.config_id, f) GROUP BY dataset_id, config_id"
     )
     return sql, [*fid_params, *task_params]
+
+
+def _matrix_arrays(
+    kb: KnowledgeBase,
+    algorithm: str,
+    metric: str,
+    fidelity: float | None,
+    dataset_ids: Sequence[str] | None,
+    *,
+    config_ids: Sequence[str] | None = None,
+    rounded: bool = False,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(dataset ids, config ids, T x C array y_tc) of :func:`_per_task_sql`, NaN where unobserved.
+
+    Rows and columns sorted, only those with an observation; ``config_ids`` restricts
+    the columns; ``rounded`` gives y_tc rounded to :data:`RANK_DECIMALS` by DuckDB.
+
+    Fast path: when every (task, configuration) has exactly one run (one value per
+    pair, as in PMF and Tensor-OBOE), y_tc is that run's value (the mean of one value
+    is the value), so the runs are read as integer codes and scattered into the
+    matrix without a GROUP BY; otherwise the per-task SQL aggregates.
+    """
+    fid_sql, fid_params = ("", []) if fidelity is None else (" AND r.fidelity = ?", [float(fidelity)])
+    task_sql, task_params = _task_filter(dataset_ids)
+    cfg_sql, cfg_params = ("", []) if config_ids is None else (
+        " AND list_contains(?, config_id)", [list(map(str, config_ids))])
+    configs = _fetch_column(kb, "SELECT config_id FROM configurations WHERE algorithm = ?"
+                            f"{cfg_sql} ORDER BY config_id", [algorithm, *cfg_params], "config_id")
+    datasets = _fetch_column(kb, "SELECT dataset_id FROM datasets ORDER BY dataset_id", [], "dataset_id")
+    # integer codes: positions in the sorted lists above (-1: a run of an unregistered dataset)
+    codes = (
+        "JOIN (SELECT config_id, (row_number() OVER (ORDER BY config_id) - 1)::INTEGER AS j "
+        f"FROM configurations WHERE algorithm = ?{cfg_sql}) c USING (config_id) "
+        "LEFT JOIN (SELECT dataset_id, (row_number() OVER (ORDER BY dataset_id) - 1)::INTEGER AS i "
+        "FROM datasets) d USING (dataset_id)"
+    )
+    value = "round({}.value, %d)" % RANK_DECIMALS if rounded else "{}.value"
+    i, j, vals = _fetch_codes(kb, f"SELECT coalesce(d.i, -1) AS i, c.j, {value.format('r')} AS value FROM runs r {codes} "
+                              f"WHERE r.metric = ? AND r.status = 'ok'{fid_sql}{task_sql}",
+                              [algorithm, *cfg_params, metric, *fid_params, *task_params])
+    n_cols = len(configs)
+    if i is not None and (not len(i) or i.min() >= 0):
+        seen = np.zeros(len(datasets) * n_cols, dtype=bool)
+        seen[i.astype(np.int64) * n_cols + j] = True
+        if np.count_nonzero(seen) == len(i):  # one run per (task, configuration)
+            return _scatter(datasets, configs, i, j, vals)
+    # several runs per (task, configuration) (folds, fidelities): aggregate in SQL
+    sql, extra = _per_task_sql(fidelity, dataset_ids)
+    i, j, vals = _fetch_codes(kb, f"SELECT coalesce(d.i, -1) AS i, c.j, {value.format('p')} AS value FROM ({sql}) p {codes}",
+                              [algorithm, metric, *extra, algorithm, *cfg_params])
+    if i is not None and (not len(i) or i.min() >= 0):
+        return _scatter(datasets, configs, i, j, vals)
+    # runs of unregistered datasets or NULL means (never written by add_runs): by name
+    cfg_where = "" if config_ids is None else " WHERE list_contains(?, config_id)"
+    long = kb.query(f"SELECT dataset_id, config_id, {value.format('p')} AS value FROM ({sql}) p{cfg_where}",
+                    [algorithm, metric, *extra, *cfg_params])
+    datasets, ti = np.unique(long["dataset_id"].to_numpy(object), return_inverse=True)
+    configs, ci = np.unique(long["config_id"].to_numpy(object), return_inverse=True)
+    matrix = np.full((len(datasets), len(configs)), np.nan)
+    matrix[ti, ci] = long["value"].to_numpy(float, na_value=np.nan)
+    return datasets, configs, matrix
+
+
+def _fetch_codes(
+    kb: KnowledgeBase, sql: str, params: list[object]
+) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
+    """Columns i, j, value as arrays; i is None when some value is NULL (a masked array)."""
+    try:
+        res = kb.connection.execute(sql, params).fetchnumpy()
+    except duckdb.Error as e:
+        raise KnowledgeBaseError(f"query failed: {e}") from e
+    if any(np.ma.isMaskedArray(res[c]) for c in ("i", "j", "value")):
+        return None, res["j"], res["value"]
+    return res["i"], res["j"], res["value"]
+
+
+def _scatter(
+    datasets: np.ndarray, configs: np.ndarray, i: np.ndarray, j: np.ndarray, vals: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The matrix with y[i, j] = vals, keeping only rows and columns with a value."""
+    rows = np.zeros(len(datasets), dtype=bool)
+    cols = np.zeros(len(configs), dtype=bool)
+    rows[i], cols[j] = True, True
+    matrix = np.full((np.count_nonzero(rows), np.count_nonzero(cols)), np.nan)
+    matrix[(np.cumsum(rows) - 1)[i], (np.cumsum(cols) - 1)[j]] = vals
+    return datasets[rows], configs[cols], matrix
+
+
+def _fetch_column(kb: KnowledgeBase, sql: str, params: list[object], column: str) -> np.ndarray:
+    try:
+        return np.asarray(kb.connection.execute(sql, params).fetchnumpy()[column], dtype=object)
+    except duckdb.Error as e:
+        raise KnowledgeBaseError(f"query failed: {e}") from e
 
 
 def _task_filter(dataset_ids: Sequence[str] | None) -> tuple[str, list[object]]:
@@ -136,12 +234,11 @@ def performance_matrix(
     :func:`configurations` decodes the columns.
     """
     _require_algorithm(kb, algorithm)
-    sql, extra = _per_task_sql(fidelity, dataset_ids)
-    long = kb.query(sql, [algorithm, metric, *extra])
-    if long.empty:
+    datasets, configs, values = _matrix_arrays(kb, algorithm, metric, fidelity, dataset_ids)
+    if values.size == 0:
         return pd.DataFrame(dtype=float)
-    matrix = long.pivot(index="dataset_id", columns="config_id", values="value")
-    return matrix.sort_index().sort_index(axis=1)
+    return pd.DataFrame(values, index=pd.Index(datasets, name="dataset_id"),
+                        columns=pd.Index(configs, name="config_id"))
 
 
 def mean_ranks(
@@ -159,22 +256,56 @@ def mean_ranks(
     ``dataset_ids`` restricts the tasks ranked on.
     """
     _require_algorithm(kb, algorithm)
-    sql, extra = _per_task_sql(fidelity, dataset_ids)
-    df = kb.query(
-        f"""WITH per_task AS (
-               SELECT dataset_id, config_id, round(value, {RANK_DECIMALS}) AS value FROM ({sql})),
-           ranked AS (
-               SELECT config_id,
-                      (rank() OVER w + (count(*) OVER (PARTITION BY dataset_id, value) - 1) / 2.0) AS rnk
-               FROM per_task WINDOW w AS (PARTITION BY dataset_id ORDER BY value))
-           SELECT r.config_id, avg(rnk) AS mean_rank, count(*) AS n_tasks, any_value(c.params) AS params
-           FROM ranked r JOIN configurations c USING (config_id)
-           GROUP BY r.config_id HAVING count(*) >= ?
-           ORDER BY mean_rank, n_tasks DESC, config_id""",
-        [algorithm, metric, *extra, int(min_tasks)],
-    )
-    df["params"] = [json.loads(p) for p in df["params"]]
-    return df
+    _, configs, values = _matrix_arrays(kb, algorithm, metric, fidelity, dataset_ids, rounded=True)
+    ranks = average_ranks(values)
+    n_tasks = np.count_nonzero(~np.isnan(ranks), axis=0)
+    keep = (n_tasks >= int(min_tasks)) & (n_tasks > 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.nansum(ranks, axis=0) / n_tasks  # half-integer sums: exact
+    configs, mean, n_tasks = configs[keep], mean[keep], n_tasks[keep].astype(np.int64)
+    order = np.lexsort((configs, -n_tasks, mean))
+    if not len(order):
+        return pd.DataFrame({"config_id": pd.Series([], dtype=object), "mean_rank": pd.Series([], dtype=float),
+                             "n_tasks": pd.Series([], dtype=np.int64), "params": pd.Series([], dtype=float)})
+    params = dict(kb.connection.execute(
+        "SELECT config_id, params FROM configurations WHERE algorithm = ?", [algorithm]).fetchall())
+    return pd.DataFrame({
+        "config_id": pd.array(configs[order], dtype="str"),
+        "mean_rank": mean[order],
+        "n_tasks": n_tasks[order],
+        "params": [json.loads(params[c]) for c in configs[order]],
+    })
+
+
+def average_ranks(values: np.ndarray) -> np.ndarray:
+    """Per row, the rank of each value among the row's non-NaN values (1 = lowest).
+
+    Ties share the average of their ranks (a tie group at sorted positions s..e,
+    0-based, gets (s + e) / 2 + 1); NaN stays NaN.
+    """
+    values = np.asarray(values, dtype=float)
+    if values.size == 0:
+        return values.copy()
+    if np.isposinf(values).any():
+        order = np.argsort(values, axis=1)  # NaN last
+    else:  # NaN as +inf: the same order, and numpy's SIMD argsort (several times faster)
+        order = np.argsort(np.where(np.isnan(values), np.inf, values), axis=1)
+    n_rows, n_cols = values.shape
+    flat_order = (order + (np.arange(n_rows) * n_cols)[:, None]).ravel()
+    srt = values.ravel()[flat_order]
+    # tie groups over the flattened rows; each row starts a group
+    starts_group = np.ones(srt.size, dtype=bool)
+    starts_group[1:] = srt[1:] != srt[:-1]
+    starts_group[::n_cols] = True
+    first = np.flatnonzero(starts_group)
+    last = np.append(first[1:], srt.size) - 1
+    pos = np.tile(np.arange(n_cols), n_rows)  # position within the row (no integer division)
+    mean_rank = (pos[first] + pos[last]) / 2 + 1
+    rank_sorted = mean_rank[np.cumsum(starts_group) - 1]
+    rank_sorted[np.isnan(srt)] = np.nan
+    ranks = np.empty(values.size)
+    ranks[flat_order] = rank_sorted
+    return ranks.reshape(values.shape)
 
 
 def meta_feature_matrix(kb: KnowledgeBase, names: Sequence[str] | None = None) -> pd.DataFrame:
