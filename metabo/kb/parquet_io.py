@@ -94,6 +94,11 @@ def import_parquet(kb: KnowledgeBase, folder: str | Path) -> dict[str, int]:
                 finally:
                     con.unregister("_import_batch")
                 added[table] = int(n)
+                if table == "runs" and "algorithm" not in rel.columns:  # an export from before v4
+                    con.execute(
+                        "UPDATE runs SET algorithm = c.algorithm FROM configurations c "
+                        "WHERE runs.algorithm IS NULL AND c.config_id = runs.config_id"
+                    )
     except duckdb.Error as e:
         raise KnowledgeBaseError(f"import of {src} failed, nothing was imported: {e}") from e
     logger.info("imported %s from %s", added, src)

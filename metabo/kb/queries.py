@@ -66,8 +66,8 @@ def _per_task_sql(fidelity: float | None, dataset_ids: Sequence[str] | None) -> 
     sql = (
         "SELECT dataset_id, config_id, arg_max_null(value, f) AS value FROM ("
         f"SELECT r.dataset_id, r.config_id, coalesce(r.fidelity, 'inf'::DOUBLE) AS f, {_MEAN_SQL} AS value "
-        "FROM runs r JOIN configurations c USING (config_id) "
-        f"WHERE c.algorithm = ? AND r.metric = ? AND r.status = 'ok'{fid_sql}{task_sql} "
+        "FROM runs r "
+        f"WHERE r.algorithm = ? AND r.metric = ? AND r.status = 'ok'{fid_sql}{task_sql} "
         "GROUP BY r.dataset_id, r.config_id, f) GROUP BY dataset_id, config_id"
     )
     return sql, [*fid_params, *task_params]
@@ -109,8 +109,8 @@ def _matrix_arrays(
     )
     value = "round({}.value, %d)" % RANK_DECIMALS if rounded else "{}.value"
     i, j, vals = _fetch_codes(kb, f"SELECT coalesce(d.i, -1) AS i, c.j, {value.format('r')} AS value FROM runs r {codes} "
-                              f"WHERE r.metric = ? AND r.status = 'ok'{fid_sql}{task_sql}",
-                              [algorithm, *cfg_params, metric, *fid_params, *task_params])
+                              f"WHERE r.algorithm = ? AND r.metric = ? AND r.status = 'ok'{fid_sql}{task_sql}",
+                              [algorithm, *cfg_params, algorithm, metric, *fid_params, *task_params])
     n_cols = len(configs)
     if i is not None and (not len(i) or i.min() >= 0):
         seen = np.zeros(len(datasets) * n_cols, dtype=bool)

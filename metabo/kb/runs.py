@@ -177,8 +177,9 @@ def insert_normalized(kb: KnowledgeBase, frame: pd.DataFrame) -> int:
         ).fetchone()[0]
         dedup = "QUALIFY row_number() OVER (PARTITION BY b.run_id ORDER BY b.created_at) = 1" if repeated else ""
         inserted = con.execute(
-            f"""INSERT INTO runs ({", ".join(RUN_COLUMNS)})
-                SELECT b.* FROM (SELECT {RUN_ID_SQL} AS run_id, {", ".join(cols)} FROM _run_batch) b
+            f"""INSERT INTO runs ({", ".join(RUN_COLUMNS)}, algorithm)
+                SELECT b.*, c.algorithm FROM (SELECT {RUN_ID_SQL} AS run_id, {", ".join(cols)} FROM _run_batch) b
+                JOIN configurations c ON c.config_id = b.config_id
                 ANTI JOIN (SELECT run_id FROM runs
                            WHERE dataset_id IN (SELECT DISTINCT dataset_id FROM _run_batch)) r
                 ON r.run_id = b.run_id {dedup}"""  # noqa: S608

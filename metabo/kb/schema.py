@@ -19,6 +19,10 @@ Tables (lower ``runs.value`` is better, always):
 - ``predictions``: a run's validation (or test) outputs, float32, zlib-compressed.
 - ``sessions``: tuning sessions; their runs carry ``source = 'session:<id>'``.
 - ``ingest_state``: cursors of resumable ingestions (key -> JSON value).
+- ``runs.algorithm`` (v4) repeats the algorithm of the run's configuration, so a
+  question about one algorithm reads its runs without a join; :meth:`KnowledgeBase.optimize`
+  keeps ``runs`` ordered by (algorithm, metric, dataset, configuration), so it also
+  reads only that algorithm's row groups.
 - ``source_ids``: provenance of rows that came from an external collection: the
   ``original_id`` a ``source`` (``pmf``, ``lcdb``, ...) gives a dataset or
   configuration (``kind``), and the ``local_id`` it is stored under.
@@ -37,6 +41,14 @@ class Migration:
     description: str
     statements: tuple[str, ...]
 
+
+# The columns of ``runs`` from schema version 4 on.
+_RUNS_V4_COLUMNS = """
+    run_id VARCHAR NOT NULL, dataset_id VARCHAR NOT NULL, config_id VARCHAR NOT NULL,
+    metric VARCHAR NOT NULL, value DOUBLE, fold INTEGER NOT NULL, repeat INTEGER NOT NULL,
+    split_seed BIGINT, fit_seconds DOUBLE, predict_seconds DOUBLE, status VARCHAR NOT NULL,
+    message VARCHAR, source VARCHAR NOT NULL, created_at TIMESTAMP NOT NULL, fidelity DOUBLE,
+    algorithm VARCHAR"""
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
@@ -134,6 +146,27 @@ MIGRATIONS: tuple[Migration, ...] = (
             )""",
         ),
     ),
+    Migration(
+        4,
+        "runs.algorithm (the configuration's algorithm, denormalized) and runs ordered by it",
+        (
+            f"CREATE TABLE runs_v4 ({_RUNS_V4_COLUMNS})",
+            """INSERT INTO runs_v4 SELECT r.*, c.algorithm FROM runs r
+               LEFT JOIN configurations c USING (config_id)
+               ORDER BY c.algorithm, r.metric, r.dataset_id, r.config_id""",
+            "DROP TABLE runs",
+            "ALTER TABLE runs_v4 RENAME TO runs",
+        ),
+    ),
+)
+
+#: Re-orders ``runs`` (algorithm, metric, dataset, configuration) in place: see
+#: :meth:`metabo.kb.store.KnowledgeBase.optimize`.
+CLUSTER_RUNS: tuple[str, ...] = (
+    f"CREATE TABLE runs_sorted ({_RUNS_V4_COLUMNS})",
+    "INSERT INTO runs_sorted SELECT * FROM runs ORDER BY algorithm, metric, dataset_id, config_id",
+    "DROP TABLE runs",
+    "ALTER TABLE runs_sorted RENAME TO runs",
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version

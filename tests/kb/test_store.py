@@ -76,6 +76,38 @@ def test_migration_from_version_1_keeps_runs_and_their_ids(tmp_path):
         assert "fidelity" in store.query("DESCRIBE runs")["column_name"].tolist()
 
 
+def test_migration_to_version_4_fills_runs_algorithm_and_optimize_keeps_every_run(tmp_path):
+    path = tmp_path / "v3.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, description VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL)")
+    for m in MIGRATIONS[:3]:
+        for stmt in m.statements:
+            con.execute(stmt)
+        con.execute("INSERT INTO schema_migrations VALUES (?, ?, now())", [m.version, m.description])
+    con.execute("INSERT INTO datasets (dataset_id, name, source, created_at) VALUES ('d1', 'd1', 't', now())")
+    con.execute("INSERT INTO algorithms VALUES ('knn', '', '', now()), ('svm', '', '', now())")
+    con.execute("INSERT INTO configurations VALUES ('c1', 'knn', '{}', now()), ('c2', 'svm', '{}', now())")
+    for i, cid in enumerate(["c2", "c1", "c2"]):
+        con.execute(
+            "INSERT INTO runs (run_id, dataset_id, config_id, metric, value, fold, repeat, status, source, created_at)"
+            " VALUES (?, 'd1', ?, 'error_rate', ?, ?, 0, 'ok', 't', now())", [f"r{i}", cid, 0.1 * i, i])
+    con.close()
+    with KnowledgeBase(path) as store:
+        assert store.schema_version() == SCHEMA_VERSION
+        runs = store.query("SELECT run_id, algorithm, value FROM runs")
+        assert dict(zip(runs["run_id"], runs["algorithm"])) == {"r0": "svm", "r1": "knn", "r2": "svm"}
+        assert runs["run_id"].tolist() == ["r1", "r0", "r2"]  # ordered by algorithm
+        before = store.query("SELECT * FROM runs ORDER BY run_id")
+        store.optimize()
+        assert store.query("SELECT * FROM runs ORDER BY run_id").equals(before)
+        assert store.query(
+            "SELECT count(*) AS n FROM duckdb_constraints() WHERE table_name = 'runs' AND constraint_type = 'NOT NULL'"
+        )["n"][0] >= 8
+        store.add_runs([{"dataset_id": "d1", "config_id": "c1", "metric": "error_rate", "value": 0.5,
+                         "fold": 7, "source": "t"}])
+        assert store.query("SELECT algorithm FROM runs WHERE fold = 7")["algorithm"][0] == "knn"
+
+
 def test_newer_schema_is_refused(tmp_path):
     path = tmp_path / "new.duckdb"
     KnowledgeBase(path).close()
