@@ -206,7 +206,7 @@ def runs(
         params,
     )
     if decode_params and not df.empty:
-        df["params"] = [json.loads(p) for p in df["params"]]
+        df["params"] = _decode_params(df["params"])
     return df
 
 
@@ -216,7 +216,7 @@ def configurations(kb: KnowledgeBase, algorithm: str) -> pd.DataFrame:
     df = kb.query(
         "SELECT config_id, params FROM configurations WHERE algorithm = ? ORDER BY config_id", [algorithm]
     )
-    df["params"] = [json.loads(p) for p in df["params"]]
+    df["params"] = _decode_params(df["params"])
     return df
 
 
@@ -273,8 +273,13 @@ def mean_ranks(
         "config_id": pd.array(configs[order], dtype="str"),
         "mean_rank": mean[order],
         "n_tasks": n_tasks[order],
-        "params": [json.loads(params[c]) for c in configs[order]],
+        "params": _decode_params([params[c] for c in configs[order]]),
     })
+
+
+def _decode_params(texts: Sequence[str] | pd.Series) -> list[dict]:
+    """Stored params (canonical JSON objects) decoded, in one parse of a JSON array."""
+    return json.loads("[" + ",".join(texts) + "]") if len(texts) else []
 
 
 def average_ranks(values: np.ndarray) -> np.ndarray:
