@@ -187,3 +187,13 @@ class CASHSpace:
         from metabo.space import _configspace
 
         return cls.from_configspace(_configspace.loads(text))
+
+
+def as_cash(space: SearchSpace | CASHSpace, name: str = "f") -> CASHSpace:
+    """``space`` itself if it is a CASH space, else the one-algorithm CASH space
+    ``{name: space}`` (its configurations are ``(name, params)``)."""
+    if isinstance(space, CASHSpace):
+        return space
+    if isinstance(space, SearchSpace):
+        return CASHSpace({name: space})
+    raise InputDataError(f"expected a SearchSpace or CASHSpace, got {type(space).__name__}")
