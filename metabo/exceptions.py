@@ -58,3 +58,9 @@ class InvalidConfigurationError(MetaboError, ValueError):
 class EvaluationError(MetaboError, RuntimeError):
     """Evaluating a configuration failed in a way that is not a property of the
     configuration (e.g. a worker process died without reporting)."""
+
+
+class SurrogateError(MetaboError, RuntimeError):
+    """A surrogate model cannot be fitted or used: a covariance matrix that stays
+    singular with the largest jitter, or a prediction asked before ``fit`` (malformed
+    inputs are :class:`InputDataError`)."""
