@@ -189,11 +189,14 @@ class CASHSpace:
         return cls.from_configspace(_configspace.loads(text))
 
 
-def as_cash(space: SearchSpace | CASHSpace, name: str = "f") -> CASHSpace:
+def as_cash(space: SearchSpace | CASHSpace, name: str | None = None) -> CASHSpace:
     """``space`` itself if it is a CASH space, else the one-algorithm CASH space
-    ``{name: space}`` (its configurations are ``(name, params)``)."""
+    ``{name: space}`` (its configurations are ``(name, params)``); ``name`` defaults to
+    the space's own name when that is a valid algorithm name, else ``"f"``."""
     if isinstance(space, CASHSpace):
         return space
     if isinstance(space, SearchSpace):
+        if name is None:
+            name = space.name if space.name and ":" not in space.name else "f"
         return CASHSpace({name: space})
     raise InputDataError(f"expected a SearchSpace or CASHSpace, got {type(space).__name__}")

@@ -109,7 +109,7 @@ def test_never_returns_an_evaluated_configuration():
 
 
 def test_discrete_space_returns_the_best_unevaluated_then_raises_when_exhausted():
-    space = as_cash(SearchSpace("d", [Categorical("c", ("a", "b", "c")), Integer("k", 1, 3)]))
+    space = as_cash(SearchSpace("d", [Categorical("c", ("a", "b", "c")), Integer("k", 1, 3)]), "f")
     score = peaked(space, ("f", {"c": "b", "k": 2}))
     everything = [("f", {"c": c, "k": k}) for c in "abc" for k in (1, 2, 3)]
     ids = [config_id(*cfg) for cfg in everything]
@@ -133,7 +133,7 @@ def test_same_seed_same_result_other_seed_other_result():
 
 
 def test_local_search_beats_random_sampling_for_the_same_budget():
-    space = as_cash(SearchSpace("h", [Float(f"x{i}", 0.0, 1.0) for i in range(6)]))
+    space = as_cash(SearchSpace("h", [Float(f"x{i}", 0.0, 1.0) for i in range(6)]), "f")
     for seed in range(3):
         optimum = space.sample(100 + seed, 1)[0]
         raw = peaked(space, optimum, width=0.15)
@@ -189,7 +189,8 @@ def test_batch_encoder_equals_encode_many():
 def test_as_cash():
     inner = mixed()["mixed"]
     wrapped = as_cash(inner)
-    assert wrapped.algorithms == ("f",) and wrapped["f"].hyperparameters == inner.hyperparameters
+    assert wrapped.algorithms == ("mixed",) and wrapped["mixed"].hyperparameters == inner.hyperparameters
+    assert as_cash(inner, "f").algorithms == ("f",)
     cash = three()
     assert as_cash(cash) is cash
     with pytest.raises(InputDataError):

@@ -1,0 +1,64 @@
+"""``metabo tune DATA``: tune a classifier on a dataset, every evaluation stored in the knowledge base."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+from tqdm import tqdm
+
+from metabo.cli.kb_cmds import open_kb
+from metabo.optimizer.history import TrialRecord
+
+STRATEGIES = ("random", "gp", "gp-dense", "gp-per-algorithm")
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None or not math.isfinite(value) else f"{value:.4f}"
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    from metabo.optimizer import tune
+    from metabo.space.algorithms import default_cash_space
+
+    space = default_cash_space(args.algorithms)
+    with open_kb(args) as kb, tqdm(total=args.budget, desc="trials", unit="trial") as bar:
+        def progress(record: TrialRecord) -> None:
+            bar.set_postfix_str(f"{record.algorithm} {record.status} {_fmt(record.value)}", refresh=False)
+            bar.update(1)
+
+        result = tune(
+            args.data, target=args.target, budget=args.budget, space=space, strategy=args.strategy, kb=kb,
+            seed=args.seed, reshuffle=args.reshuffle, select=args.select.replace("-", "_"), metric=args.metric,
+            time_limit=args.time_limit, session_id=args.session, meta_features=not args.no_meta_features,
+            progress=progress,
+        )
+    done = len(result.history.completed)
+    failed = sum(not r.ok for r in result.history.completed)
+    print(f"session {result.session_id}: {done} trials on {result.dataset_id} ({args.strategy}, seed {args.seed})"
+          + (f", {failed} failed" if failed else ""))
+    params = json.dumps(result.params, sort_keys=True)
+    print(f"best ({args.select}): trial {result.best.number} {result.algorithm} {params}")
+    print(f"validation {result.metric}: {_fmt(result.validation_error)}")
+    print(f"test {result.metric}: {_fmt(result.test_error)}")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("tune", parents=[common], help="tune a classifier on a dataset (random search or GP-BO)")
+    p.add_argument("data", help="a CSV/Parquet/ARFF path (with --target) or a spec: sklearn:iris, keel:..., openml:ID")
+    p.add_argument("--target", help="the target column of a file")
+    p.add_argument("--budget", type=int, required=True, help="number of evaluated configurations")
+    p.add_argument("--strategy", choices=STRATEGIES, default="gp")
+    p.add_argument("--algorithms", nargs="+", metavar="NAME", help="the CASH space's algorithms (default: all)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--reshuffle", action="store_true",
+                   help="redraw the train/validation split at every trial (thesis 3.2.1)")
+    p.add_argument("--select", choices=("argmin", "posterior-mean"), default="argmin",
+                   help="final selection: lowest validation error or lowest GP posterior mean (thesis 3.4)")
+    p.add_argument("--metric", default="error_rate", help="the objective (lower is better)")
+    p.add_argument("--time-limit", type=float, help="seconds per evaluation (default: none)")
+    p.add_argument("--session", help="continue this session (or name a new one)")
+    p.add_argument("--no-meta-features", action="store_true", help="store the dataset without meta-features")
+    p.set_defaults(func=cmd_tune)

@@ -1,0 +1,181 @@
+"""The trials of a tuning session: what was asked, what was told.
+
+Notation: ``n`` trials in the order they were asked (``number`` 0..n-1); the ``c``
+completed ones (told, whatever their status) are what a surrogate is fitted on:
+``X`` is c x D (:meth:`CASHSpace.encode`), ``y`` has length c, lower is better.
+
+Failed trials (status ``crash`` / ``timeout`` / ``memout``, value NaN) enter ``y`` as the
+worst value observed among the successful ones (the maximum), the usual imputation of
+SMAC and auto-sklearn: the surrogate learns that region is bad without inventing a scale.
+With no successful trial yet they are 0.0 (a constant the GP cannot learn from). The
+imputed value changes when a worse successful value arrives, so ``y`` is recomputed from
+the records each time, never stored.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from metabo.exceptions import InputDataError
+from metabo.space.cash import CASHSpace
+
+TrialState = Literal["pending", "complete"]
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One configuration to evaluate (what :meth:`Optimizer.ask` returns)."""
+
+    number: int
+    algorithm: str
+    params: Mapping[str, Any]
+    config_id: str
+
+
+@dataclass(frozen=True)
+class TrialRecord:
+    """A trial and, once told, its outcome.
+
+    ``value`` is the objective (validation metric, lower is better; NaN when failed),
+    ``test_value`` the same metric on a held-out test part if the caller measured it.
+    """
+
+    number: int
+    algorithm: str
+    params: Mapping[str, Any] = field(hash=False)
+    config_id: str
+    state: TrialState = "pending"
+    value: float = math.nan
+    status: str | None = None
+    test_value: float | None = None
+    fit_seconds: float | None = None
+    predict_seconds: float | None = None
+    suggest_seconds: float | None = None
+    message: str | None = None
+
+    @property
+    def trial(self) -> Trial:
+        return Trial(self.number, self.algorithm, dict(self.params), self.config_id)
+
+    @property
+    def complete(self) -> bool:
+        return self.state == "complete"
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (NaN as None), the form stored in the knowledge base."""
+        out = asdict(self)
+        out["params"] = dict(self.params)
+        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in out.items()}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TrialRecord:
+        data = dict(data)
+        data["value"] = math.nan if data.get("value") is None else float(data["value"])
+        return cls(**data)
+
+
+class History:
+    """The trials of a session, in the order they were asked."""
+
+    def __init__(self, records: list[TrialRecord] | None = None) -> None:
+        self._records: list[TrialRecord] = []
+        self._by_config: dict[str, int] = {}
+        for r in records or []:
+            self._append(r)
+
+    # -- container ------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def __iter__(self) -> Iterator[TrialRecord]:
+        return iter(self._records)
+
+    def __getitem__(self, number: int) -> TrialRecord:
+        return self._records[number]
+
+    def __repr__(self) -> str:
+        return f"History({len(self.completed)} complete, {len(self.pending)} pending)"
+
+    @property
+    def completed(self) -> list[TrialRecord]:
+        return [r for r in self._records if r.complete]
+
+    @property
+    def pending(self) -> list[TrialRecord]:
+        return [r for r in self._records if not r.complete]
+
+    @property
+    def config_ids(self) -> set[str]:
+        """Ids of every asked configuration, pending ones included."""
+        return set(self._by_config)
+
+    def __contains__(self, config_id: object) -> bool:
+        return config_id in self._by_config
+
+    # -- updates (the optimizer's) --------------------------------------------------
+    def _append(self, record: TrialRecord) -> None:
+        if record.number != len(self._records):
+            raise InputDataError(f"trial {record.number} appended after {len(self._records)} trials")
+        self._records.append(record)
+        self._by_config.setdefault(record.config_id, record.number)
+
+    def add(self, record: TrialRecord) -> None:
+        """Append a newly asked trial (its number must be the next one)."""
+        self._append(record)
+
+    def complete(self, number: int, **outcome: Any) -> TrialRecord:
+        """Mark trial ``number`` complete with ``outcome`` (value, status, ...)."""
+        record = replace(self._records[number], state="complete", **outcome)
+        self._records[number] = record
+        return record
+
+    # -- views for surrogates ---------------------------------------------------------
+    def X(self, space: CASHSpace) -> np.ndarray:  # noqa: N802 - the usual name
+        """The c x D encoding of the completed trials."""
+        return space.encode_many([(r.algorithm, r.params) for r in self.completed])
+
+    def groups(self, space: CASHSpace) -> np.ndarray:
+        """The algorithm index (in ``space.algorithms``) of each completed trial."""
+        index = {a: i for i, a in enumerate(space.algorithms)}
+        return np.array([index[r.algorithm] for r in self.completed], dtype=np.int64)
+
+    @property
+    def y(self) -> np.ndarray:
+        """Values of the completed trials, failures imputed (module docstring)."""
+        done = self.completed
+        values = np.array([r.value if r.ok else np.nan for r in done], dtype=float)
+        finite = np.isfinite(values)
+        worst = float(values[finite].max()) if finite.any() else 0.0
+        return np.where(finite, values, worst)
+
+    # -- incumbents -------------------------------------------------------------------
+    def best(self) -> TrialRecord | None:
+        """The successful trial with the lowest value (the earliest among ties)."""
+        ok = [r for r in self.completed if r.ok and math.isfinite(r.value)]
+        return min(ok, key=lambda r: (r.value, r.number)) if ok else None
+
+    def incumbents(self) -> list[TrialRecord]:
+        """The trials that improved on every earlier one, in order (the trajectory)."""
+        out: list[TrialRecord] = []
+        for r in self._records:
+            if r.complete and r.ok and math.isfinite(r.value) and (not out or r.value < out[-1].value):
+                out.append(r)
+        return out
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per trial; ``best_so_far`` is the incumbent value after each trial."""
+        cols = [f.name for f in TrialRecord.__dataclass_fields__.values()]
+        frame = pd.DataFrame([asdict(r) for r in self._records], columns=cols)
+        ok_values = frame["value"].where(frame["status"] == "ok")
+        frame["best_so_far"] = ok_values.cummin()
+        return frame

@@ -1,0 +1,287 @@
+"""Ask/tell over a CASH space, every told result written to the knowledge base at once.
+
+Optuna's ``ask``/``tell`` shape: :meth:`Optimizer.ask` returns a :class:`Trial` (number,
+algorithm, params, config_id), the caller evaluates it however it likes and
+:meth:`Optimizer.tell` reports the value (lower is better) and status.
+
+Reproducibility: trial ``t`` is suggested with the generator
+``default_rng(SeedSequence([seed, t]))`` and a strategy whose state is a function of the
+history, so the same seed and the same told values give the same suggestions, and a
+resumed session continues exactly as an uninterrupted one would have.
+
+Knowledge base (when ``kb`` is given): the session is created with its settings (strategy,
+seed, metric, the space as JSON); each ask writes the trial's record (state ``pending``)
+and each tell, in one transaction, the runs of source ``session:<id>`` and the trial's
+completed record. Runs: either the caller's evaluations through
+:func:`metabo.evaluation.record` (all their metrics and predictions; what
+:func:`metabo.optimizer.tune.tune` does), or one row of ``metric`` and, with
+``test_value``, one of ``test_<metric>``. Trial records are JSON cursors in
+``ingest_state`` under ``session:<id>:trial:<number>``, so :meth:`Optimizer.resume`
+rebuilds the history, numbers and pending trials included, from the store alone.
+
+Pending trials at resume (asked, never told: the process stopped mid-evaluation) are
+re-asked first, with their numbers and configurations, so nothing is skipped and the
+seeded sequence is kept.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from collections.abc import Iterable
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+
+from metabo.exceptions import InputDataError, MetaboError
+from metabo.kb.canonical import config_id
+from metabo.kb.schema import RUN_STATUSES
+from metabo.optimizer.history import History, Trial, TrialRecord
+from metabo.optimizer.strategies import Strategy, posterior_model
+from metabo.space.cash import CASHSpace, as_cash
+from metabo.space.space import SearchSpace
+
+if TYPE_CHECKING:
+    from metabo.evaluation.evaluate import Evaluation
+    from metabo.kb.store import KnowledgeBase
+
+logger = logging.getLogger(__name__)
+
+Select = Literal["argmin", "posterior_mean"]
+TEST_PREFIX = "test_"
+
+
+def trial_key(session_id: str, number: int) -> str:
+    """The ``ingest_state`` key of a trial's record."""
+    return f"session:{session_id}:trial:{number:08d}"
+
+
+def _default_session_id(strategy: Strategy) -> str:
+    return f"{strategy.name}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S%f')}"
+
+
+class Optimizer:
+    """Ask/tell optimization of ``space`` by ``strategy`` (see module docstring).
+
+    Args:
+        space: a :class:`CASHSpace` (or a :class:`SearchSpace`, wrapped as one algorithm).
+        strategy: proposes configurations (:mod:`metabo.optimizer.strategies`).
+        kb: the knowledge base results are written to (optional).
+        session_id: the session's id (default: ``<strategy>-<UTC timestamp>``); an id
+            already stored raises (use :meth:`resume`).
+        dataset_id: the stored dataset the runs are of; required with ``kb``.
+        metric: the name the objective is recorded under (``test_<metric>`` for tests).
+        seed: seeds every suggestion (module docstring).
+        settings: extra settings stored with the session (protocol, budget, ...).
+    """
+
+    def __init__(
+        self,
+        space: CASHSpace | SearchSpace,
+        strategy: Strategy,
+        *,
+        kb: KnowledgeBase | None = None,
+        session_id: str | None = None,
+        dataset_id: str | None = None,
+        metric: str = "error_rate",
+        seed: int = 0,
+        settings: dict[str, Any] | None = None,
+    ) -> None:
+        self.space = as_cash(space)
+        self.strategy = strategy
+        self.kb = kb
+        self.session_id = session_id or _default_session_id(strategy)
+        self.dataset_id = dataset_id
+        self.metric = metric
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise InputDataError(f"seed must be a non-negative integer, got {seed!r}")
+        self.seed = int(seed)
+        self._history = History()
+        self._reask: list[int] = []
+        if kb is not None:
+            if dataset_id is None:
+                raise InputDataError(
+                    "recording in a knowledge base needs dataset_id: store the dataset first "
+                    "(kb.add_dataset) and pass its id"
+                )
+            if get_session(kb, self.session_id) is not None:
+                raise InputDataError(
+                    f"session {self.session_id!r} already exists; continue it with Optimizer.resume "
+                    "or choose another session id"
+                )
+            kb.add_session(self.session_id, strategy=strategy.name, dataset_id=dataset_id,
+                           settings=self._settings(settings))
+
+    def _settings(self, extra: dict[str, Any] | None) -> dict[str, Any]:
+        return {
+            "strategy": self.strategy.name, "strategy_repr": repr(self.strategy), "seed": self.seed,
+            "metric": self.metric, "space": self.space.to_json(), **(extra or {}),
+        }
+
+    # ---------------------------------------------------------------- resume
+    @classmethod
+    def resume(
+        cls, kb: KnowledgeBase, session_id: str, space: CASHSpace | SearchSpace, strategy: Strategy
+    ) -> Optimizer:
+        """The optimizer of a stored session, its history rebuilt from ``kb``.
+
+        The seed, metric and dataset come from the session's settings. The space must
+        be the session's (same JSON); a different strategy is allowed (logged): the
+        history is the strategy's input, whoever proposed it. Pending trials are
+        re-asked first (module docstring).
+        """
+        row = get_session(kb, session_id)
+        if row is None:
+            raise InputDataError(f"no session {session_id!r} in {kb.path}; start one with Optimizer(...)")
+        settings = json.loads(row["settings"])
+        space = as_cash(space)
+        if "space" in settings and settings["space"] != space.to_json():
+            raise InputDataError(
+                f"session {session_id!r} was run on another search space; resume it with the same "
+                "algorithms and spaces (the stored space: sessions.settings['space'])"
+            )
+        if row["strategy"] != strategy.name:
+            logger.warning("session %s was started by %s, continued by %s", session_id, row["strategy"], strategy.name)
+        self = cls.__new__(cls)
+        self.space, self.strategy, self.kb, self.session_id = space, strategy, kb, session_id
+        self.dataset_id = row["dataset_id"]
+        self.metric = settings.get("metric", "error_rate")
+        self.seed = int(settings.get("seed", 0))
+        rows = kb.connection.execute(
+            "SELECT value FROM ingest_state WHERE starts_with(key, ?) ORDER BY key",
+            [f"session:{session_id}:trial:"],
+        ).fetchall()
+        records = [TrialRecord.from_json(json.loads(text)) for (text,) in rows]
+        self._history = History(records)
+        self._reask = [r.number for r in records if not r.complete]
+        kb.set_session_status(session_id, "running")
+        logger.info("resumed session %s: %d trials, %d pending", session_id, len(records), len(self._reask))
+        return self
+
+    # ---------------------------------------------------------------- ask / tell
+    @property
+    def history(self) -> History:
+        return self._history
+
+    def ask(self) -> Trial:
+        """The next configuration to evaluate (a re-asked pending trial first)."""
+        if self._reask:
+            return self._history[self._reask.pop(0)].trial
+        number = len(self._history)
+        rng = np.random.default_rng(np.random.SeedSequence([self.seed, number]))
+        start = time.perf_counter()
+        algorithm, params = self.strategy.suggest(self._history, self.space, rng)
+        seconds = time.perf_counter() - start
+        algorithm, params = self.space.normalize(algorithm, params)
+        cid = config_id(algorithm, params)
+        if cid in self._history:
+            logger.warning("trial %d repeats configuration %s (trial %d)", number, cid,
+                           next(r.number for r in self._history if r.config_id == cid))
+        record = TrialRecord(number, algorithm, params, cid, suggest_seconds=seconds)
+        self._history.add(record)
+        if self.kb is not None:
+            self.kb.set_state(trial_key(self.session_id, number), record.to_json())
+        logger.debug("trial %d: %s %s (%.3f s)", number, algorithm, params, seconds)
+        return record.trial
+
+    def tell(
+        self,
+        trial: Trial | int,
+        value: float | None,
+        *,
+        status: str = "ok",
+        test_value: float | None = None,
+        fit_seconds: float | None = None,
+        predict_seconds: float | None = None,
+        message: str | None = None,
+        evaluations: Iterable[Evaluation] | None = None,
+    ) -> TrialRecord:
+        """Report the outcome of a pending trial; record it (module docstring).
+
+        ``value`` must be finite when ``status`` is ``ok``; a failed trial (``crash``,
+        ``timeout``, ``memout``) may pass None/NaN. ``evaluations``: the trial's
+        evaluations, recorded as they are instead of the single metric row.
+        """
+        number = trial.number if isinstance(trial, Trial) else int(trial)
+        if not 0 <= number < len(self._history):
+            raise InputDataError(f"no trial {number}: {len(self._history)} trials were asked")
+        record = self._history[number]
+        if record.complete:
+            raise InputDataError(f"trial {number} was already told ({record.status}, {record.value})")
+        if status not in RUN_STATUSES:
+            raise InputDataError(f"status must be one of {RUN_STATUSES}, got {status!r}")
+        value = math.nan if value is None else float(value)
+        if status == "ok" and not math.isfinite(value):
+            raise InputDataError(f"trial {number}: status 'ok' needs a finite value, got {value}; "
+                                 "report a failure with status='crash' (or timeout/memout)")
+        outcome = {
+            "value": value, "status": status,
+            "test_value": None if test_value is None or not math.isfinite(test_value) else float(test_value),
+            "fit_seconds": fit_seconds, "predict_seconds": predict_seconds, "message": message,
+        }
+        done = replace(record, state="complete", **outcome)
+        if self.kb is not None:
+            self._record(done, evaluations)
+        if number in self._reask:
+            self._reask.remove(number)
+        return self._history.complete(number, **outcome)
+
+    def _record(self, done: TrialRecord, evaluations: Iterable[Evaluation] | None) -> None:
+        from metabo.evaluation.evaluate import record as record_evaluations
+
+        kb = self.kb
+        assert kb is not None and self.dataset_id is not None
+        source = f"session:{self.session_id}"
+        with kb.transaction():
+            if evaluations is not None:
+                record_evaluations(kb, evaluations, dataset_id=self.dataset_id, source=source)
+            else:
+                kb.add_algorithms([done.algorithm])
+                base = {"dataset_id": self.dataset_id, "algorithm": done.algorithm, "params": dict(done.params),
+                        "source": source, "status": done.status, "message": done.message,
+                        "fit_seconds": done.fit_seconds, "predict_seconds": done.predict_seconds}
+                rows = [{**base, "metric": self.metric, "value": done.value}]
+                if done.test_value is not None:
+                    rows.append({**base, "metric": TEST_PREFIX + self.metric, "value": done.test_value})
+                kb.add_runs(rows)
+            kb.set_state(trial_key(self.session_id, done.number), done.to_json())
+
+    def finish(self, status: str = "done") -> None:
+        """Mark the session finished in the knowledge base (no-op without one)."""
+        if self.kb is not None:
+            self.kb.set_session_status(self.session_id, status)
+
+    # ---------------------------------------------------------------- selection
+    def best(self, select: Select = "argmin") -> TrialRecord:
+        """The selected configuration among the successful trials.
+
+        ``argmin``: the lowest observed value. ``posterior_mean`` (thesis 3.4): the GP
+        of the strategy (a conditional GP when it has none) refitted on the whole
+        history, then the evaluated configuration with the lowest posterior mean, which
+        smooths the noise an arg min over noisy observations picks up.
+        """
+        ok = [r for r in self._history.completed if r.ok]
+        if not ok:
+            raise MetaboError("no successful trial yet: nothing to select")
+        if select == "argmin":
+            best = self._history.best()
+            assert best is not None
+            return best
+        if select != "posterior_mean":
+            raise InputDataError(f"select must be 'argmin' or 'posterior_mean', got {select!r}")
+        if len(self._history.completed) < 2:
+            return ok[0]
+        mean = posterior_model(self.strategy, seed=self.seed).posterior_mean(
+            self._history, self.space, [(r.algorithm, r.params) for r in ok]
+        )
+        return ok[int(np.argmin(mean))]
+
+
+def get_session(kb: KnowledgeBase, session_id: str) -> dict[str, Any] | None:
+    """The stored row of a session (``settings`` as JSON text), or None."""
+    df = kb.query("SELECT * FROM sessions WHERE session_id = ?", [session_id])
+    return None if df.empty else df.iloc[0].to_dict()

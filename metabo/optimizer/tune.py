@@ -1,0 +1,226 @@
+"""Tune a classifier on one dataset: ask, evaluate with :mod:`metabo.evaluation`, tell.
+
+Each trial is evaluated the way ``metabo kb build`` evaluates a configuration (an
+:class:`~metabo.evaluation.parallel.EvalTask` run by
+:func:`~metabo.evaluation.parallel.run_task`: seeded split and estimator, per-run time
+and memory limits, failures as crash/timeout/memout), and its evaluations are recorded
+by :meth:`Optimizer.tell` through :func:`metabo.evaluation.record` (every metric on the
+validation and test parts, and the predictions) as runs of ``session:<id>``.
+
+Protocols: a fixed stratified :class:`~metabo.evaluation.protocols.Holdout` 60/20/20 by
+default (every trial sees the same rows); with ``reshuffle=True`` a
+:class:`~metabo.evaluation.protocols.ReshuffledHoldout` 60/20/20 whose train/validation
+split is redrawn at each trial (thesis 3.2.1, ``protocol.at(trial.number)``) while the
+test part stays fixed. The objective is the validation ``metric`` (mean over a
+protocol's splits); the reported test error is the selected trial's own test value
+(its model, trained on that trial's training part, scored on the common test part).
+
+``budget`` counts completed trials of the session: continuing a stored session
+(``session_id`` of an existing one) runs only what is missing, re-evaluating first a
+trial that was pending when the previous process stopped.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from metabo.data.dataset import Dataset
+from metabo.evaluation.evaluate import DEFAULT_METRICS, Evaluation
+from metabo.evaluation.parallel import EvalTask, run_task
+from metabo.evaluation.protocols import EvaluationProtocol, Holdout, ReshuffledHoldout
+from metabo.exceptions import EvaluationError, InputDataError
+from metabo.optimizer.history import History, Trial, TrialRecord
+from metabo.optimizer.optimizer import Optimizer, Select, get_session
+from metabo.optimizer.strategies import Strategy, make_strategy
+from metabo.space.cash import CASHSpace
+from metabo.space.space import SearchSpace
+
+if TYPE_CHECKING:
+    from metabo.kb.store import KnowledgeBase
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TuneResult:
+    """The selected configuration, its errors, and the whole history."""
+
+    session_id: str
+    dataset_id: str | None
+    metric: str
+    select: str
+    best: TrialRecord
+    history: History
+
+    @property
+    def algorithm(self) -> str:
+        return self.best.algorithm
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return dict(self.best.params)
+
+    @property
+    def validation_error(self) -> float:
+        """The selected trial's validation ``metric``."""
+        return self.best.value
+
+    @property
+    def test_error(self) -> float | None:
+        """The selected trial's ``metric`` on the test part (None without one)."""
+        return self.best.test_value
+
+
+def _load(dataset: Dataset | str, target: str | None) -> tuple[Dataset, Dataset]:
+    """(the dataset as stored, the dataset trained on): they differ only for a KEEL dataset
+    whose flagged columns are dropped, as ``metabo kb build`` does."""
+    if isinstance(dataset, Dataset):
+        return dataset, dataset
+    if target is not None:
+        from metabo.data.loaders import load_dataset
+
+        loaded = load_dataset(dataset, target=target)
+        return loaded, loaded
+    from metabo.ingest.build import load_for_training
+
+    stored, trainable, note = load_for_training(dataset)
+    if trainable is None:
+        raise InputDataError(f"{dataset}: nothing left to train on ({note})")
+    return stored, trainable
+
+
+def _protocol(protocol: EvaluationProtocol | None, reshuffle: bool) -> EvaluationProtocol:
+    if protocol is None:
+        return ReshuffledHoldout(train=0.6, valid=0.2, test=0.2) if reshuffle else Holdout(0.6, 0.2, 0.2)
+    if reshuffle and not isinstance(protocol, ReshuffledHoldout):
+        raise InputDataError(f"reshuffle=True needs a ReshuffledHoldout protocol, got {protocol!r}")
+    return protocol
+
+
+def _outcome(evaluations: list[Evaluation], metric: str) -> dict[str, Any]:
+    """The told value (mean over splits), status, test value and timings of a trial."""
+    failed = [ev for ev in evaluations if not ev.ok]
+    fit = float(np.nansum([ev.fit_seconds for ev in evaluations]))
+    predict = float(np.nansum([ev.predict_seconds for ev in evaluations]))
+    if failed:
+        return {"value": math.nan, "status": failed[0].status, "message": failed[0].message,
+                "fit_seconds": fit, "predict_seconds": None}
+    valid = [ev.valid.get(metric, math.nan) for ev in evaluations]
+    if not evaluations or not all(math.isfinite(v) for v in valid):
+        return {"value": math.nan, "status": "crash", "message": f"{metric} is undefined on the validation part",
+                "fit_seconds": fit, "predict_seconds": predict}
+    tests = [ev.test.get(metric, math.nan) if ev.test else math.nan for ev in evaluations]
+    test = float(np.mean(tests)) if all(math.isfinite(t) for t in tests) else None
+    return {"value": float(np.mean(valid)), "status": "ok", "test_value": test, "message": evaluations[0].message,
+            "fit_seconds": fit, "predict_seconds": predict}
+
+
+def _start(
+    kb: KnowledgeBase | None, space: CASHSpace | SearchSpace, strategy: Strategy, *, session_id: str | None,
+    dataset_id: str | None, metric: str, seed: int, settings: dict[str, Any],
+) -> Optimizer:
+    if kb is not None and session_id is not None and get_session(kb, session_id) is not None:
+        opt = Optimizer.resume(kb, session_id, space, strategy)
+        if opt.dataset_id != dataset_id or opt.metric != metric:
+            raise InputDataError(
+                f"session {session_id!r} tuned {opt.metric} on dataset {opt.dataset_id!r}, not {metric} on "
+                f"{dataset_id!r}; choose another session id"
+            )
+        return opt
+    return Optimizer(space, strategy, kb=kb, session_id=session_id, dataset_id=dataset_id, metric=metric,
+                     seed=seed, settings=settings)
+
+
+def tune(
+    dataset: Dataset | str,
+    *,
+    budget: int,
+    space: CASHSpace | SearchSpace | None = None,
+    strategy: Strategy | str = "random",
+    kb: KnowledgeBase | None = None,
+    seed: int = 0,
+    target: str | None = None,
+    protocol: EvaluationProtocol | None = None,
+    reshuffle: bool = False,
+    select: Select = "argmin",
+    metric: str = "error_rate",
+    metrics: tuple[str, ...] = DEFAULT_METRICS,
+    time_limit: float | None = None,
+    memory_limit_mb: int | None = None,
+    keep_predictions: bool = True,
+    session_id: str | None = None,
+    meta_features: bool = True,
+    progress: Callable[[TrialRecord], None] | None = None,
+) -> TuneResult:
+    """Tune ``dataset`` for ``budget`` trials; return the selected configuration.
+
+    Args:
+        dataset: a :class:`Dataset` or a loader spec (``sklearn:iris``, a CSV/Parquet
+            path with ``target``, ``keel:...``, ``openml:ID``).
+        space: the CASH space (default: every registered algorithm).
+        strategy: a strategy or its name (:func:`~metabo.optimizer.strategies.make_strategy`).
+        kb: the knowledge base: the dataset (with its meta-features unless
+            ``meta_features=False``), the session and every evaluation are stored.
+        seed: seeds the suggestions, the splits and the estimators.
+        protocol, reshuffle: see the module docstring.
+        select: ``argmin`` or ``posterior_mean`` (thesis 3.4), see :meth:`Optimizer.best`.
+        metric: the objective, one of ``metrics`` (all are recorded).
+        time_limit, memory_limit_mb: per evaluation (:mod:`metabo.evaluation.runner`).
+        session_id: continue this stored session, or name a new one.
+        progress: called with each completed trial.
+    """
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+        raise InputDataError(f"budget must be a positive integer, got {budget!r}")
+    stored, data = _load(dataset, target)
+    if space is None:
+        from metabo.space.algorithms import default_cash_space
+
+        space = default_cash_space()
+    if isinstance(strategy, str):
+        strategy = make_strategy(strategy, seed=seed)
+    protocol = _protocol(protocol, reshuffle)
+    metrics = tuple(dict.fromkeys((metric, *metrics)))
+    dataset_id = None
+    if kb is not None:
+        from metabo.ingest.datasets import has_own_meta_features, ingest_dataset
+
+        dataset_id = (ingest_dataset(kb, stored, seed=seed)
+                      if meta_features and not has_own_meta_features(kb, stored) else kb.add_dataset(stored))
+    settings = {"protocol": repr(protocol), "budget": budget, "metrics": list(metrics), "time_limit": time_limit,
+                "memory_limit_mb": memory_limit_mb, "dataset": data.name}
+    opt = _start(kb, space, strategy, session_id=session_id, dataset_id=dataset_id, metric=metric, seed=seed,
+                 settings=settings)
+
+    while len(opt.history.completed) < budget:
+        trial = opt.ask()
+        evaluations = _evaluate(trial, data, dataset_id, protocol, seed=seed, metrics=metrics,
+                                time_limit=time_limit, memory_limit_mb=memory_limit_mb,
+                                keep_predictions=keep_predictions)
+        record = opt.tell(trial, evaluations=evaluations, **_outcome(evaluations, metric))
+        logger.info("trial %d %s: %s %.4g", record.number, record.algorithm, record.status, record.value)
+        if progress is not None:
+            progress(record)
+    opt.finish()
+    return TuneResult(opt.session_id, dataset_id, metric, select, opt.best(select), opt.history)
+
+
+def _evaluate(
+    trial: Trial, data: Dataset, dataset_id: str | None, protocol: EvaluationProtocol, *, seed: int,
+    metrics: tuple[str, ...], time_limit: float | None, memory_limit_mb: int | None, keep_predictions: bool,
+) -> list[Evaluation]:
+    """The trial's evaluations, as ``metabo kb build`` runs them (module docstring)."""
+    if isinstance(protocol, ReshuffledHoldout):
+        protocol = protocol.at(trial.number)
+    task = EvalTask(dataset_id=dataset_id or data.name, dataset=data, algorithm=trial.algorithm,
+                    params=trial.params, protocol=protocol, seed=seed, time_limit=time_limit,
+                    memory_limit_mb=memory_limit_mb, metrics=metrics, keep_predictions=keep_predictions)
+    result = run_task(task)
+    if not result.ok:
+        raise EvaluationError(f"trial {trial.number} ({trial.algorithm}) could not run: {result.error}")
+    return result.evaluations

@@ -1,0 +1,51 @@
+"""tune(): real evaluations on iris, recorded through the evaluation path, resumable."""
+
+from __future__ import annotations
+
+import pytest
+
+from metabo.data.loaders import load_dataset
+from metabo.exceptions import InputDataError
+from metabo.kb import KnowledgeBase
+from metabo.optimizer import tune
+from metabo.space.algorithms import default_cash_space
+
+
+@pytest.fixture(scope="module")
+def iris():
+    return load_dataset("sklearn:iris")
+
+
+def test_tune_reshuffled_records_every_metric_and_resumes(kb_path, iris):
+    space = default_cash_space(["knn", "decision_tree"])
+    seen = []
+    with KnowledgeBase(kb_path) as kb:
+        result = tune(iris, budget=3, space=space, strategy="random", kb=kb, seed=4, reshuffle=True,
+                      session_id="t", meta_features=False, progress=seen.append)
+        assert [r.number for r in seen] == [0, 1, 2]
+        assert result.best.config_id in {r.config_id for r in result.history}
+        assert 0 <= result.validation_error <= 1 and result.test_error is not None
+        runs = kb.query("SELECT config_id, metric, repeat, split_seed, fidelity, source FROM runs")
+        assert set(runs["source"]) == {"session:t"}
+        assert {"error_rate", "test_error_rate", "log_loss", "test_log_loss"} <= set(runs["metric"])
+        primary = runs[runs["metric"] == "error_rate"].sort_values("repeat")
+        assert primary["repeat"].tolist() == [0, 1, 2]  # a new split per trial (thesis 3.2.1)
+        assert set(primary["split_seed"]) == {4} and (primary["fidelity"] == 90).all()
+        assert kb.stats()["predictions"] == 6  # valid and test probabilities of each trial
+        status = kb.query("SELECT status FROM sessions WHERE session_id = 't'")["status"].iloc[0]
+        assert status == "done"
+
+        more = tune(iris, budget=4, space=space, strategy="random", kb=kb, seed=4, reshuffle=True,
+                    session_id="t", meta_features=False)
+        assert len(more.history.completed) == 4
+        assert [r.config_id for r in more.history][:3] == [r.config_id for r in result.history]
+        assert kb.query("SELECT count(*) AS n FROM runs WHERE metric = 'error_rate'")["n"].iloc[0] == 4
+
+
+def test_tune_without_store_and_posterior_mean(iris):
+    space = default_cash_space(["knn"])
+    result = tune(iris, budget=4, space=space, strategy="random", seed=0, select="posterior_mean")
+    assert result.session_id.startswith("random-") and result.dataset_id is None
+    assert result.algorithm == "knn" and result.select == "posterior_mean"
+    with pytest.raises(InputDataError, match="budget"):
+        tune(iris, budget=0, space=space)
