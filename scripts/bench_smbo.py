@@ -139,7 +139,25 @@ def summarize(traces: list[dict[str, Any]], timings: list[dict[str, Any]], optim
                 fs = [t["seconds"] for t in rows if t["function"] == f]
                 if fs:
                     entry[f] = float(np.median(fs))
-    return {"best": best, "seconds_per_suggestion": speed}
+    return {"best": best, "seconds_per_suggestion": speed, "vs_gp": _vs_gp(by, optimizers, functions, report_at)}
+
+
+def _vs_gp(by: dict[tuple[str, str], list[dict[str, Any]]], optimizers: Sequence[str], functions: Sequence[str],
+           report_at: Sequence[int]) -> dict[str, Any]:
+    """Two-sided Mann-Whitney U p-value of GP-BO's best values against each optimizer's
+    (the seeds are independent draws, so the samples are taken as unpaired)."""
+    from scipy.stats import mannwhitneyu
+
+    out: dict[str, Any] = {}
+    for f in functions:
+        for b in report_at:
+            gp = [min(r["values"][:b]) for r in by.get((GP, f), []) if len(r["values"]) >= b]
+            for o in optimizers:
+                other = [min(r["values"][:b]) for r in by.get((o, f), []) if len(r["values"]) >= b]
+                if o != GP and len(gp) >= 3 and len(other) >= 3:
+                    p = float(mannwhitneyu(gp, other, alternative="two-sided").pvalue)
+                    out.setdefault(f, {}).setdefault(str(b), {})[o] = p
+    return out
 
 
 def aims(summary: dict[str, Any], optimizers: Sequence[str], functions: Sequence[str],
@@ -162,8 +180,11 @@ def aims(summary: dict[str, Any], optimizers: Sequence[str], functions: Sequence
         others = [o for o in optimizers if o not in (GP, "random") and o in best]
         for b in report_at:
             behind = [o for o in others if med(GP, cond, b) > med(o, cond, b)]
-            lines.append(f"GP-BO not behind any peer on {cond} after {b}: "
-                         + ("yes" if not behind else f"NO (behind {', '.join(behind)})"))
+            pvals = summary.get("vs_gp", {}).get(cond, {}).get(str(b), {})
+            lines.append(f"GP-BO not behind any peer on {cond} after {b}: " + (
+                "yes" if not behind else "NO (behind " + ", ".join(
+                    f"{o} {_fmt(med(o, cond, b))} vs {_fmt(med(GP, cond, b))}, Mann-Whitney p={pvals.get(o, math.nan):.2g}"
+                    for o in behind) + ")"))
     if "optuna-gp" in speed and GP in speed:
         for n in speed[GP]:
             if n in speed["optuna-gp"]:
@@ -391,6 +412,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "aims": aims(summary, shown, functions, report_at), "live": live_result,
         "traces": traces, "timings": timings,
     }
+    if reuse and previous:  # the commands whose results were reused
+        report["earlier_commands"] = previous.get("earlier_commands", []) + [previous.get("command")]
+        if live_result and "live_command" in previous and not (args.live or args.live_only):
+            report["live_command"] = previous["live_command"]
     if args.live_only and previous:  # keep the quality/timing run's metadata
         report = {**previous, "live": live_result, "live_command": report["command"]}
     json_path.write_text(json.dumps(report, indent=1))
