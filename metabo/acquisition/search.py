@@ -5,8 +5,8 @@ called once per batch; ``S(g) = {g} u N_1(g) u ... u N_|G|(g)`` the one-exchange
 neighbourhood of a configuration ``g`` (thesis 5.3.2, eq. 5.8), which for a CASH space
 also holds every other algorithm at its default (``CASHSpace.neighbours``).
 
-1. Score ``starts`` (e.g. the incumbents) and ``n_random`` configurations from
-   ``space.sample`` in one call.
+1. Score ``starts`` (e.g. the incumbents) and ``n_random`` configurations drawn straight
+   into the encoding (``space.sample_encoded``; decoded only when looked at).
 2. From the ``n_local`` best distinct ones, run best-improvement local search in lockstep,
    ``g_{i+1} = argmax_{g in S(g_i)} a(g)`` (eq. 5.7): one score call per step for the
    neighbours of every search still running; a search stops at a local maximum (no
@@ -15,8 +15,9 @@ also holds every other algorithm at its default (``CASHSpace.neighbours``).
    were evaluated, score further random batches; if those are all evaluated too, raise
    :class:`InputDataError` (the space is probably exhausted).
 
-The other algorithms' defaults are scored once per call, not once per step. Deterministic
-for a seed (given a deterministic ``score``).
+Everything runs on encoded rows (``CASHSpace.neighbours_encoded``); a row is decoded to a
+configuration only to check its id. The other algorithms' defaults are scored once per
+call, not once per step. Deterministic for a seed (given a deterministic ``score``).
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ from typing import Any
 import numpy as np
 
 from metabo._typing import Seed, as_generator
-from metabo.acquisition._encode import BatchEncoder
 from metabo.exceptions import InputDataError
 from metabo.kb.canonical import config_id
 from metabo.space.cash import CASHSpace
@@ -59,27 +59,47 @@ def _call(score: Score, X: np.ndarray) -> np.ndarray:
 
 
 class _Seen:
-    """Every configuration scored in one :func:`maximize` call (for the final choice)."""
+    """Every configuration scored in one :func:`maximize` call (for the final choice);
+    encoded random samples are decoded only when looked at."""
 
-    def __init__(self) -> None:
-        self.configs: list[Config] = []
-        self.scores: list[np.ndarray] = []
+    def __init__(self, space: CASHSpace) -> None:
+        self.space = space
+        self._blocks: list[tuple[Sequence[Config] | np.ndarray, np.ndarray]] = []
+        self._decoded: dict[tuple[int, int], Config] = {}
 
-    def add(self, configs: Sequence[Config], scores: np.ndarray) -> None:
-        self.configs.extend(configs)
-        self.scores.append(scores)
+    def __len__(self) -> int:
+        return sum(len(s) for _, s in self._blocks)
+
+    def add(self, configs: Sequence[Config] | np.ndarray, scores: np.ndarray) -> int:
+        """Add configurations (or encoded rows) with their scores; returns the block index."""
+        self._blocks.append((configs, scores))
+        return len(self._blocks) - 1
+
+    def config(self, block: int, i: int) -> Config:
+        items = self._blocks[block][0]
+        if isinstance(items, np.ndarray):
+            key = (block, i)
+            if key not in self._decoded:
+                self._decoded[key] = self.space.decode(items[i])
+            return self._decoded[key]
+        return items[i]
 
     def best_unevaluated(self, evaluated: Collection[str]) -> tuple[Config, float] | None:
         """The highest-scoring configuration whose id is not in ``evaluated`` (ties: first
         seen); ids are computed lazily, best first."""
-        s = np.concatenate(self.scores) if self.scores else np.empty(0)
+        if not self._blocks:
+            return None
+        s = np.concatenate([sc for _, sc in self._blocks])
+        owner = np.concatenate([np.full(len(sc), b) for b, (_, sc) in enumerate(self._blocks)])
+        offset = np.concatenate([np.arange(len(sc)) for _, sc in self._blocks])
         checked: set[str] = set()
         for i in np.argsort(-s, kind="stable"):
-            cid = config_id(*self.configs[i])
+            config = self.config(int(owner[i]), int(offset[i]))
+            cid = config_id(*config)
             if cid in checked:
                 continue
             if cid not in evaluated:
-                return self.configs[i], float(s[i])
+                return config, float(s[i])
             checked.add(cid)
         return None
 
@@ -117,57 +137,62 @@ def maximize(
         raise InputDataError("nothing to search from: give starts or n_random > 0")
     rng = as_generator(seed)
     evaluated = evaluated if isinstance(evaluated, (set, frozenset, dict)) else set(evaluated)
-    encoder = BatchEncoder(space)
-    seen = _Seen()
+    seen = _Seen(space)
+    m = len(space.algorithms)
 
-    # 1. Starts + random sample, one score call.
-    candidates: list[Config] = [space.normalize(a, p) for a, p in starts]
-    candidates += space.sample(rng, n_random)
-    cand_scores = _call(score, encoder.encode(candidates))
-    seen.add(candidates, cand_scores)
+    # 1. Starts + random sample (drawn straight into the encoding), one score call each.
+    start_configs: list[Config] = [space.normalize(a, p) for a, p in starts]
+    X_start = space.encode_many(start_configs)
+    start_scores = _call(score, X_start)
+    start_block = seen.add(start_configs, start_scores)
+    X_random = space.sample_encoded(rng, n_random)
+    random_scores = _call(score, X_random)
+    random_block = seen.add(X_random, random_scores)
 
     # The other algorithms' defaults (part of every CASH neighbourhood) are scored once.
     defaults = [space.default_configuration(a) for a in space.algorithms]
-    default_scores = _call(score, encoder.encode(defaults))
+    X_default = space.encode_many(defaults)
+    default_scores = _call(score, X_default)
     seen.add(defaults, default_scores)
-    default_of = {a: (p, float(s)) for (a, p), s in zip(defaults, default_scores)}
+    by_default_score = np.argsort(-default_scores, kind="stable")
+
+    def best_other_default(k: int) -> int | None:
+        """The best-scoring default of an algorithm other than ``k``."""
+        others = [int(j) for j in by_default_score[:2] if j != k]
+        return others[0] if others else None
 
     # 2. Local search from the n_local best distinct candidates, in lockstep.
-    current: list[Config] = []
+    current: list[np.ndarray] = []
     current_scores: list[float] = []
     ids: set[str] = set()
-    for i in np.argsort(-cand_scores, kind="stable"):
+    X_cand = np.vstack([X_start, X_random])
+    cand_scores = np.concatenate([start_scores, random_scores])
+    n_start = len(start_configs)
+    for j in np.argsort(-cand_scores, kind="stable"):
         if len(current) >= n_local:
             break
-        cid = config_id(*candidates[i])
+        config = seen.config(start_block, j) if j < n_start else seen.config(random_block, j - n_start)
+        cid = config_id(*config)
         if cid not in ids:
             ids.add(cid)
-            current.append(candidates[i])
-            current_scores.append(float(cand_scores[i]))
+            current.append(X_cand[j])
+            current_scores.append(float(cand_scores[j]))
     running = list(range(len(current)))
     steps = 0
     while running and steps < max_steps:
         steps += 1
-        batch: list[Config] = []
-        owner: list[int] = []
-        cached: dict[int, tuple[Config, float]] = {}  # best cached default neighbour per search
-        for k in running:
-            a, p = current[k]
-            for b, q in space.neighbours(a, p, rng, n_per_numeric):
-                if b != a and q == default_of[b][0]:
-                    ds = default_of[b][1]
-                    if k not in cached or ds > cached[k][1]:
-                        cached[k] = ((b, q), ds)
-                    continue
-                batch.append((b, q))
-                owner.append(k)
-        s = _call(score, encoder.encode(batch))
+        rows = [space.neighbours_encoded(current[k], rng, n_per_numeric, other_algorithms=False) for k in running]
+        owner = np.concatenate([np.full(len(r), k) for r, k in zip(rows, running)])
+        batch = np.vstack(rows)
+        s = _call(score, batch)
         seen.add(batch, s)
-        owner_a = np.asarray(owner, dtype=int)
         still = []
         for k in running:
-            best: tuple[Config, float] | None = cached.get(k)
-            idx = np.flatnonzero(owner_a == k)
+            best: tuple[np.ndarray, float] | None = None
+            other = best_other_default(int(np.argmax(current[k][:m])))
+            if other is not None:
+                best = (X_default[other], float(default_scores[other]))
+            idx = np.flatnonzero(owner == k)
             if len(idx):
                 j = idx[int(np.argmax(s[idx]))]
                 if best is None or s[j] > best[1]:
@@ -178,7 +203,7 @@ def maximize(
         running = still
     log.debug(
         "maximize: %d random + %d starts, %d local searches, %d steps, %d configurations scored",
-        n_random, len(starts), len(current), steps, len(seen.configs),
+        n_random, len(starts), len(current), steps, len(seen),
     )
 
     # 3. Best configuration seen that is not evaluated; else further random batches.
@@ -186,12 +211,12 @@ def maximize(
     rounds = 0
     while found is None and rounds < _EXTRA_ROUNDS:
         rounds += 1
-        extra = space.sample(rng, max(n_random, 100))
-        seen.add(extra, _call(score, encoder.encode(extra)))
+        extra = space.sample_encoded(rng, max(n_random, 100))
+        seen.add(extra, _call(score, extra))
         found = seen.best_unevaluated(evaluated)
     if found is None:
         raise InputDataError(
-            f"every one of the {len(seen.configs)} configurations scored is already evaluated "
+            f"every one of the {len(seen)} configurations scored is already evaluated "
             f"({len(evaluated)} evaluated ids); the search space looks exhausted: enlarge it "
             "or stop the optimization"
         )

@@ -44,6 +44,7 @@ class Graph:
         depth = {hp.name: self._depth(hp.name) for hp in self.hps}
         self._topological = tuple(sorted(self.hps, key=lambda hp: (depth[hp.name], self.index[hp.name])))
         self.default_vector = np.array([hp.to_unit(hp.default) for hp in self.hps], dtype=float)
+        self.parents = frozenset(c.parent for c in self.conditions)
 
     def _add_condition(self, cond: Any) -> None:
         if not isinstance(cond, InCondition):
@@ -131,3 +132,26 @@ class Graph:
             if self.is_active(hp.name, out):
                 out[hp.name] = values[hp.name] if hp.name in values else hp.default
         return self.ordered(out)
+
+    def snap(self, U: np.ndarray) -> np.ndarray:
+        """The encodings of the configurations that rows of ``U`` (n, D) in [0, 1] decode
+        to: each active coordinate snapped to its value's code (``snap_unit``), each
+        inactive one set to its default's code; parents first, so a child is active iff its
+        parent is and the parent's decoded value satisfies the condition."""
+        return self.snap_active(U)[0]
+
+    def snap_active(self, U: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`snap` and the boolean (n, D) matrix of active coordinates."""
+        X = np.array(U, dtype=float, ndmin=2)
+        active = np.ones(X.shape, dtype=bool)
+        for hp in self._topological:
+            i = self.index[hp.name]
+            cond = self.condition_of.get(hp.name)
+            if cond is not None:
+                p = self.index[cond.parent]
+                parent = self.hps[p]
+                codes, inverse = np.unique(X[:, p], return_inverse=True)
+                ok = np.array([cond.satisfied_by(parent.from_unit(float(c))) for c in codes], dtype=bool)
+                active[:, i] = active[:, p] & ok[inverse.reshape(-1)]
+            X[:, i] = np.where(active[:, i], hp.snap_unit(X[:, i]), self.default_vector[i])
+        return X, active

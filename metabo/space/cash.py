@@ -124,6 +124,24 @@ class CASHSpace:
             out.append((algorithm, self._spaces[algorithm].sample(rng)[0]))
         return out
 
+    def sample_encoded(self, seed: Seed, n: int = 1) -> np.ndarray:
+        """The encodings (n, :attr:`n_dims`) of ``n`` configurations drawn as :meth:`sample`
+        draws them (algorithm uniformly, then its block by ``SearchSpace.sample_encoded``,
+        the other blocks at their defaults), vectorized; ``decode`` gives each row's
+        configuration. Equal in distribution to ``encode_many(sample(seed, n))``."""
+        if n < 0:
+            raise InputDataError(f"n must be >= 0, got {n}")
+        rng = as_generator(seed)
+        m = len(self._algorithms)
+        chosen = rng.integers(m, size=n)
+        X = np.tile(np.concatenate([np.zeros(m), *self._defaults.values()]), (n, 1))
+        X[np.arange(n), chosen] = 1.0
+        for k, a in enumerate(self._algorithms):
+            rows = np.flatnonzero(chosen == k)
+            if len(rows):
+                X[rows, self._slices[a]] = self._spaces[a].sample_encoded(rng, len(rows))
+        return X
+
     def default_configuration(self, algorithm: str | None = None) -> tuple[str, dict[str, Any]]:
         """The default of ``algorithm`` (the first algorithm when None)."""
         algorithm = self._algorithms[0] if algorithm is None else algorithm
@@ -136,6 +154,24 @@ class CASHSpace:
         every other algorithm at its default (the root is a categorical, thesis 5.3.2)."""
         own = [(algorithm, p) for p in self[algorithm].neighbours(params, rng, n_per_numeric)]
         return own + [self.default_configuration(a) for a in self._algorithms if a != algorithm]
+
+    def neighbours_encoded(
+        self, x: Any, rng: Seed, n_per_numeric: int = 4, *, other_algorithms: bool = True
+    ) -> np.ndarray:
+        """:meth:`neighbours` in the encoding: the rows of the encoded configuration ``x``
+        with one parameter of its algorithm changed (``SearchSpace.neighbours_encoded``),
+        then (``other_algorithms``) every other algorithm at its default."""
+        x = np.asarray(x, dtype=float)
+        k = int(np.argmax(x[: len(self._algorithms)]))
+        algorithm = self._algorithms[k]
+        block = self._slices[algorithm]
+        own = self._spaces[algorithm].neighbours_encoded(x[block], rng, n_per_numeric)
+        rows = np.tile(x, (len(own), 1))
+        rows[:, block] = own
+        if not other_algorithms:
+            return rows
+        others = [self.encode(*self.default_configuration(a)) for a in self._algorithms if a != algorithm]
+        return np.vstack([rows, *others]) if others else rows
 
     # -- encoding -------------------------------------------------------------------
     def encode(self, algorithm: str, params: Mapping[str, Any]) -> np.ndarray:

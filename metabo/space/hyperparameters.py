@@ -15,7 +15,9 @@ integer hyperparameters are rounded to the closest value" (Levesque 2018, sectio
   ``(i + 1/2) / k`` (so a uniform ``u`` decodes to a uniform choice).
 - Constant: ``1/2`` (the centre of a single bin).
 
-Sampling draws ``u`` uniformly and decodes it (uniform in ``t``-space). Neighbours follow
+Sampling draws ``u`` uniformly and decodes it (uniform in ``t``-space). ``snap_unit(u)``
+is the vectorized ``to_unit(from_unit(u))`` (the code of the value ``u`` decodes to), used to
+sample straight into the encoding (``SearchSpace.sample_encoded``). Neighbours follow
 SMAC's one-exchange neighbourhood (thesis 5.3.2): numeric values are perturbed by
 ``N(0, 0.2^2)`` in unit space and clipped; integers keep distinct rounded values (topped
 up with the nearest integers, the thesis' +-1 steps); a categorical's neighbours are all
@@ -28,6 +30,8 @@ from __future__ import annotations
 import math
 from dataclasses import KW_ONLY, dataclass
 from typing import Any, TypeAlias
+
+import numpy as np
 
 from metabo._typing import Seed, as_generator
 from metabo.exceptions import InputDataError, InvalidConfigurationError
@@ -45,18 +49,19 @@ NEIGHBOUR_SD = 0.2  # SMAC's standard deviation of numeric neighbours, in unit s
 _TRIES_PER_NEIGHBOUR = 10
 
 
-def _unit_neighbours(hp: Float | Integer, value: Any, rng: Seed, n: int) -> list[Any]:
-    """Up to ``n`` distinct decoded draws from ``N(to_unit(value), 0.2^2)`` clipped to
-    [0, 1], all different from ``value``."""
+def _unit_neighbour_codes(hp: Float | Integer, centre: float, rng: Seed, n: int) -> list[float]:
+    """Codes of up to ``n`` distinct values decoded from ``N(centre, 0.2^2)`` draws clipped
+    to [0, 1], all different from the value at ``centre`` (``n x 10`` draws at most)."""
     gen = as_generator(rng)
-    centre = hp.to_unit(value)
-    out: list[Any] = []
-    for _ in range(n * _TRIES_PER_NEIGHBOUR):
+    draws = gen.normal(centre, NEIGHBOUR_SD, n * _TRIES_PER_NEIGHBOUR + 1)
+    draws[0] = centre
+    own, *codes = hp.snap_unit(np.clip(draws, 0.0, 1.0)).tolist()  # own: the centre's code
+    out: list[float] = []
+    for c in codes:
         if len(out) >= n:
             break
-        candidate = hp.from_unit(min(max(float(gen.normal(centre, NEIGHBOUR_SD)), 0.0), 1.0))
-        if candidate != value and candidate not in out:
-            out.append(candidate)
+        if c != own and c not in out:
+            out.append(c)
     return out
 
 
@@ -80,6 +85,12 @@ class _Numeric:
 
     def _t_inv(self, y: float) -> float:
         return math.exp(y) if self.log else y
+
+    def _tv(self, x: np.ndarray) -> np.ndarray:
+        return np.log(x) if self.log else x
+
+    def _tv_inv(self, y: np.ndarray) -> np.ndarray:
+        return np.exp(y) if self.log else y
 
     def _describe(self) -> str:
         scale = "log" if self.log else "linear"
@@ -156,9 +167,19 @@ class Float(_Numeric):
         lo, hi = self._t(self.low), self._t(self.high)
         return min(max(self._t_inv(lo + u * (hi - lo)), self.low), self.high)
 
+    def snap_unit(self, u: np.ndarray) -> np.ndarray:
+        """``to_unit(from_unit(u))`` for each entry of ``u`` in [0, 1] (equal up to rounding)."""
+        lo, hi = self._t(self.low), self._t(self.high)
+        v = np.clip(self._tv_inv(lo + np.asarray(u, dtype=float) * (hi - lo)), self.low, self.high)
+        return np.clip((self._tv(v) - lo) / (hi - lo), 0.0, 1.0)
+
+    def neighbour_codes(self, u: float, rng: Seed, *, n: int = 4) -> np.ndarray:
+        """Codes of ``n`` values around the one at ``u`` (Gaussian in unit space, sd 0.2, clipped)."""
+        return np.array(_unit_neighbour_codes(self, u, rng, n))
+
     def neighbours(self, value: Any, rng: Seed, *, n: int = 4) -> list[float]:
-        """``n`` values around ``value`` (Gaussian in unit space, sd 0.2, clipped)."""
-        return _unit_neighbours(self, value, rng, n)
+        """``n`` values around ``value``: :meth:`neighbour_codes` decoded."""
+        return [self.from_unit(c) for c in self.neighbour_codes(self.to_unit(value), rng, n=n)]
 
 
 @dataclass(frozen=True)
@@ -204,17 +225,31 @@ class Integer(_Numeric):
         x = self._t_inv(a + u * (b - a))
         return int(min(max(math.floor(x + 0.5), self.low), self.high))
 
-    def neighbours(self, value: Any, rng: Seed, *, n: int = 4) -> list[int]:
-        """Up to ``n`` distinct integers: rounded Gaussian draws, then the nearest ones."""
-        v = self.normalize(value)
-        out = _unit_neighbours(self, v, rng, n)
+    def snap_unit(self, u: np.ndarray) -> np.ndarray:
+        """``to_unit(from_unit(u))`` for each entry of ``u``: the code of its bin's integer."""
+        a, b = self._edges()
+        x = self._tv_inv(a + np.asarray(u, dtype=float) * (b - a))
+        v = np.clip(np.floor(x + 0.5), self.low, self.high)
+        centre = 0.5 * (self._tv(v - 0.5) + self._tv(v + 0.5))
+        return np.clip((centre - a) / (b - a), 0.0, 1.0)
+
+    def neighbour_codes(self, u: float, rng: Seed, *, n: int = 4) -> np.ndarray:
+        """Codes of up to ``n`` distinct integers: rounded Gaussian draws, then the nearest ones."""
+        v = self.from_unit(u)
+        out = _unit_neighbour_codes(self, u, rng, n)
         step = 1
         while len(out) < n and (v - step >= self.low or v + step <= self.high):
             for w in (v - step, v + step):
-                if len(out) < n and self.low <= w <= self.high and w not in out:
-                    out.append(w)
+                if len(out) < n and self.low <= w <= self.high:
+                    c = self.to_unit(w)
+                    if c not in out:
+                        out.append(c)
             step += 1
-        return out
+        return np.array(out)
+
+    def neighbours(self, value: Any, rng: Seed, *, n: int = 4) -> list[int]:
+        """Up to ``n`` distinct integers: :meth:`neighbour_codes` decoded."""
+        return [self.from_unit(c) for c in self.neighbour_codes(self.to_unit(value), rng, n=n)]
 
 
 @dataclass(frozen=True)
@@ -269,6 +304,17 @@ class Categorical:
         k = len(self.choices)
         return self.choices[min(int(math.floor(u * k)), k - 1)]
 
+    def snap_unit(self, u: np.ndarray) -> np.ndarray:
+        """``to_unit(from_unit(u))`` for each entry of ``u``: its bin's centre."""
+        k = len(self.choices)
+        return (np.minimum(np.floor(np.asarray(u, dtype=float) * k), k - 1) + 0.5) / k
+
+    def neighbour_codes(self, u: float, rng: Seed, *, n: int = 4) -> np.ndarray:
+        """The codes of every other choice (``rng`` and ``n`` are unused; thesis 5.3.2)."""
+        k = len(self.choices)
+        i = min(int(math.floor(check_unit(u, repr(self.name)) * k)), k - 1)
+        return (np.array([j for j in range(k) if j != i], dtype=float) + 0.5) / k
+
     def neighbours(self, value: Any, rng: Seed, *, n: int = 4) -> list[Scalar]:
         """Every other choice (``rng`` and ``n`` are unused; thesis 5.3.2)."""
         i = self.index(value)
@@ -310,6 +356,12 @@ class Constant:
     def from_unit(self, u: Any) -> Scalar:
         check_unit(u, repr(self.name))
         return self.value
+
+    def snap_unit(self, u: np.ndarray) -> np.ndarray:
+        return np.full(np.shape(u), 0.5)
+
+    def neighbour_codes(self, u: float, rng: Seed, *, n: int = 4) -> np.ndarray:
+        return np.empty(0)
 
     def neighbours(self, value: Any, rng: Seed, *, n: int = 4) -> list[Scalar]:
         self.normalize(value)

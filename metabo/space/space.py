@@ -89,6 +89,15 @@ class SearchSpace:
             out.append(self._graph.ordered(values))
         return out
 
+    def sample_encoded(self, seed: Seed, n: int = 1) -> np.ndarray:
+        """The encodings (n, D) of ``n`` configurations drawn as :meth:`sample` draws them
+        (uniform ``u`` per active hyperparameter, decoded), in one vectorized pass: equal in
+        distribution to ``encode_many(sample(seed, n))``, not draw for draw; ``decode`` of
+        a row gives its configuration."""
+        if n < 0:
+            raise InputDataError(f"n must be >= 0, got {n}")
+        return self._graph.snap(as_generator(seed).random((n, len(self))))
+
     def default_configuration(self) -> dict[str, Any]:
         values: dict[str, Any] = {}
         for hp in self._graph.topological():
@@ -143,6 +152,29 @@ class SearchSpace:
             for new in self[name].neighbours(value, gen, n=n_per_numeric):
                 out.append(self._graph.complete({**centre, name: new}))
         return out
+
+    def neighbours_encoded(self, x: Any, rng: Seed, n_per_numeric: int = 4) -> np.ndarray:
+        """:meth:`neighbours` in the encoding: rows (k, D) for the encoding ``x`` of a
+        configuration (from :meth:`encode` or :meth:`sample_encoded`), each changing one active coordinate to another value's code
+        (``neighbour_codes``); a changed parent is followed by its children (inactive
+        coordinates already hold their defaults' codes, so newly active children take
+        their defaults)."""
+        gen = as_generator(rng)
+        x = np.asarray(x, dtype=float)
+        if x.shape != (len(self),):
+            raise InputDataError(f"space {self.name!r} takes encodings of shape ({len(self)},), got {x.shape}")
+        active = self._graph.snap_active(x.reshape(1, -1))[1][0]
+        blocks = []
+        for i, hp in enumerate(self.hyperparameters):
+            if not active[i]:
+                continue
+            codes = hp.neighbour_codes(x[i], gen, n=n_per_numeric)
+            if len(codes) == 0:
+                continue
+            rows = np.tile(x, (len(codes), 1))
+            rows[:, i] = codes
+            blocks.append(self._graph.snap(rows) if hp.name in self._graph.parents else rows)
+        return np.vstack(blocks) if blocks else np.empty((0, len(self)))
 
     # -- ConfigSpace and JSON -----------------------------------------------------
     def to_configspace(self) -> ConfigurationSpace:

@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 from metabo.acquisition import maximize
-from metabo.acquisition._encode import BatchEncoder
 from metabo.exceptions import InputDataError, InvalidConfigurationError
 from metabo.kb.canonical import config_id
 from metabo.space import Categorical, EqualsCondition, Float, Integer, SearchSpace
@@ -56,11 +55,17 @@ SVM_OPT = ("svm", {"kernel": "poly", "C": 10.0, "degree": 3})
 
 def test_finds_the_optimum_of_a_mixed_conditional_space():
     space = mixed()
-    (a, p), value = maximize(space, peaked(space, MIXED_OPT), n_random=300, seed=0)
-    assert a == "mixed" and p["n"] == 7 and p["c"] == "b"
-    assert p["x"] == pytest.approx(1.5, abs=0.1) and np.log(p["y"]) == pytest.approx(np.log(0.05), abs=0.1)
-    assert value > 0.999
-    space.validate(a, p)
+    values = []
+    for seed in range(5):
+        (a, p), value = maximize(space, peaked(space, MIXED_OPT), n_random=300, seed=seed)
+        space.validate(a, p)
+        assert a == "mixed" and p["n"] == 7 and p["c"] == "b"
+        # value > 0.995 puts the point within 0.03 of the optimum in unit space (width 0.3):
+        # 0.3 in x (range 10), 0.21 in log y (range log 1000)
+        assert value > 0.995
+        assert p["x"] == pytest.approx(1.5, abs=0.3) and np.log(p["y"]) == pytest.approx(np.log(0.05), abs=0.21)
+        values.append(value)
+    assert np.median(values) > 0.998
 
 
 def test_finds_the_optimum_of_a_three_algorithm_cash_space():
@@ -72,10 +77,15 @@ def test_finds_the_optimum_of_a_three_algorithm_cash_space():
     def score(X):
         return np.maximum(svm_score(X), 0.8 * knn_score(X))
 
-    (a, p), value = maximize(space, score, n_random=100, seed=1)
-    assert a == "svm" and p["kernel"] == "poly" and p["degree"] == 3
-    assert np.log10(p["C"]) == pytest.approx(1.0, abs=0.1)
-    assert value > 0.999
+    values = []
+    for seed in range(5):
+        (a, p), value = maximize(space, score, n_random=100, seed=seed)
+        assert a == "svm" and p["kernel"] == "poly" and p["degree"] == 3
+        # value > 0.99: within 0.042 of the optimum in unit space, 0.25 in log10 C (range 6)
+        assert value > 0.99
+        assert np.log10(p["C"]) == pytest.approx(1.0, abs=0.25)
+        values.append(value)
+    assert np.median(values) > 0.999
 
 
 def test_local_search_switches_algorithm():
@@ -174,16 +184,6 @@ def test_bad_inputs():
     # -inf scores (log EI with no possible improvement) are fine.
     (a, p), value = maximize(space, lambda X: np.full(len(X), -np.inf), n_random=10)
     assert value == -np.inf
-
-
-def test_batch_encoder_equals_encode_many():
-    for space in (default_cash_space(), three(), mixed()):
-        rng = np.random.default_rng(0)
-        configs = space.sample(rng, 300)
-        configs += [q for a, p in configs[:30] for q in space.neighbours(a, p, rng)]
-        configs += [space.default_configuration(a) for a in space.algorithms]
-        np.testing.assert_array_equal(BatchEncoder(space).encode(configs), space.encode_many(configs))
-    assert BatchEncoder(three()).encode([]).shape == (0, three().n_dims)
 
 
 def test_as_cash():

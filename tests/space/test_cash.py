@@ -191,3 +191,55 @@ def test_bad_cash_spaces():
         CASHSpace({"a": "not a space"})
     with pytest.raises(InputDataError):
         toy_cash().decode(np.zeros(3))
+
+
+@pytest.mark.parametrize("make", [toy_cash, default_cash_space])
+def test_sample_encoded_rows_are_encodings_of_valid_configurations(make):
+    cash = make()
+    X = cash.sample_encoded(3, 400)
+    assert X.shape == (400, cash.n_dims)
+    for x in X:
+        algorithm, params = cash.decode(x)
+        cash.validate(algorithm, params)  # inactive coordinates hold the defaults' codes:
+        np.testing.assert_allclose(cash.encode(algorithm, params), x, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(X, cash.sample_encoded(3, 400))  # seeded
+
+
+def test_sample_encoded_has_the_distribution_of_sample():
+    """Algorithm frequencies and the conditional child's activity rate match ``sample``
+    (two-sample chi-square on counts; 4,000 draws each)."""
+    from scipy.stats import chi2_contingency
+
+    cash = toy_cash()
+    n = 4000
+    by_vector = [cash.decode(x) for x in cash.sample_encoded(0, n)]
+    by_sample = cash.sample(1, n)
+
+    def counts(configs):
+        keys = ["svm-rbf", "svm-poly", "knn", "nb"]
+        c = dict.fromkeys(keys, 0)
+        for a, p in configs:
+            c[f"svm-{p['kernel']}" if a == "svm" else a] += 1
+        return [c[k] for k in keys]
+
+    _, p_value, _, _ = chi2_contingency([counts(by_vector), counts(by_sample)])
+    assert p_value > 1e-3
+    degree = [p["degree"] for a, p in by_vector if a == "svm" and "degree" in p]
+    assert set(degree) == {2, 3, 4, 5}
+
+
+def test_encoded_neighbours_keep_the_algorithm_then_list_the_other_defaults():
+    cash = default_cash_space()
+    rng = np.random.default_rng(5)
+    for algorithm, params in cash.sample(rng, 30):
+        x = cash.encode(algorithm, params)
+        own = cash.neighbours_encoded(x, 0, 4, other_algorithms=False)
+        both = cash.neighbours_encoded(x, 0, 4)
+        assert len(both) == len(own) + len(cash) - 1
+        np.testing.assert_array_equal(both[: len(own)], own)
+        for row in own:
+            a, p = cash.decode(row)
+            assert a == algorithm
+            cash.validate(a, p)
+        others = [cash.encode(*cash.default_configuration(b)) for b in cash.algorithms if b != algorithm]
+        np.testing.assert_array_equal(both[len(own):], np.array(others))

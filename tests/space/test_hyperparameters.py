@@ -201,3 +201,12 @@ def test_float_neighbours_spread_like_sd_02():
 def test_categorical_neighbours_are_every_other_choice():
     hp = Categorical("c", ("a", "b", "c", "d"))
     assert hp.neighbours("b", 0) == ["a", "c", "d"]
+
+
+@given(st.lists(st.floats(0, 1), min_size=1, max_size=20))
+def test_snap_unit_is_the_vectorized_code_of_the_decoded_value(us):
+    u = np.array(us)
+    for hp in (Float("a", 1e-5, 1e5, log=True), Float("f", -3.0, 7.0), Integer("b", 3, 64, log=True),
+               Integer("i", -4, 9), Categorical("c", ("x", "y", 3)), Constant("k", "z")):
+        expected = np.array([hp.to_unit(hp.from_unit(x)) for x in us])
+        np.testing.assert_allclose(hp.snap_unit(u), expected, rtol=1e-12, atol=1e-15)

@@ -318,3 +318,21 @@ def test_unsupported_configspace_features_are_refused():
     for cs in (normal, forbidden, less):
         with pytest.raises(InputDataError):
             SearchSpace.from_configspace(cs)
+
+
+@given(SEEDS)
+@settings(max_examples=50)
+def test_encoded_neighbours_decode_to_the_neighbours_of_the_same_draws(seed):
+    """``neighbours_encoded`` and ``neighbours`` draw in the same order from the same
+    generator, so the decoded rows are the same configurations (floats up to rounding)."""
+    space = toy()
+    config = space.sample(np.random.default_rng(seed))[0]
+    rows = space.neighbours_encoded(space.encode(config), np.random.default_rng(seed + 1), 3)
+    expected = space.neighbours(config, np.random.default_rng(seed + 1), 3)
+    assert len(rows) == len(expected)
+    for row, nb in zip(rows, expected):
+        got = space.decode(row)
+        assert list(got) == list(nb)
+        assert all(got[k] == pytest.approx(v, rel=1e-12) if isinstance(v, float) else got[k] == v
+                   for k, v in nb.items())
+        np.testing.assert_allclose(space.encode(got), row, rtol=0, atol=1e-12)
