@@ -18,7 +18,10 @@ continues the seeded sequence of an uninterrupted one.
   than 2 times first gets random configurations (the least-tried first; one whose space
   is exhausted, e.g. LDA's single configuration, is passed over).
 
-Failed trials count as the worst observed value (:attr:`History.y`).
+Failed trials count as the worst observed value (:attr:`History.y`). The GP strategies
+model the values warped by a monotone Yeo-Johnson transform (``warping``, default
+``"yeo-johnson"``; :mod:`metabo.surrogates.warping`), fitted on the same prefix ``m`` as the
+hyperparameters below; the incumbent and EI's improvement are taken in that scale.
 
 Surrogate fits (:class:`_ModelCache`): with ``refit_every = r``, the model after ``n``
 completed trials is the GP fitted from scratch (hyperparameters by marginal likelihood with
@@ -45,6 +48,7 @@ import numpy as np
 from metabo.exceptions import InputDataError
 from metabo.kb.canonical import config_id
 from metabo.optimizer.history import History, TrialRecord
+from metabo.surrogates.warping import WARPINGS, Warping, warp
 from metabo.space.cash import CASHSpace
 
 logger = logging.getLogger(__name__)
@@ -104,31 +108,36 @@ class RandomSearch:
 class _ModelCache:
     """The GP of a history prefix, extended by ``add`` (module docstring)."""
 
-    def __init__(self, make: Callable[[int], Any], seed: int, refit_every: int, warm: bool = True) -> None:
+    def __init__(self, make: Callable[[int], Any], seed: int, refit_every: int, warm: bool = True,
+                 warping: Warping = "none") -> None:
         self.make, self.seed, self.refit_every, self.warm = make, seed, refit_every, warm
+        self.warping = warping
         self._entry: tuple[np.ndarray, np.ndarray, np.ndarray | None, int, Any] | None = None
 
-    def model(self, X: np.ndarray, y: np.ndarray, groups: np.ndarray | None, *, refit: bool = False) -> Any:
-        """The model of ``(X, y, groups)``: fitted from scratch on the first ``m`` rows,
-        then extended row by row (``refit=True``: from scratch on all rows)."""
+    def model(self, X: np.ndarray, y: np.ndarray, groups: np.ndarray | None, *,
+              refit: bool = False) -> tuple[Any, np.ndarray]:
+        """``(model, z)``: the model of ``(X, z, groups)``, fitted from scratch on the first
+        ``m`` rows, then extended row by row (``refit=True``: from scratch on all rows);
+        ``z`` is ``y`` warped with the transform fitted on ``y[:m]``."""
         n = len(y)
         m = n if refit else n - n % self.refit_every
         if m < 2:
             m = n
+        z = warp(y, m, self.warping)
         if self._entry is not None:
-            eX, ey, eg, em, model = self._entry
-            k = len(ey)
-            if em == m and m <= k <= n and np.array_equal(eX, X[:k]) and np.array_equal(ey, y[:k]) and (
+            eX, ez, eg, em, model = self._entry
+            k = len(ez)
+            if em == m and m <= k <= n and np.array_equal(eX, X[:k]) and np.array_equal(ez, z[:k]) and (
                 groups is None or np.array_equal(eg, groups[:k])
             ):
-                return self._extend(model, X, y, groups, k, m)
+                return self._extend(model, X, z, groups, k, m), z
         seed = int(np.random.SeedSequence([self.seed, m]).generate_state(1)[0])
         model = self.make(seed)
         if groups is None:
-            model.fit(X[:m], y[:m])
+            model.fit(X[:m], z[:m])
         else:
-            model.fit(X[:m], y[:m], groups=groups[:m])
-        return self._extend(model, X, y, groups, m, m)
+            model.fit(X[:m], z[:m], groups=groups[:m])
+        return self._extend(model, X, z, groups, m, m), z
 
     def _extend(self, model: Any, X: np.ndarray, y: np.ndarray, groups: np.ndarray | None, k: int, m: int) -> Any:
         """Add rows ``k..n-1`` one by one, each followed by a warm-started refit if ``warm``."""
@@ -168,9 +177,13 @@ class _GPBase:
     def __init__(
         self, *, n_init: int, gp_kernel: str, noise: float | None, n_restarts: int, refit_every: int,
         warm_refit: bool, xi: float, n_random: int, n_local: int, n_starts: int, seed: int, threads: int | None,
+        warping: Warping,
     ) -> None:
         if n_init < 0 or refit_every < 1 or n_starts < 0:
             raise InputDataError("n_init >= 0, refit_every >= 1 and n_starts >= 0 are required")
+        if warping not in WARPINGS:
+            raise InputDataError(f"unknown warping {warping!r}; use one of {list(WARPINGS)}")
+        self.warping = warping
         self.n_init, self.gp_kernel, self.noise, self.n_restarts = n_init, gp_kernel, noise, n_restarts
         self.refit_every, self.xi, self.n_random, self.n_local = refit_every, xi, n_random, n_local
         self.n_starts, self.seed, self.warm_refit, self.threads = n_starts, seed, warm_refit, threads
@@ -225,35 +238,39 @@ class GPBO(_GPBase):
         n_starts: best observed configurations the local search also starts from.
         seed: seeds the GP fits (the optimizer's seed drives the rest).
         threads: BLAS threads while suggesting (None: the libraries' default).
+        warping: ``"yeo-johnson"`` (default) or ``"none"``: the monotone transform of the
+            observed values the GP models (:mod:`metabo.surrogates.warping`, a deviation
+            from the thesis, which models raw errors).
     """
 
     def __init__(
         self, *, kernel: Literal["conditional", "dense"] = "conditional", n_init: int = 5,
         gp_kernel: str = "matern52", noise: float | None = None, n_restarts: int = 2, refit_every: int = 10,
         warm_refit: bool = True, xi: float = 0.0, n_random: int = 1000, n_local: int = 10, n_starts: int = 10,
-        seed: int = 0, threads: int | None = 1,
+        seed: int = 0, threads: int | None = 1, warping: Warping = "yeo-johnson",
     ) -> None:
         if kernel not in ("conditional", "dense"):
             raise InputDataError(f"kernel must be 'conditional' or 'dense', got {kernel!r}")
         super().__init__(n_init=n_init, gp_kernel=gp_kernel, noise=noise, n_restarts=n_restarts,
                          refit_every=refit_every, warm_refit=warm_refit, xi=xi, n_random=n_random,
-                         n_local=n_local, n_starts=n_starts, seed=seed, threads=threads)
+                         n_local=n_local, n_starts=n_starts, seed=seed, threads=threads, warping=warping)
         self.kernel = kernel
         self.name = "gp" if kernel == "conditional" else "gp-dense"
         self._cache = _ModelCache(_make_gp(kernel == "conditional", gp_kernel, noise, n_restarts), seed,
-                                  refit_every, warm_refit)
+                                  refit_every, warm_refit, warping)
 
     def __repr__(self) -> str:
         return (f"GPBO(kernel={self.kernel!r}, n_init={self.n_init}, gp_kernel={self.gp_kernel!r}, "
                 f"noise={self.noise}, n_restarts={self.n_restarts}, refit_every={self.refit_every}, "
-                f"warm_refit={self.warm_refit}, xi={self.xi}, "
-                f"n_random={self.n_random}, n_local={self.n_local}, n_starts={self.n_starts}, seed={self.seed})")
+                f"warm_refit={self.warm_refit}, xi={self.xi}, n_random={self.n_random}, n_local={self.n_local}, "
+                f"n_starts={self.n_starts}, seed={self.seed}, warping={self.warping!r})")
 
     def _groups(self, space: CASHSpace, X: np.ndarray) -> np.ndarray | None:
         """Algorithm index of encoded rows (the one-hot block), for the conditional kernel."""
         return np.argmax(X[:, : len(space)], axis=1) if self.kernel == "conditional" else None
 
-    def _fit(self, history: History, space: CASHSpace, *, refit: bool = False) -> Any:
+    def _fit(self, history: History, space: CASHSpace, *, refit: bool = False) -> tuple[Any, np.ndarray]:
+        """The GP and the (warped) values it models."""
         X = history.X(space)
         return self._cache.model(X, history.y, self._groups(space, X), refit=refit)
 
@@ -265,19 +282,19 @@ class GPBO(_GPBase):
         done = history.completed
         if len(history) < self.n_init or len(done) < 2 or not any(r.ok for r in done):
             return random_configuration(space, rng, history.config_ids)
-        model = self._fit(history, space)
-        y = history.y
-        best = float(y.min())
+        model, z = self._fit(history, space)
+        best = float(z.min())  # warping is increasing: the incumbent is the same
 
         def score(X: np.ndarray) -> np.ndarray:
             return self._log_ei(*self._predict(model, space, X), best)
 
-        config, _ = self._maximize(space, score, _top(done, y, self.n_starts), history, rng)
+        config, _ = self._maximize(space, score, _top(done, history.y, self.n_starts), history, rng)
         return config
 
     def _posterior_mean(self, history: History, space: CASHSpace, configs: Sequence[Config]) -> np.ndarray:
-        """The posterior mean at ``configs`` of the GP refitted on the whole history."""
-        model = self._fit(history, space, refit=True)
+        """The posterior mean at ``configs`` of the GP refitted on the whole history (in the
+        warped scale: for ranking configurations)."""
+        model, _ = self._fit(history, space, refit=True)
         return self._predict(model, space, space.encode_many(list(configs)))[0]
 
 
@@ -290,22 +307,29 @@ class PerAlgorithmGPBO(_GPBase):
         self, *, n_init_per_algorithm: int = 2, gp_kernel: str = "matern52", noise: float | None = None,
         n_restarts: int = 2, refit_every: int = 10, warm_refit: bool = True, xi: float = 0.0,
         n_random: int = 300, n_local: int = 5, n_starts: int = 5, seed: int = 0, threads: int | None = 1,
+        warping: Warping = "yeo-johnson",
     ) -> None:
         super().__init__(n_init=n_init_per_algorithm, gp_kernel=gp_kernel, noise=noise, n_restarts=n_restarts,
                          refit_every=refit_every, warm_refit=warm_refit, xi=xi, n_random=n_random,
-                         n_local=n_local, n_starts=n_starts, seed=seed, threads=threads)
+                         n_local=n_local, n_starts=n_starts, seed=seed, threads=threads, warping=warping)
         self._caches: dict[str, _ModelCache] = {}
 
     def __repr__(self) -> str:
         return (f"PerAlgorithmGPBO(n_init_per_algorithm={self.n_init}, gp_kernel={self.gp_kernel!r}, "
                 f"noise={self.noise}, n_restarts={self.n_restarts}, refit_every={self.refit_every}, "
-                f"warm_refit={self.warm_refit}, xi={self.xi}, "
-                f"n_random={self.n_random}, n_local={self.n_local}, n_starts={self.n_starts}, seed={self.seed})")
+                f"warm_refit={self.warm_refit}, xi={self.xi}, n_random={self.n_random}, n_local={self.n_local}, "
+                f"n_starts={self.n_starts}, seed={self.seed}, warping={self.warping!r})")
+
+    def _warped(self, y: np.ndarray, refit: bool) -> np.ndarray:
+        """All values warped by one transform (fitted on the prefix of the last refit from
+        scratch), so that log EI is comparable across the algorithms' GPs."""
+        m = len(y) if refit else len(y) - len(y) % self.refit_every
+        return warp(y, m, self.warping)
 
     def _models(self, history: History, space: CASHSpace, *, refit: bool = False) -> dict[str, tuple[Any, list[int]]]:
         """Per algorithm with >= 2 completed trials: (GP on its block, rows of those trials)."""
         done = history.completed
-        X, y = history.X(space), history.y
+        X, y = history.X(space), self._warped(history.y, refit)
         out = {}
         for j, a in enumerate(space.algorithms):
             rows = [i for i, r in enumerate(done) if r.algorithm == a]
@@ -315,7 +339,7 @@ class PerAlgorithmGPBO(_GPBase):
                 make = _make_gp(False, self.gp_kernel, self.noise, self.n_restarts)
                 seed = int(np.random.SeedSequence([self.seed, j]).generate_state(1)[0])
                 self._caches[a] = _ModelCache(make, seed, self.refit_every, self.warm_refit)
-            out[a] = (self._caches[a].model(X[rows][:, space.slices[a]], y[rows], None, refit=refit), rows)
+            out[a] = (self._caches[a].model(X[rows][:, space.slices[a]], y[rows], None, refit=refit)[0], rows)
         return out
 
     def _suggest(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Config:
@@ -336,7 +360,7 @@ class PerAlgorithmGPBO(_GPBase):
         if not models:  # every algorithm's trials are still pending
             return random_configuration(space, rng, history.config_ids)
         done, y = history.completed, history.y
-        best = float(y.min())
+        best = float(self._warped(y, False).min())
         winner: tuple[float, Config] | None = None
         for a, (model, rows) in models.items():
             block = slice(1, None)  # the one-algorithm space: [one-hot (1), a's block]
@@ -358,9 +382,10 @@ class PerAlgorithmGPBO(_GPBase):
 
     def _posterior_mean(self, history: History, space: CASHSpace, configs: Sequence[Config]) -> np.ndarray:
         """Each configuration's mean under its algorithm's GP (refitted on the whole
-        history); an algorithm without a GP (fewer than 2 trials) gives its observed mean."""
+        history); an algorithm without a GP (fewer than 2 trials) gives its observed mean
+        (all in the warped scale: for ranking configurations)."""
         models = self._models(history, space, refit=True)
-        done, y = history.completed, history.y
+        done, y = history.completed, self._warped(history.y, True)
         out = np.empty(len(configs))
         for i, (a, params) in enumerate(configs):
             if a in models:

@@ -97,3 +97,31 @@ def test_make_strategy():
     assert make_strategy("gp-per-algorithm").name == "gp-per-algorithm"
     with pytest.raises(InputDataError, match="unknown strategy"):
         make_strategy("tpe")
+
+
+@pytest.mark.parametrize("warping", ["yeo-johnson", "none"])
+def test_warped_models_are_extended_between_refits_from_scratch(quad, warping):
+    """The warping is fitted on the same prefix as the hyperparameters, so the cached GP
+    is extended by ``add`` (not refitted) until the next multiple of ``refit_every``; the
+    extended model equals one fitted with the same warped targets."""
+    space, objective = quad
+    strategy = GPBO(n_init=3, seed=0, warping=warping, **{**FAST, "refit_every": 5, "n_random": 30})
+    opt = run(space, strategy, objective, 6, seed=0)  # GP fitted on 5 (m = 5), 0 added
+    model_5 = strategy._cache._entry[-1]
+    for _ in range(3):
+        t = opt.ask()
+        opt.tell(t, objective(t.algorithm, t.params))
+        assert strategy._cache._entry[-1] is model_5  # extended, not rebuilt
+    h = opt.history
+    model, z = strategy._fit(h, space)
+    assert model is model_5 and len(z) == 9
+    np.testing.assert_allclose(model.y_, z)  # the model holds the warped values
+    from metabo.surrogates.warping import warp
+
+    np.testing.assert_array_equal(z, warp(h.y, 5, warping))
+    assert np.argmin(z) == np.argmin(h.y)
+
+
+def test_unknown_warping_is_refused():
+    with pytest.raises(InputDataError):
+        GPBO(warping="log")
