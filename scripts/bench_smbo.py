@@ -6,10 +6,13 @@ Prints (no assertions; the aims are in issue 5) and writes to ``--out`` (reports
    evaluations on Branin, Hartmann-6 and the 4-branch conditional function
    (:mod:`metabo.benchmarks.functions`) for every optimizer installed here
    (:mod:`metabo.benchmarks.peers`: random, metabo-gp, optuna-tpe, optuna-gp, skopt-gp,
-   smac). Runs go over ``--jobs`` processes (joblib), each single-threaded (BLAS and torch).
-2. Speed: the median seconds of one suggestion (tell of the last value + ask) after 50
-   and 200 uniform random observations, measured one optimizer at a time in this
-   process, single-threaded (``--timing-seeds`` repetitions per function).
+   smac; metabo-gp-nowarp is GP-BO without output warping, the ablation of
+   :mod:`metabo.surrogates.warping`). Runs go over ``--jobs`` processes (joblib), each single-threaded (BLAS and torch).
+2. Speed (:func:`metabo.benchmarks.peers.suggestion_seconds`), after 50 and 200 uniform
+   random observations, one optimizer at a time in this process, single-threaded
+   (``--timing-seeds`` repetitions per function): ``steady``, the mean seconds of tell +
+   ask over the next 10 suggestions of the loop (the figure the aim compares), and
+   ``first``, the first suggestion from a cold start. Medians over functions and seeds.
 3. ``--live``: tuning the CASH space (cheap algorithms by default) on 5 KEEL datasets for
    50 evaluations with GP-BO and random search through :func:`metabo.optimizer.tune`;
    the test error of the selected configuration, mean rank over datasets x seeds.
@@ -22,7 +25,7 @@ runs only what is missing (e.g. the metabo optimizers after a change).
 Usage:
     python scripts/bench_smbo.py [--seeds 20] [--budget 50] [--jobs 2]
         [--optimizers random,metabo-gp,optuna-tpe,optuna-gp,skopt-gp,smac]
-        [--timing-seeds 3] [--reuse] [--live [--live-seeds 5] [--live-budget 50]]
+        [--timing-seeds 3] [--reuse [--redo metabo-gp]] [--live [--live-seeds 5] [--live-budget 50]]
 """
 
 from __future__ import annotations
@@ -49,8 +52,9 @@ from joblib import Parallel, delayed
 from metabo.benchmarks import FUNCTIONS, get_function
 from metabo.benchmarks import peers
 
-ALL_OPTIMIZERS = ("random", "metabo-gp", "optuna-tpe", "optuna-gp", "skopt-gp", "smac")
+ALL_OPTIMIZERS = ("random", "metabo-gp", "metabo-gp-nowarp", "optuna-tpe", "optuna-gp", "skopt-gp", "smac")
 GP = "metabo-gp"
+TIMING_WINDOW = 10  # suggestions averaged for the steady-state seconds
 LIVE_DATASETS = ("keel:pima", "keel:sonar", "keel:ionosphere", "keel:bupa", "keel:german")
 LIVE_ALGORITHMS = (
     "knn", "svm_rbf", "linear_svm", "decision_tree", "adaboost", "gaussian_nb", "lda", "qda", "logistic_regression",
@@ -99,10 +103,11 @@ def timing(keys: Sequence[tuple[str, str, int, int]]) -> list[dict[str, Any]]:
     out = []
     for optimizer, function, n, seed in keys:
         with single_threaded(optimizer):
-            seconds = peers.suggestion_seconds(optimizer, get_function(function), n, seed)
+            t = peers.suggestion_seconds(optimizer, get_function(function), n, seed, window=TIMING_WINDOW)
         out.append({"optimizer": optimizer, "function": function, "n_observations": n, "seed": seed,
-                    "seconds": seconds})
-        print(f"  timing {optimizer:11s} {function:11s} n={n:3d} seed={seed}: {seconds:.3f} s", flush=True)
+                    "seconds": t["steady"], "first_seconds": t["first"], "window": TIMING_WINDOW})
+        print(f"  timing {optimizer:11s} {function:11s} n={n:3d} seed={seed}: steady {t['steady']:.3f} s, "
+              f"first {t['first']:.3f} s", flush=True)
     return out
 
 
@@ -135,6 +140,7 @@ def summarize(traces: list[dict[str, Any]], timings: list[dict[str, Any]], optim
                 continue
             entry = speed.setdefault(o, {}).setdefault(str(n), {})
             entry["all"] = float(np.median([t["seconds"] for t in rows]))
+            entry["first_all"] = float(np.median([t["first_seconds"] for t in rows]))
             for f in functions:
                 fs = [t["seconds"] for t in rows if t["function"] == f]
                 if fs:
@@ -177,7 +183,7 @@ def aims(summary: dict[str, Any], optimizers: Sequence[str], functions: Sequence
             lines.append(f"GP-BO ahead of random search on all functions after {b}: {'yes' if ok else 'NO'}")
     cond = "four_branch"
     if cond in functions:
-        others = [o for o in optimizers if o not in (GP, "random") and o in best]
+        others = [o for o in optimizers if o != "random" and not o.startswith("metabo-") and o in best]
         for b in report_at:
             behind = [o for o in others if med(GP, cond, b) > med(o, cond, b)]
             pvals = summary.get("vs_gp", {}).get(cond, {}).get(str(b), {})
@@ -189,8 +195,8 @@ def aims(summary: dict[str, Any], optimizers: Sequence[str], functions: Sequence
         for n in speed[GP]:
             if n in speed["optuna-gp"]:
                 a, g = speed[GP][n]["all"], speed["optuna-gp"][n]["all"]
-                lines.append(f"GP-BO per suggestion at {n} observations {a:.3f} s vs Optuna GPSampler "
-                             f"{g:.3f} s: {'yes' if a <= g else 'NO'}")
+                lines.append(f"GP-BO per suggestion (steady) at {n} observations {a:.3f} s vs Optuna "
+                             f"GPSampler {g:.3f} s: {'yes' if a <= g else 'NO'}")
     return lines
 
 
@@ -213,14 +219,17 @@ def tables(summary: dict[str, Any], optimizers: Sequence[str], functions: Sequen
                 row += f"{_fmt(best.get(o, {}).get(f, {}).get(str(b), {}).get('median', math.nan)):>17s}"
         out.write(row + "\n")
     ns = sorted({n for o in speed for n in speed[o]}, key=int)
-    out.write("\nSeconds per suggestion, single-threaded: median after n random observations (all functions, "
-              "then each); 'run': mean over the runs above\n")
+    out.write(f"\nSeconds per suggestion, single-threaded, after n random observations: steady = mean of the "
+              f"next {TIMING_WINDOW} tell+ask, median over functions and seeds, then per function; first = "
+              "the cold first suggestion; 'run': mean over the runs above\n")
     head = f"{'optimizer':12s}" + "".join(f"{'n=' + n:>10s}" for n in ns) + "".join(
+        f"{'first n=' + n:>14s}" for n in ns) + "".join(
         f"{f + '@' + n:>16s}" for n in ns for f in functions) + "".join(f"{'run ' + f:>16s}" for f in functions)
     out.write(head + "\n" + "-" * len(head) + "\n")
     for o in optimizers:
         row = f"{o:12s}"
         row += "".join(f"{_fmt(speed.get(o, {}).get(n, {}).get('all', math.nan)):>10s}" for n in ns)
+        row += "".join(f"{_fmt(speed.get(o, {}).get(n, {}).get('first_all', math.nan)):>14s}" for n in ns)
         row += "".join(f"{_fmt(speed.get(o, {}).get(n, {}).get(f, math.nan)):>16s}" for n in ns for f in functions)
         row += "".join(f"{_fmt(best.get(o, {}).get(f, {}).get('in_run_seconds_mean', math.nan)):>16s}"
                        for f in functions)
@@ -338,6 +347,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--skip-quality", action="store_true")
     p.add_argument("--skip-timing", action="store_true")
     p.add_argument("--reuse", action="store_true", help="keep results of a previous smbo.json, run the rest")
+    p.add_argument("--redo", type=_csv, default=[], help="with --reuse: optimizers to run again (after a change)")
     p.add_argument("--live", action="store_true", help="also tune real datasets (slow)")
     p.add_argument("--live-only", action="store_true", help="only the live part")
     p.add_argument("--live-datasets", type=_csv, default=list(LIVE_DATASETS))
@@ -365,7 +375,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     reuse = args.reuse or args.live_only
     traces = list(previous.get("traces", [])) if reuse else []
-    timings = list(previous.get("timings", [])) if reuse else []
+    # timings of the current protocol only; --redo drops an optimizer's earlier results
+    timings = [t for t in previous.get("timings", []) if t.get("window") == TIMING_WINDOW] if reuse else []
+    traces = [t for t in traces if t["optimizer"] not in args.redo]
+    timings = [t for t in timings if t["optimizer"] not in args.redo]
     run_only = args.live_only
     if not run_only and not args.skip_quality:
         have = {(t["optimizer"], t["function"], t["budget"], t["seed"]) for t in traces}

@@ -383,6 +383,7 @@ OPTIMIZERS: Mapping[str, tuple[Factory, tuple[str, ...]]] = MappingProxyType(
         "random": (lambda fn, seed, budget: MetaboSuggester(fn, seed, "random"), ()),
         "metabo-gp": (lambda fn, seed, budget: MetaboSuggester(fn, seed, "gp"), ()),
         "metabo-gp-dense": (lambda fn, seed, budget: MetaboSuggester(fn, seed, "gp-dense"), ()),
+        "metabo-gp-nowarp": (lambda fn, seed, budget: MetaboSuggester(fn, seed, "gp", warping="none"), ()),
         "optuna-tpe": (lambda fn, seed, budget: OptunaSuggester(fn, seed, "tpe"), ("optuna",)),
         "optuna-gp": (lambda fn, seed, budget: OptunaSuggester(fn, seed, "gp"), ("optuna", "torch")),
         "skopt-gp": (lambda fn, seed, budget: SkoptSuggester(fn, seed), ("scikit-optimize",)),
@@ -449,28 +450,42 @@ def run(name: str, fn: SyntheticFunction, budget: int, seed: int) -> Trace:
     return Trace(name, fn.name, seed, tuple(values), tuple(seconds))
 
 
-def suggestion_seconds(name: str, fn: SyntheticFunction, n_observations: int, seed: int) -> float:
-    """Seconds of one suggestion after ``n_observations`` uniform random observations:
-    the first ``n - 1`` are fed untimed, then ``observe`` of the last one plus ``ask`` are
-    timed (the same tell + ask as in :func:`run`)."""
-    if n_observations < 1:
-        raise InputDataError(f"n_observations must be >= 1, got {n_observations}")
+def suggestion_seconds(
+    name: str, fn: SyntheticFunction, n_observations: int, seed: int, window: int = 10
+) -> dict[str, float]:
+    """Seconds per suggestion after ``n_observations`` uniform random observations.
+
+    The first ``n - 1`` are fed untimed; then ``first``: ``observe`` of the last one plus
+    ``ask`` (a cold start: no model or cache from an earlier suggestion); then the loop
+    runs on, each suggestion evaluated and told, and ``steady`` is the mean seconds of
+    ``tell + ask`` over the next ``window`` suggestions (as in :func:`run`: warm starts and
+    caches at work, periodic refits from scratch amortized over the window).
+    """
+    if n_observations < 1 or window < 1:
+        raise InputDataError(f"n_observations and window must be >= 1, got {n_observations}, {window}")
     configs = fn.space.sample(np.random.default_rng([seed, n_observations]), n_observations)
     values = [fn(a, p) for a, p in configs]
     if name == "smac":
-        opt: Suggester = SmacSuggester(fn, seed, n_trials=n_observations + 10, initial_design=False)
+        opt: Suggester = SmacSuggester(fn, seed, n_trials=n_observations + window + 10, initial_design=False)
     else:
-        opt = make(name, fn, seed, n_observations + 1)
+        opt = make(name, fn, seed, n_observations + window + 1)
     try:
         opt.observe(configs[:-1], values[:-1])
         start = time.perf_counter()
         opt.observe(configs[-1:], values[-1:])
-        algorithm, params = opt.ask()
-        seconds = time.perf_counter() - start
-        fn(algorithm, params)  # the suggestion must be valid
+        config = opt.ask()
+        first = time.perf_counter() - start
+        steady = 0.0
+        for _ in range(window):
+            value = fn(*config)  # the suggestion must be valid
+            start = time.perf_counter()
+            opt.tell(value)
+            config = opt.ask()
+            steady += time.perf_counter() - start
+        fn(*config)
     finally:
         opt.close()
-    return seconds
+    return {"first": first, "steady": steady / window}
 
 
 __all__ = [

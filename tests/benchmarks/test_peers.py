@@ -56,14 +56,16 @@ def test_model_based_optimizers_give_valid_suggestions(name: str, function: str)
 @pytest.mark.parametrize("name", FAST)
 def test_suggestion_after_observations(name: str) -> None:
     need(name)
-    assert peers.suggestion_seconds(name, four_branch(), 20, seed=0) > 0
+    t = peers.suggestion_seconds(name, four_branch(), 20, seed=0, window=3)
+    assert set(t) == {"first", "steady"} and t["first"] > 0 and t["steady"] > 0
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", SLOW)
 def test_model_based_suggestion_after_observations(name: str) -> None:
     need(name)
-    assert peers.suggestion_seconds(name, four_branch(), 15, seed=0) > 0
+    t = peers.suggestion_seconds(name, four_branch(), 15, seed=0, window=2)
+    assert t["first"] > 0 and t["steady"] > 0
 
 
 def test_skopt_flat_space_round_trip() -> None:
