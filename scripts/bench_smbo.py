@@ -393,8 +393,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         traces += quality(tasks, args.jobs)
     if not run_only and not args.skip_timing:
         have_t = {(t["optimizer"], t["function"], t["n_observations"], t["seed"]) for t in timings}
-        keys = [(o, f, n, s) for o in optimizers for n in args.timing_obs for f in functions
-                for s in range(args.timing_seeds) if (o, f, n, s) not in have_t]
+        # optimizers interleaved, so that load changes during the run hit them alike
+        keys = [(o, f, n, s) for n in args.timing_obs for f in functions for s in range(args.timing_seeds)
+                for o in optimizers if (o, f, n, s) not in have_t]
         print(f"timing: {len(keys)} suggestions to time", flush=True)
         timings += timing(keys)
 
