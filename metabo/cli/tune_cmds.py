@@ -32,7 +32,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
             args.data, target=args.target, budget=args.budget, space=space, strategy=args.strategy, kb=kb,
             seed=args.seed, reshuffle=args.reshuffle, select=args.select.replace("-", "_"), metric=args.metric,
             time_limit=args.time_limit, session_id=args.session, meta_features=not args.no_meta_features,
-            progress=progress,
+            progress=progress, refit=args.refit,
         )
     done = len(result.history.completed)
     failed = sum(not r.ok for r in result.history.completed)
@@ -42,6 +42,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     print(f"best ({args.select}): trial {result.best.number} {result.algorithm} {params}")
     print(f"validation {result.metric}: {_fmt(result.validation_error)}")
     print(f"test {result.metric}: {_fmt(result.test_error)}")
+    if args.refit:
+        print(f"test {result.metric} after refitting on training + validation rows: {_fmt(result.refit_test_error)}")
     return 0
 
 
@@ -60,5 +62,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--metric", default="error_rate", help="the objective (lower is better)")
     p.add_argument("--time-limit", type=float, help="seconds per evaluation (default: none)")
     p.add_argument("--session", help="continue this session (or name a new one)")
+    p.add_argument("--refit", action="store_true",
+                   help="also train the selected configuration on training + validation rows and report its test error")
     p.add_argument("--no-meta-features", action="store_true", help="store the dataset without meta-features")
     p.set_defaults(func=cmd_tune)

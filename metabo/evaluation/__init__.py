@@ -5,7 +5,7 @@ from metabo.evaluation.evaluate import Evaluation, evaluate, record, to_run_rows
 from metabo.evaluation.factories import EstimatorFactory, registry_factory
 from metabo.evaluation.metrics import METRICS, get_metric
 from metabo.evaluation.parallel import EvalTask, TaskResult, evaluate_many
-from metabo.evaluation.protocols import Holdout, KFold, ReshuffledHoldout, Split
+from metabo.evaluation.protocols import Holdout, KFold, RefitOnTrainValid, ReshuffledHoldout, Split
 from metabo.evaluation.runner import Crash, Memout, Ok, Timeout, run_with_limits
 
 __all__ = [
@@ -18,6 +18,7 @@ __all__ = [
     "KFold",
     "Memout",
     "Ok",
+    "RefitOnTrainValid",
     "ReshuffledHoldout",
     "Split",
     "TaskResult",

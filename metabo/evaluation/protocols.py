@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import pandas as pd
@@ -264,3 +264,30 @@ class ReshuffledHoldout:
         train, valid = _hold_out(codes, rows, (self.train / total, self.valid / total), rng, self.stratified)
         train = _subsample(train, codes, self.max_train, rng)
         return [Split(0, self.iteration, seed, train, valid, test)]
+
+
+@dataclass(frozen=True)
+class RefitOnTrainValid:
+    """The splits of ``base`` with the validation rows added to the training rows: the
+    final model of a tuning, trained on every row that is not test, scored on the test
+    part (which ``base`` must have). The validation part is kept only because an
+    evaluation needs one; its scores are in-sample and mean nothing."""
+
+    base: Any
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.base, EvaluationProtocol):
+            raise InputDataError(f"RefitOnTrainValid needs an evaluation protocol, got {self.base!r}")
+
+    @property
+    def max_train(self) -> int | None:
+        return self.base.max_train
+
+    def splits(self, dataset: Dataset, seed: int) -> list[Split]:
+        out = []
+        for s in self.base.splits(dataset, seed):
+            if s.test_idx is None or len(s.test_idx) == 0:
+                raise InputDataError(f"{self.base!r} has no test part: there is nothing to score a refit model on")
+            out.append(Split(s.fold, s.repeat, s.split_seed, np.union1d(s.train_idx, s.valid_idx), s.valid_idx,
+                             s.test_idx))
+        return out

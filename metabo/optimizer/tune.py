@@ -14,6 +14,11 @@ split is redrawn at each trial (thesis 3.2.1, ``protocol.at(trial.number)``) whi
 test part stays fixed. The objective is the validation ``metric`` (mean over a
 protocol's splits); the reported test error is the selected trial's own test value
 (its model, trained on that trial's training part, scored on the common test part).
+With ``refit=True`` the selected configuration is also trained again on its split's
+training and validation rows together (:class:`~metabo.evaluation.protocols.RefitOnTrainValid`)
+and scored on the same test part: ``refit_test_error``, the error of the model one would
+deploy. That evaluation is not stored as a run (the knowledge base keeps what the
+optimizer saw).
 
 ``budget`` counts completed trials of the session: continuing a stored session
 (``session_id`` of an existing one) runs only what is missing, re-evaluating first a
@@ -33,7 +38,7 @@ import numpy as np
 from metabo.data.dataset import Dataset
 from metabo.evaluation.evaluate import DEFAULT_METRICS, Evaluation
 from metabo.evaluation.parallel import EvalTask, run_task
-from metabo.evaluation.protocols import EvaluationProtocol, Holdout, ReshuffledHoldout
+from metabo.evaluation.protocols import EvaluationProtocol, Holdout, RefitOnTrainValid, ReshuffledHoldout
 from metabo.exceptions import EvaluationError, InputDataError
 from metabo.optimizer.history import History, Trial, TrialRecord
 from metabo.optimizer.optimizer import Optimizer, Select, get_session
@@ -57,6 +62,7 @@ class TuneResult:
     select: str
     best: TrialRecord
     history: History
+    refit_test_error: float | None = None
 
     @property
     def algorithm(self) -> str:
@@ -157,6 +163,7 @@ def tune(
     session_id: str | None = None,
     meta_features: bool = True,
     progress: Callable[[TrialRecord], None] | None = None,
+    refit: bool = False,
 ) -> TuneResult:
     """Tune ``dataset`` for ``budget`` trials; return the selected configuration.
 
@@ -174,6 +181,8 @@ def tune(
         time_limit, memory_limit_mb: per evaluation (:mod:`metabo.evaluation.runner`).
         session_id: continue this stored session, or name a new one.
         progress: called with each completed trial.
+        refit: also train the selected configuration on training + validation rows and
+            score it on the test part (module docstring).
     """
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
         raise InputDataError(f"budget must be a positive integer, got {budget!r}")
@@ -207,16 +216,27 @@ def tune(
         if progress is not None:
             progress(record)
     opt.finish()
-    return TuneResult(opt.session_id, dataset_id, metric, select, opt.best(select), opt.history)
+    best = opt.best(select)
+    refit_error = None
+    if refit:
+        evaluations = _evaluate(best, data, dataset_id, RefitOnTrainValid(_at(protocol, best.number)), seed=seed,
+                                metrics=metrics, time_limit=time_limit, memory_limit_mb=memory_limit_mb,
+                                keep_predictions=False)
+        refit_error = _outcome(evaluations, metric).get("test_value")
+    return TuneResult(opt.session_id, dataset_id, metric, select, best, opt.history, refit_error)
+
+
+def _at(protocol: EvaluationProtocol, number: int) -> EvaluationProtocol:
+    """The protocol as trial ``number`` saw it (reshuffled splits are redrawn per trial)."""
+    return protocol.at(number) if isinstance(protocol, ReshuffledHoldout) else protocol
 
 
 def _evaluate(
-    trial: Trial, data: Dataset, dataset_id: str | None, protocol: EvaluationProtocol, *, seed: int,
+    trial: Trial | TrialRecord, data: Dataset, dataset_id: str | None, protocol: EvaluationProtocol, *, seed: int,
     metrics: tuple[str, ...], time_limit: float | None, memory_limit_mb: int | None, keep_predictions: bool,
 ) -> list[Evaluation]:
     """The trial's evaluations, as ``metabo kb build`` runs them (module docstring)."""
-    if isinstance(protocol, ReshuffledHoldout):
-        protocol = protocol.at(trial.number)
+    protocol = _at(protocol, trial.number)
     task = EvalTask(dataset_id=dataset_id or data.name, dataset=data, algorithm=trial.algorithm,
                     params=trial.params, protocol=protocol, seed=seed, time_limit=time_limit,
                     memory_limit_mb=memory_limit_mb, metrics=metrics, keep_predictions=keep_predictions)

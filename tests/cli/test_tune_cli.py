@@ -13,11 +13,13 @@ def test_tune_csv_random_search(tmp_path, capsys):
     load_iris(as_frame=True).frame.to_csv(csv, index=False)
     kb_path = str(tmp_path / "kb.duckdb")
     code = main(["tune", str(csv), "--target", "target", "--budget", "4", "--strategy", "random",
-                 "--algorithms", "knn", "decision_tree", "--seed", "1", "--session", "cli", "--kb", kb_path])
+                 "--algorithms", "knn", "decision_tree", "--seed", "1", "--session", "cli", "--kb", kb_path,
+                 "--refit"])
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "session cli: 4 trials" in out
     assert "validation error_rate: 0." in out and "test error_rate: 0." in out
+    assert "test error_rate after refitting on training + validation rows: 0." in out
     with KnowledgeBase(kb_path) as kb:
         runs = kb.query("SELECT algorithm, metric, source FROM runs WHERE metric = 'error_rate'")
         n_meta = kb.stats()["meta_features"]

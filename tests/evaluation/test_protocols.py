@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from metabo.data.dataset import Dataset
-from metabo.evaluation.protocols import Holdout, KFold, ReshuffledHoldout, class_codes
+from metabo.evaluation.protocols import Holdout, KFold, RefitOnTrainValid, ReshuffledHoldout, class_codes
 from metabo.exceptions import InputDataError
 
 
@@ -166,3 +166,21 @@ def test_bad_seed_and_regression_are_refused():
     )
     with pytest.raises(InputDataError, match="regression"):
         Holdout().splits(reg, 0)
+
+
+@pytest.mark.parametrize("base", [Holdout(), ReshuffledHoldout(0.6, 0.2, 0.2, iteration=3)])
+def test_refit_trains_on_training_and_validation_rows_and_keeps_the_test_part(base):
+    ds = _imbalanced()
+    (b,) = base.splits(ds, 5)
+    (r,) = RefitOnTrainValid(base).splits(ds, 5)
+    np.testing.assert_array_equal(r.train_idx, np.union1d(b.train_idx, b.valid_idx))
+    np.testing.assert_array_equal(r.test_idx, b.test_idx)
+    _assert_partition([r.train_idx, r.test_idx], ds.n_instances)
+    assert (r.fold, r.repeat, r.split_seed) == (b.fold, b.repeat, b.split_seed)
+
+
+def test_refit_needs_a_test_part():
+    with pytest.raises(InputDataError, match="no test part"):
+        RefitOnTrainValid(Holdout(0.8, 0.2, 0.0)).splits(_imbalanced(), 0)
+    with pytest.raises(InputDataError):
+        RefitOnTrainValid("holdout")

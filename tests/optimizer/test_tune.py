@@ -49,3 +49,15 @@ def test_tune_without_store_and_posterior_mean(iris):
     assert result.algorithm == "knn" and result.select == "posterior_mean"
     with pytest.raises(InputDataError, match="budget"):
         tune(iris, budget=0, space=space)
+
+
+def test_refit_scores_the_selected_configuration_trained_on_training_and_validation(iris):
+    from metabo.evaluation import evaluate
+    from metabo.evaluation.protocols import Holdout, RefitOnTrainValid
+
+    space = default_cash_space(["knn", "lda"])
+    result = tune(iris, budget=3, space=space, strategy="random", seed=2, refit=True)
+    expected = evaluate(result.algorithm, result.params, iris, protocol=RefitOnTrainValid(Holdout(0.6, 0.2, 0.2)),
+                        seed=2, keep_predictions=False)[0].test["error_rate"]
+    assert result.refit_test_error == pytest.approx(expected)
+    assert tune(iris, budget=3, space=space, strategy="random", seed=2).refit_test_error is None
