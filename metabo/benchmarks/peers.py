@@ -17,7 +17,7 @@ Mapping of the CASH space (root ``algorithm``, then the chosen algorithm's param
   defaults when telling.
 - SMAC3 (HPO facade, random forest): ``space.to_configspace()``, the auto-sklearn form.
 - metabo: :class:`metabo.optimizer.Optimizer` with a strategy from
-  :mod:`metabo.optimizer.strategies` (``random``, ``gp`` = ``GPBO(kernel="conditional")``).
+  :mod:`metabo.strategies` (``random``, ``gp`` = ``GPBO(kernel="conditional")``).
 
 A one-algorithm space is given to every peer without its constant root.
 
@@ -344,7 +344,7 @@ class MetaboSuggester:
 
     def __init__(self, fn: SyntheticFunction, seed: int, strategy: str = "gp", **kwargs: Any) -> None:
         from metabo.optimizer.optimizer import Optimizer
-        from metabo.optimizer.strategies import GPBO, RandomSearch
+        from metabo.strategies import GPBO, RandomSearch
 
         if strategy == "random":
             inner: Any = RandomSearch()
@@ -406,7 +406,7 @@ def available(name: str) -> str | None:
     if name.startswith("metabo-") or name == "random":
         try:
             importlib.import_module("metabo.optimizer.optimizer")
-            importlib.import_module("metabo.optimizer.strategies")
+            importlib.import_module("metabo.strategies")
         except Exception as e:  # noqa: BLE001
             return f"metabo.optimizer: {type(e).__name__}: {e}"
     return None

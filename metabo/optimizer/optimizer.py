@@ -41,9 +41,9 @@ from metabo.exceptions import InputDataError, MetaboError
 from metabo.kb.canonical import config_id
 from metabo.kb.schema import RUN_STATUSES
 from metabo.optimizer.history import History, Trial, TrialRecord
-from metabo.optimizer.strategies import Strategy, posterior_model
 from metabo.space.cash import CASHSpace, as_cash
 from metabo.space.space import SearchSpace
+from metabo.strategies import Strategy, posterior_model
 
 if TYPE_CHECKING:
     from metabo.evaluation.evaluate import Evaluation
@@ -69,7 +69,7 @@ class Optimizer:
 
     Args:
         space: a :class:`CASHSpace` (or a :class:`SearchSpace`, wrapped as one algorithm).
-        strategy: proposes configurations (:mod:`metabo.optimizer.strategies`).
+        strategy: proposes configurations (:mod:`metabo.strategies`).
         kb: the knowledge base results are written to (optional).
         session_id: the session's id (default: ``<strategy>-<UTC timestamp>``); an id
             already stored raises (use :meth:`resume`).

@@ -38,13 +38,18 @@ import numpy as np
 from metabo.data.dataset import Dataset
 from metabo.evaluation.evaluate import DEFAULT_METRICS, Evaluation
 from metabo.evaluation.parallel import EvalTask, run_task
-from metabo.evaluation.protocols import EvaluationProtocol, Holdout, RefitOnTrainValid, ReshuffledHoldout
+from metabo.evaluation.protocols import (
+    EvaluationProtocol,
+    Holdout,
+    RefitOnTrainValid,
+    ReshuffledHoldout,
+)
 from metabo.exceptions import EvaluationError, InputDataError
 from metabo.optimizer.history import History, Trial, TrialRecord
 from metabo.optimizer.optimizer import Optimizer, Select, get_session
-from metabo.optimizer.strategies import Strategy, make_strategy
 from metabo.space.cash import CASHSpace
 from metabo.space.space import SearchSpace
+from metabo.strategies import Strategy, make_strategy
 
 if TYPE_CHECKING:
     from metabo.kb.store import KnowledgeBase
@@ -171,7 +176,7 @@ def tune(
         dataset: a :class:`Dataset` or a loader spec (``sklearn:iris``, a CSV/Parquet
             path with ``target``, ``keel:...``, ``openml:ID``).
         space: the CASH space (default: every registered algorithm).
-        strategy: a strategy or its name (:func:`~metabo.optimizer.strategies.make_strategy`).
+        strategy: a strategy or its name (:func:`~metabo.strategies.make_strategy`).
         kb: the knowledge base: the dataset (with its meta-features unless
             ``meta_features=False``), the session and every evaluation are stored.
         seed: seeds the suggestions, the splits and the estimators.

@@ -1,29 +1,20 @@
-"""Strategies: what to evaluate next, given the history (Optuna's sampler, SMAC's
-"intensifier + acquisition" folded into one small object).
+"""GP-based Bayesian optimization over a CASH space (thesis chapters 3 and 5).
 
-A :class:`Strategy` has a ``name`` and ``suggest(history, space, rng) -> (algorithm,
-params)``; it must not repeat an asked configuration (``history.config_ids``). Its state
-is a function of the history only (caches are allowed, not memory), so a resumed session
-continues the seeded sequence of an uninterrupted one.
-
-- :class:`RandomSearch`: uniform over the CASH space (algorithm, then its parameters).
 - :class:`GPBO`: one GP over the joint CASH space (thesis 5.3), fitted on all completed
   trials, log expected improvement maximized by random sampling + local search
   (:func:`metabo.acquisition.search.maximize`). ``kernel="conditional"``: the conditional
   kernel of thesis 5.4.1 (:class:`~metabo.surrogates.conditional.ConditionalGP`, groups =
   algorithm index, zero covariance across algorithms); ``kernel="dense"``: a
   :class:`~metabo.surrogates.gp.GaussianProcess` on the full imputed encoding (5.3.1).
-- :class:`PerAlgorithmGPBO`: one GP per algorithm on its own block; log EI (against the
-  global incumbent) maximized per algorithm; the largest wins. An algorithm asked fewer
-  than 2 times first gets random configurations (the least-tried first; one whose space
-  is exhausted, e.g. LDA's single configuration, is passed over).
+- :class:`~metabo.strategies.gp_per_algorithm.PerAlgorithmGPBO` (its own module) shares
+  the settings and the model cache defined here.
 
-Failed trials count as the worst observed value (:attr:`History.y`). The GP strategies
-model the values warped by a monotone Yeo-Johnson transform (``warping``, default
-``"yeo-johnson"``; :mod:`metabo.surrogates.warping`), fitted on the same prefix ``m`` as the
-hyperparameters below; the incumbent and EI's improvement are taken in that scale.
+The GP strategies model the values warped by a monotone Yeo-Johnson transform
+(``warping``, default ``"yeo-johnson"``; :mod:`metabo.surrogates.warping`), fitted on the
+same prefix ``m`` as the hyperparameters below; the incumbent and EI's improvement are
+taken in that scale.
 
-Surrogate fits (:class:`_ModelCache`): with ``refit_every = r``, the model after ``n``
+Surrogate fits (:class:`ModelCache`): with ``refit_every = r``, the model after ``n``
 completed trials is the GP fitted from scratch (hyperparameters by marginal likelihood with
 restarts, seed ``(seed, m)``) on the first ``m = n - n mod r`` trials, then extended trial by
 trial with ``add`` (Cholesky extended), each followed by a warm-started ``refit`` (one
@@ -31,9 +22,6 @@ L-BFGS-B run from the current hyperparameters; ``warm_refit=False`` keeps them i
 while ``m < 2`` every fit is from scratch. This is a function of the history, so a cached
 model and one rebuilt after a resume (at most ``r - 1`` warm refits) agree. When the
 imputed value of failed trials changes (a new worst value), the chain is rebuilt from ``m``.
-
-Pending trials (asked, not told) are never suggested again but are not modelled either
-(no "constant liar"): sequential use is what the strategies are tuned for.
 """
 
 from __future__ import annotations
@@ -41,71 +29,20 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal
 
 import numpy as np
 
 from metabo.exceptions import InputDataError
-from metabo.kb.canonical import config_id
 from metabo.optimizer.history import History, TrialRecord
-from metabo.surrogates.warping import WARPINGS, Warping, warp
 from metabo.space.cash import CASHSpace
+from metabo.strategies.base import Config, random_configuration
+from metabo.surrogates.warping import WARPINGS, Warping, warp
 
 logger = logging.getLogger(__name__)
 
-Config = tuple[str, dict[str, Any]]
 
-
-@runtime_checkable
-class Strategy(Protocol):
-    """Proposes the next configuration from the history (module docstring)."""
-
-    name: str
-
-    def suggest(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Config: ...
-
-
-@runtime_checkable
-class PosteriorModel(Protocol):
-    """A strategy that can give its surrogate's posterior mean (thesis 3.4 selection)."""
-
-    def posterior_mean(self, history: History, space: CASHSpace, configs: Sequence[Config]) -> np.ndarray: ...
-
-
-def random_configuration(
-    space: CASHSpace, rng: np.random.Generator, exclude: set[str] | frozenset[str] = frozenset(),
-    algorithm: str | None = None, max_tries: int = 1000,
-) -> Config:
-    """A uniform configuration (of ``algorithm``, if given) whose id is not in ``exclude``."""
-    sub = space if algorithm is None else space.subset([algorithm])
-    for _ in range(max_tries):
-        (a, params), = sub.sample(rng, 1)
-        if config_id(a, params) not in exclude:
-            return a, params
-    what = f"algorithm {algorithm!r}" if algorithm else "the space"
-    raise InputDataError(
-        f"no unevaluated configuration of {what} in {max_tries} random draws: the space looks "
-        "exhausted (lower the budget or widen the space)"
-    )
-
-
-class RandomSearch:
-    """Uniform random search without repetitions."""
-
-    name = "random"
-
-    def __init__(self, *, max_tries: int = 1000) -> None:
-        self.max_tries = max_tries
-
-    def __repr__(self) -> str:
-        return f"RandomSearch(max_tries={self.max_tries})"
-
-    def suggest(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Config:
-        return random_configuration(space, rng, history.config_ids, max_tries=self.max_tries)
-
-
-# ---------------------------------------------------------------------- GP models
-class _ModelCache:
+class ModelCache:
     """The GP of a history prefix, extended by ``add`` (module docstring)."""
 
     def __init__(self, make: Callable[[int], Any], seed: int, refit_every: int, warm: bool = True,
@@ -152,7 +89,7 @@ class _ModelCache:
         return model
 
 
-def _make_gp(conditional: bool, kernel: str, noise: float | None, n_restarts: int) -> Callable[[int], Any]:
+def make_gp(conditional: bool, kernel: str, noise: float | None, n_restarts: int) -> Callable[[int], Any]:
     def make(seed: int) -> Any:
         if conditional:
             from metabo.surrogates.conditional import ConditionalGP
@@ -165,13 +102,13 @@ def _make_gp(conditional: bool, kernel: str, noise: float | None, n_restarts: in
     return make
 
 
-def _top(records: Sequence[TrialRecord], y: np.ndarray, k: int) -> list[Config]:
+def top_configurations(records: Sequence[TrialRecord], y: np.ndarray, k: int) -> list[Config]:
     """The ``k`` configurations with the lowest (imputed) values."""
     order = np.argsort(y, kind="stable")[:k]
     return [(records[i].algorithm, dict(records[i].params)) for i in order]
 
 
-class _GPBase:
+class GPSettings:
     """Shared settings of the GP strategies."""
 
     def __init__(
@@ -224,7 +161,7 @@ class _GPBase:
                         n_local=self.n_local, seed=rng)
 
 
-class GPBO(_GPBase):
+class GPBO(GPSettings):
     """GP-based Bayesian optimization over the joint CASH space (module docstring).
 
     Args:
@@ -256,7 +193,7 @@ class GPBO(_GPBase):
                          n_local=n_local, n_starts=n_starts, seed=seed, threads=threads, warping=warping)
         self.kernel = kernel
         self.name = "gp" if kernel == "conditional" else "gp-dense"
-        self._cache = _ModelCache(_make_gp(kernel == "conditional", gp_kernel, noise, n_restarts), seed,
+        self._cache = ModelCache(make_gp(kernel == "conditional", gp_kernel, noise, n_restarts), seed,
                                   refit_every, warm_refit, warping)
 
     def __repr__(self) -> str:
@@ -288,7 +225,7 @@ class GPBO(_GPBase):
         def score(X: np.ndarray) -> np.ndarray:
             return self._log_ei(*self._predict(model, space, X), best)
 
-        config, _ = self._maximize(space, score, _top(done, history.y, self.n_starts), history, rng)
+        config, _ = self._maximize(space, score, top_configurations(done, history.y, self.n_starts), history, rng)
         return config
 
     def _posterior_mean(self, history: History, space: CASHSpace, configs: Sequence[Config]) -> np.ndarray:
@@ -298,119 +235,4 @@ class GPBO(_GPBase):
         return self._predict(model, space, space.encode_many(list(configs)))[0]
 
 
-class PerAlgorithmGPBO(_GPBase):
-    """One GP per algorithm, the largest log EI across algorithms wins (module docstring)."""
-
-    name = "gp-per-algorithm"
-
-    def __init__(
-        self, *, n_init_per_algorithm: int = 2, gp_kernel: str = "matern52", noise: float | None = None,
-        n_restarts: int = 2, refit_every: int = 10, warm_refit: bool = True, xi: float = 0.0,
-        n_random: int = 300, n_local: int = 5, n_starts: int = 5, seed: int = 0, threads: int | None = 1,
-        warping: Warping = "yeo-johnson",
-    ) -> None:
-        super().__init__(n_init=n_init_per_algorithm, gp_kernel=gp_kernel, noise=noise, n_restarts=n_restarts,
-                         refit_every=refit_every, warm_refit=warm_refit, xi=xi, n_random=n_random,
-                         n_local=n_local, n_starts=n_starts, seed=seed, threads=threads, warping=warping)
-        self._caches: dict[str, _ModelCache] = {}
-
-    def __repr__(self) -> str:
-        return (f"PerAlgorithmGPBO(n_init_per_algorithm={self.n_init}, gp_kernel={self.gp_kernel!r}, "
-                f"noise={self.noise}, n_restarts={self.n_restarts}, refit_every={self.refit_every}, "
-                f"warm_refit={self.warm_refit}, xi={self.xi}, n_random={self.n_random}, n_local={self.n_local}, "
-                f"n_starts={self.n_starts}, seed={self.seed}, warping={self.warping!r})")
-
-    def _warped(self, y: np.ndarray, refit: bool) -> np.ndarray:
-        """All values warped by one transform (fitted on the prefix of the last refit from
-        scratch), so that log EI is comparable across the algorithms' GPs."""
-        m = len(y) if refit else len(y) - len(y) % self.refit_every
-        return warp(y, m, self.warping)
-
-    def _models(self, history: History, space: CASHSpace, *, refit: bool = False) -> dict[str, tuple[Any, list[int]]]:
-        """Per algorithm with >= 2 completed trials: (GP on its block, rows of those trials)."""
-        done = history.completed
-        X, y = history.X(space), self._warped(history.y, refit)
-        out = {}
-        for j, a in enumerate(space.algorithms):
-            rows = [i for i, r in enumerate(done) if r.algorithm == a]
-            if len(rows) < 2:
-                continue
-            if a not in self._caches:
-                make = _make_gp(False, self.gp_kernel, self.noise, self.n_restarts)
-                seed = int(np.random.SeedSequence([self.seed, j]).generate_state(1)[0])
-                self._caches[a] = _ModelCache(make, seed, self.refit_every, self.warm_refit)
-            out[a] = (self._caches[a].model(X[rows][:, space.slices[a]], y[rows], None, refit=refit)[0], rows)
-        return out
-
-    def _suggest(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Config:
-        asked = {a: 0 for a in space.algorithms}
-        for r in history:
-            asked[r.algorithm] = asked.get(r.algorithm, 0) + 1
-        ties = rng.random(len(space))
-        for _, _, a in sorted((asked[a], ties[j], a) for j, a in enumerate(space.algorithms)):
-            if asked[a] >= self.n_init:
-                break
-            try:  # the least-tried algorithm first; one whose space is exhausted is passed over
-                return random_configuration(space, rng, history.config_ids, algorithm=a, max_tries=100)
-            except InputDataError:
-                continue
-        if not any(r.ok for r in history.completed):
-            return random_configuration(space, rng, history.config_ids)
-        models = self._models(history, space)
-        if not models:  # every algorithm's trials are still pending
-            return random_configuration(space, rng, history.config_ids)
-        done, y = history.completed, history.y
-        best = float(self._warped(y, False).min())
-        winner: tuple[float, Config] | None = None
-        for a, (model, rows) in models.items():
-            block = slice(1, None)  # the one-algorithm space: [one-hot (1), a's block]
-
-            def score(X: np.ndarray, model: Any = model) -> np.ndarray:
-                return self._log_ei(*model.predict(X[:, block]), best)
-
-            starts = _top([done[i] for i in rows], y[rows], self.n_starts)
-            try:
-                config, value = self._maximize(space.subset([a]), score, starts, history, rng)
-            except InputDataError:  # every configuration of a small discrete space was asked
-                logger.debug("no unevaluated configuration of %s left", a)
-                continue
-            if winner is None or value > winner[0]:
-                winner = (value, config)
-        if winner is None:
-            return random_configuration(space, rng, history.config_ids)
-        return winner[1]
-
-    def _posterior_mean(self, history: History, space: CASHSpace, configs: Sequence[Config]) -> np.ndarray:
-        """Each configuration's mean under its algorithm's GP (refitted on the whole
-        history); an algorithm without a GP (fewer than 2 trials) gives its observed mean
-        (all in the warped scale: for ranking configurations)."""
-        models = self._models(history, space, refit=True)
-        done, y = history.completed, self._warped(history.y, True)
-        out = np.empty(len(configs))
-        for i, (a, params) in enumerate(configs):
-            if a in models:
-                x = space[a].encode(params)[None, :]
-                out[i] = models[a][0].predict(x)[0][0]
-            else:
-                out[i] = float(np.mean([v for r, v in zip(done, y) if r.algorithm == a] or [np.inf]))
-        return out
-
-
-def posterior_model(strategy: Strategy, *, seed: int = 0) -> PosteriorModel:
-    """The strategy itself if it has a posterior mean, else a conditional-kernel GPBO."""
-    if isinstance(strategy, PosteriorModel):
-        return strategy
-    return GPBO(kernel="conditional", seed=seed)
-
-
-def make_strategy(name: str, *, seed: int = 0, **kw: Any) -> Strategy:
-    """A strategy by its CLI name: ``random``, ``gp``, ``gp-dense``, ``gp-per-algorithm``."""
-    if name == "random":
-        return RandomSearch(**kw)
-    if name == "gp":
-        return GPBO(kernel="conditional", seed=seed, **kw)
-    if name == "gp-dense":
-        return GPBO(kernel="dense", seed=seed, **kw)
-    if name == "gp-per-algorithm":
-        return PerAlgorithmGPBO(seed=seed, **kw)
-    raise InputDataError(f"unknown strategy {name!r}; use random, gp, gp-dense or gp-per-algorithm")
+__all__ = ["GPBO", "GPSettings", "ModelCache", "make_gp", "top_configurations"]

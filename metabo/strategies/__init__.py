@@ -1,0 +1,32 @@
+"""Strategies: what to evaluate next, given the history (one file each).
+
+- :mod:`~metabo.strategies.base`: the :class:`Strategy` contract.
+- :mod:`~metabo.strategies.random`: :class:`RandomSearch`.
+- :mod:`~metabo.strategies.gp`: :class:`GPBO` over the joint CASH space (conditional or
+  dense kernel); :mod:`~metabo.strategies.gp_per_algorithm`: :class:`PerAlgorithmGPBO`.
+- :mod:`~metabo.strategies.registry`: :func:`make_strategy` (by CLI name) and
+  :func:`posterior_model`.
+"""
+
+from metabo.strategies.base import (
+    Config,
+    PosteriorModel,
+    Strategy,
+    random_configuration,
+)
+from metabo.strategies.gp import GPBO
+from metabo.strategies.gp_per_algorithm import PerAlgorithmGPBO
+from metabo.strategies.random import RandomSearch
+from metabo.strategies.registry import make_strategy, posterior_model
+
+__all__ = [
+    "GPBO",
+    "Config",
+    "PerAlgorithmGPBO",
+    "PosteriorModel",
+    "RandomSearch",
+    "Strategy",
+    "make_strategy",
+    "posterior_model",
+    "random_configuration",
+]

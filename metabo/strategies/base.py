@@ -1,0 +1,61 @@
+"""The strategy contract: what to evaluate next, given the history (Optuna's sampler,
+SMAC's "intensifier + acquisition" folded into one small object).
+
+A :class:`Strategy` has a ``name`` and ``suggest(history, space, rng) -> (algorithm,
+params)``; it must not repeat an asked configuration (``history.config_ids``). Its state
+is a function of the history only (caches are allowed, not memory), so a resumed session
+continues the seeded sequence of an uninterrupted one. Failed trials count as the worst
+observed value (:attr:`History.y`). Pending trials (asked, not told) are never suggested
+again but are not modelled either (no "constant liar"): sequential use is what the
+strategies are tuned for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from metabo.exceptions import InputDataError
+from metabo.kb.canonical import config_id
+from metabo.optimizer.history import History
+from metabo.space.cash import CASHSpace
+
+Config = tuple[str, dict[str, Any]]
+
+
+@runtime_checkable
+class Strategy(Protocol):
+    """Proposes the next configuration from the history (module docstring)."""
+
+    name: str
+
+    def suggest(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Config: ...
+
+
+@runtime_checkable
+class PosteriorModel(Protocol):
+    """A strategy that can give its surrogate's posterior mean (thesis 3.4 selection)."""
+
+    def posterior_mean(self, history: History, space: CASHSpace, configs: Sequence[Config]) -> np.ndarray: ...
+
+
+def random_configuration(
+    space: CASHSpace, rng: np.random.Generator, exclude: set[str] | frozenset[str] = frozenset(),
+    algorithm: str | None = None, max_tries: int = 1000,
+) -> Config:
+    """A uniform configuration (of ``algorithm``, if given) whose id is not in ``exclude``."""
+    sub = space if algorithm is None else space.subset([algorithm])
+    for _ in range(max_tries):
+        (a, params), = sub.sample(rng, 1)
+        if config_id(a, params) not in exclude:
+            return a, params
+    what = f"algorithm {algorithm!r}" if algorithm else "the space"
+    raise InputDataError(
+        f"no unevaluated configuration of {what} in {max_tries} random draws: the space looks "
+        "exhausted (lower the budget or widen the space)"
+    )
+
+
+__all__ = ["Config", "PosteriorModel", "Strategy", "random_configuration"]

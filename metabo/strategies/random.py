@@ -1,0 +1,27 @@
+"""Uniform random search over a CASH space (the algorithm, then its parameters), without repetitions."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from metabo.optimizer.history import History
+from metabo.space.cash import CASHSpace
+from metabo.strategies.base import Config, random_configuration
+
+
+class RandomSearch:
+    """Uniform random search without repetitions."""
+
+    name = "random"
+
+    def __init__(self, *, max_tries: int = 1000) -> None:
+        self.max_tries = max_tries
+
+    def __repr__(self) -> str:
+        return f"RandomSearch(max_tries={self.max_tries})"
+
+    def suggest(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Config:
+        return random_configuration(space, rng, history.config_ids, max_tries=self.max_tries)
+
+
+__all__ = ["RandomSearch"]
