@@ -1,0 +1,147 @@
+"""Past runs as the warm-start methods read them: per (task, algorithm), the configurations
+evaluated and their mean value, plus the tasks' meta-features.
+
+Notation: a task is a stored dataset (``dataset_id``); for metric ``M`` (lower is better)
+``y_{t,c}`` is the mean of the successful runs (``status = 'ok'``) of configuration ``c`` on
+task ``t`` over folds, repeats and sources, at one fidelity (by default each task's highest:
+runs without a fidelity count as full; ``kb build`` records the training-set size). Failed runs are left out: a warm-start method learns where good
+configurations are, and a crash says nothing about the error surface. Loaded once, in one
+query; :meth:`PastRuns.without` gives the leave-one-task-out views the benchmarks need
+without reading the store again.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from metabo.exceptions import InputDataError
+
+if TYPE_CHECKING:
+    from metabo.kb.store import KnowledgeBase
+
+
+@dataclass(frozen=True)
+class TaskAlgorithmRuns:
+    """The configurations of one algorithm evaluated on one task, and their mean values."""
+
+    config_ids: tuple[str, ...]
+    params: tuple[dict[str, Any], ...] = field(repr=False)
+    values: np.ndarray = field(repr=False)
+
+    def __len__(self) -> int:
+        return len(self.config_ids)
+
+
+@dataclass(frozen=True)
+class PastRuns:
+    """Runs of one metric grouped by (task, algorithm), and the tasks' meta-features."""
+
+    metric: str
+    groups: Mapping[tuple[str, str], TaskAlgorithmRuns] = field(repr=False)
+    meta_features: pd.DataFrame = field(repr=False)
+
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        return tuple(sorted({t for t, _ in self.groups}))
+
+    @property
+    def algorithms(self) -> tuple[str, ...]:
+        return tuple(sorted({a for _, a in self.groups}))
+
+    def __getitem__(self, key: tuple[str, str]) -> TaskAlgorithmRuns:
+        return self.groups[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.groups
+
+    def n_runs(self) -> int:
+        return sum(len(g) for g in self.groups.values())
+
+    def task_runs(self, task: str) -> dict[str, TaskAlgorithmRuns]:
+        """Algorithm -> runs of ``task``."""
+        return {a: g for (t, a), g in self.groups.items() if t == task}
+
+    def without(self, tasks: str | Iterable[str]) -> PastRuns:
+        """The same runs without ``tasks`` (a leave-one-task-out view; shares the arrays)."""
+        drop = {tasks} if isinstance(tasks, str) else set(tasks)
+        groups = {k: g for k, g in self.groups.items() if k[0] not in drop}
+        return PastRuns(self.metric, groups, self.meta_features.drop(index=list(drop), errors="ignore"))
+
+    def only(self, tasks: Iterable[str] | None = None, algorithms: Iterable[str] | None = None) -> PastRuns:
+        """The runs of ``tasks`` and ``algorithms`` only (None: all)."""
+        keep_t = None if tasks is None else set(tasks)
+        keep_a = None if algorithms is None else set(algorithms)
+        groups = {(t, a): g for (t, a), g in self.groups.items()
+                  if (keep_t is None or t in keep_t) and (keep_a is None or a in keep_a)}
+        mf = self.meta_features if keep_t is None else self.meta_features.loc[
+            [t for t in self.meta_features.index if t in keep_t]]
+        return PastRuns(self.metric, groups, mf)
+
+    @classmethod
+    def from_frame(cls, frame: pd.DataFrame, *, metric: str = "error_rate",
+                   meta_features: pd.DataFrame | None = None) -> PastRuns:
+        """From rows with ``dataset_id``, ``algorithm``, ``config_id``, ``params`` (dict or
+        JSON text) and ``value``; several rows of one (task, configuration) are averaged."""
+        need = {"dataset_id", "algorithm", "config_id", "params", "value"}
+        if missing := need - set(frame.columns):
+            raise InputDataError(f"past runs need the columns {sorted(need)}; missing {sorted(missing)}")
+        values = pd.to_numeric(frame["value"], errors="coerce")
+        if values.isna().any() or not np.all(np.isfinite(values.to_numpy(dtype=float))):
+            raise InputDataError(f"past runs hold {int((~np.isfinite(values.fillna(np.nan))).sum())} "
+                                 "non-finite values; keep only successful runs")
+        df = frame.assign(value=values.astype(float))
+        mean = df.groupby(["dataset_id", "algorithm", "config_id"], sort=True)["value"].mean()
+        first_params = df.drop_duplicates("config_id").set_index("config_id")["params"]
+        groups: dict[tuple[str, str], TaskAlgorithmRuns] = {}
+        for (task, algorithm), part in mean.groupby(level=[0, 1], sort=True):
+            cids = tuple(part.index.get_level_values(2))
+            params = tuple(_as_dict(first_params[c]) for c in cids)
+            groups[(str(task), str(algorithm))] = TaskAlgorithmRuns(cids, params, part.to_numpy(dtype=float))
+        mf = meta_features if meta_features is not None else pd.DataFrame(dtype=float)
+        tasks = sorted({t for t, _ in groups})
+        return cls(metric, groups, mf.reindex(index=[t for t in tasks if t in mf.index]))
+
+    @classmethod
+    def from_kb(
+        cls, kb: KnowledgeBase, *, metric: str = "error_rate", tasks: Sequence[str] | None = None,
+        algorithms: Sequence[str] | None = None, fidelity: float | None = None,
+        sources: Sequence[str] | None = None,
+    ) -> PastRuns:
+        """The successful runs of ``metric`` at ``fidelity`` (None: each task's highest), for
+        the given ``tasks``, ``algorithms`` and ``sources`` (None: all), with meta-features."""
+        inf = "'Infinity'::DOUBLE"
+        where = ["r.metric = ?", "r.status = 'ok'", "r.value IS NOT NULL", "isfinite(r.value)"]
+        params: list[object] = [metric]
+        if fidelity is None:  # each task's highest fidelity (no fidelity = full)
+            where.append(f"coalesce(r.fidelity, {inf}) = top.fidelity")
+        else:
+            where.append("r.fidelity = ?")
+            params.append(float(fidelity))
+        for column, values in (("r.dataset_id", tasks), ("r.algorithm", algorithms), ("r.source", sources)):
+            if values is not None:
+                where.append(f"{column} IN (SELECT unnest(?))")
+                params.append(list(values))
+        frame = kb.query(
+            f"WITH top AS (SELECT dataset_id, max(coalesce(fidelity, {inf})) AS fidelity FROM runs "
+            "WHERE metric = ? GROUP BY dataset_id) "
+            "SELECT r.dataset_id, r.algorithm, r.config_id, avg(r.value) AS value, any_value(c.params) AS params "
+            "FROM runs r JOIN top USING (dataset_id) JOIN configurations c USING (config_id) WHERE "
+            + " AND ".join(where) + " GROUP BY r.dataset_id, r.algorithm, r.config_id",
+            [metric, *params],
+        )
+        from metabo.kb.queries import meta_feature_matrix
+
+        return cls.from_frame(frame, metric=metric, meta_features=meta_feature_matrix(kb))
+
+
+def _as_dict(params: Any) -> dict[str, Any]:
+    return dict(json.loads(params)) if isinstance(params, str) else dict(params)
+
+
+__all__ = ["PastRuns", "TaskAlgorithmRuns"]

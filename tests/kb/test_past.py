@@ -1,0 +1,64 @@
+"""PastRuns: per (task, algorithm) mean values at each task's highest fidelity, views."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from metabo.exceptions import InputDataError
+from metabo.kb import KnowledgeBase
+from metabo.kb.past import PastRuns
+
+
+@pytest.fixture
+def kb(tmp_path):
+    with KnowledgeBase(tmp_path / "kb.duckdb") as kb:
+        kb.add_algorithms(["knn", "lda"])
+        t1, t2 = (kb.register_dataset(name=name, source="test") for name in ("t1", "t2"))
+        kb.add_meta_features(t1, {"n": 10.0})
+        rows = []
+        for task, k, value, fold, fidelity in [
+            (t1, 1, 0.2, 0, 100.0), (t1, 1, 0.4, 1, 100.0),  # two folds: mean 0.3
+            (t1, 1, 0.9, 0, 50.0),  # a lower fidelity of t1: left out
+            (t1, 3, 0.1, 0, 100.0), (t2, 1, 0.5, 0, None),
+        ]:
+            rows.append({"dataset_id": task, "algorithm": "knn", "params": {"n_neighbors": k}, "metric": "error_rate",
+                         "value": value, "fold": fold, "source": "test", "fidelity": fidelity})
+        rows.append({"dataset_id": t2, "algorithm": "lda", "params": {}, "metric": "error_rate", "value": None,
+                     "fold": 0, "source": "test", "status": "crash"})
+        rows.append({"dataset_id": t2, "algorithm": "lda", "params": {}, "metric": "log_loss", "value": 0.7,
+                     "fold": 0, "source": "test"})
+        kb.add_runs(rows)
+        yield kb, t1, t2
+
+
+def test_means_over_folds_at_each_tasks_highest_fidelity(kb):
+    kb, t1, t2 = kb
+    past = PastRuns.from_kb(kb)
+    assert past.tasks == tuple(sorted((t1, t2))) and past.algorithms == ("knn",)  # lda only crashed
+    g = past[(t1, "knn")]
+    by_k = {p["n_neighbors"]: v for p, v in zip(g.params, g.values)}
+    assert by_k == pytest.approx({1: 0.3, 3: 0.1})
+    assert past[(t2, "knn")].values.tolist() == [0.5]
+    assert PastRuns.from_kb(kb, fidelity=50.0)[(t1, "knn")].values.tolist() == [0.9]
+    assert list(past.meta_features.index) == [t1] and past.meta_features.loc[t1, "n"] == 10.0
+    assert PastRuns.from_kb(kb, metric="log_loss").algorithms == ("lda",)
+
+
+def test_views(kb):
+    kb, t1, t2 = kb
+    past = PastRuns.from_kb(kb)
+    assert past.without(t1).tasks == (t2,) and past.without(t1).meta_features.empty
+    assert past.only(tasks=[t1]).n_runs() == 2 and past.n_runs() == 3
+    assert set(past.task_runs(t1)) == {"knn"}
+    assert (t1, "knn") in past and (t1, "lda") not in past
+
+
+def test_from_frame_refuses_missing_columns_and_nan():
+    frame = pd.DataFrame({"dataset_id": ["a"], "algorithm": ["knn"], "config_id": ["c"], "params": ["{}"],
+                          "value": [np.nan]})
+    with pytest.raises(InputDataError, match="non-finite"):
+        PastRuns.from_frame(frame)
+    with pytest.raises(InputDataError, match="missing"):
+        PastRuns.from_frame(frame.drop(columns="params"))
