@@ -13,14 +13,16 @@ strategies are tuned for.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from metabo.exceptions import InputDataError
 from metabo.kb.canonical import config_id
-from metabo.optimizer.history import History
 from metabo.space.cash import CASHSpace
+
+if TYPE_CHECKING:
+    from metabo.optimizer.history import History
 
 Config = tuple[str, dict[str, Any]]
 

@@ -29,15 +29,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from metabo.exceptions import InputDataError
-from metabo.optimizer.history import History, TrialRecord
 from metabo.space.cash import CASHSpace
 from metabo.strategies.base import Config, random_configuration
 from metabo.surrogates.warping import WARPINGS, Warping, warp
+
+if TYPE_CHECKING:
+    from metabo.optimizer.history import History, TrialRecord
 
 logger = logging.getLogger(__name__)
 

@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from metabo.exceptions import InputDataError
-from metabo.optimizer.history import History
 from metabo.space.cash import CASHSpace
 from metabo.strategies.base import Config, random_configuration
 from metabo.strategies.gp import GPSettings, ModelCache, make_gp, top_configurations
 from metabo.surrogates.warping import Warping, warp
+
+if TYPE_CHECKING:
+    from metabo.optimizer.history import History
 
 logger = logging.getLogger(__name__)
 

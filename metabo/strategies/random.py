@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from metabo.optimizer.history import History
 from metabo.space.cash import CASHSpace
 from metabo.strategies.base import Config, random_configuration
+
+if TYPE_CHECKING:
+    from metabo.optimizer.history import History
 
 
 class RandomSearch:
