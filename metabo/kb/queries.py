@@ -336,20 +336,30 @@ def nearest_tasks(
 
     Returns columns ``dataset_id``, ``distance``, ``n_features_used``, nearest first.
     """
-    if k < 1:
-        raise InputDataError("k must be >= 1")
     matrix = meta_feature_matrix(kb, names)
     if isinstance(target, str):
         if target not in matrix.index:
             raise InputDataError(f"dataset {target!r} has no meta-features stored")
-        query = matrix.loc[target]
+        query: Mapping[str, float] = matrix.loc[target].to_dict()
         exclude = (*exclude, target)
     else:
-        query = pd.Series({str(n): float(v) for n, v in target.items()}, dtype=float)
+        query = target
+    return nearest_from_matrix(matrix, query, k=k, exclude=exclude)
+
+
+def nearest_from_matrix(
+    matrix: pd.DataFrame, target: Mapping[str, float], *, k: int = 5, exclude: Sequence[str] = ()
+) -> pd.DataFrame:
+    """:func:`nearest_tasks` over a tasks x meta-features ``matrix``: Euclidean distance of
+    meta-features z-scored with every row's mean and standard deviation (so excluding
+    candidates does not change the metric), over the features both have, rescaled to all
+    of them. Columns ``dataset_id``, ``distance``, ``n_features_used``, nearest first."""
+    if k < 1:
+        raise InputDataError("k must be >= 1")
+    query = pd.Series({str(n): float(v) for n, v in target.items()}, dtype=float)
     common = [c for c in matrix.columns if c in query.index and np.isfinite(query[c])]
     if not common or matrix.empty:
         raise InputDataError("no meta-feature is shared by the target and the stored tasks")
-    # scale from every stored task, so excluding candidates does not change the metric
     mu = np.nanmean(matrix[common].to_numpy(float), axis=0)
     sd = np.nanstd(matrix[common].to_numpy(float), axis=0)
     keep = np.isfinite(sd) & (sd > 0)
