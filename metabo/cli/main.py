@@ -11,7 +11,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from metabo.cli import data_cmds, ingest_cmds, kb_cmds, space_cmds, tune_cmds
+from metabo.cli import data_cmds, ingest_cmds, kb_cmds, space_cmds, transfer_cmds, tune_cmds
 from metabo.exceptions import MetaboError
 
 
@@ -35,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     ingest_cmds.register(sub, common)
     space_cmds.register(sub, common)
     tune_cmds.register(sub, common)
+    transfer_cmds.register(sub, common)
     return parser
 
 

@@ -24,7 +24,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from metabo.exceptions import InputDataError, InvalidConfigurationError, UnknownAlgorithmError
+from metabo.exceptions import (
+    InputDataError,
+    InvalidConfigurationError,
+    UnknownAlgorithmError,
+)
 from metabo.kb.canonical import config_id
 from metabo.kb.past import PastRuns
 from metabo.kb.queries import nearest_from_matrix
@@ -59,7 +63,7 @@ class KNNWarmStart:
         self.past, self.k, self.seed = past, k, seed
         self.meta_features = {str(n): float(v) for n, v in dict(meta_features).items()}
         self.then = then if then is not None else GPBO(n_init=2, seed=seed)
-        self._design: tuple[CASHSpace, list[tuple[Config, str]]] | None = None
+        self._design: tuple[CASHSpace, list[tuple[Config, str, float]]] | None = None
 
     def __repr__(self) -> str:
         return f"KNNWarmStart(k={self.k}, then={self.then!r}, seed={self.seed})"
@@ -70,22 +74,22 @@ class KNNWarmStart:
         matrix = self.past.meta_features.loc[[t for t in self.past.meta_features.index if t in set(self.past.tasks)]]
         return nearest_from_matrix(matrix, self.meta_features, k=self.k)
 
-    def design(self, space: CASHSpace) -> list[tuple[Config, str]]:
+    def design(self, space: CASHSpace) -> list[tuple[Config, str, float]]:
         """The warm-start configurations valid in ``space``, nearest task first, each with
-        the task it comes from."""
+        the task it comes from and its value there."""
         if self._design is None or self._design[0] is not space:
-            out: list[tuple[Config, str]] = []
+            out: list[tuple[Config, str, float]] = []
             seen: set[str] = set()
             for task in self.neighbours()["dataset_id"]:
                 best = self._best_of(task, space)
-                if best is not None and config_id(*best) not in seen:
-                    seen.add(config_id(*best))
-                    out.append((best, str(task)))
+                if best is not None and config_id(*best[1]) not in seen:
+                    seen.add(config_id(*best[1]))
+                    out.append((best[1], str(task), best[0]))
             self._design = (space, out)
         return self._design[1]
 
-    def _best_of(self, task: str, space: CASHSpace) -> Config | None:
-        """The best configuration of ``task`` among the algorithms of ``space``."""
+    def _best_of(self, task: str, space: CASHSpace) -> tuple[float, Config] | None:
+        """The best configuration of ``task`` among the algorithms of ``space``, with its value."""
         best: tuple[float, Config] | None = None
         for algorithm, runs in sorted(self.past.task_runs(task).items()):
             if algorithm not in space:
@@ -99,12 +103,12 @@ class KNNWarmStart:
                     continue
                 best = (float(runs.values[i]), config)
                 break
-        return None if best is None else best[1]
+        return best
 
     def suggest(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Config:
         """The first design configuration not asked yet, then ``then``'s suggestion."""
         asked = history.config_ids
-        for config, _ in self.design(space):
+        for config, _, _ in self.design(space):
             if config_id(*config) not in asked:
                 return config
         return self.then.suggest(history, space, rng)

@@ -34,15 +34,15 @@ def test_design_is_the_nearest_tasks_best_configurations_nearest_first():
     strategy = KNNWarmStart(past_runs(), {"f": 2.2, "g": 1.0}, k=3, seed=0)
     assert list(strategy.neighbours()["dataset_id"]) == ["t2", "t1", "t0"]  # t3 differs in g
     design = strategy.design(space)
-    assert [task for _, task in design] == ["t2", "t1", "t0"]
-    assert [c for c, _ in design][0] == ("b", {"v": pytest.approx(0.3), "n": 3})
+    assert [task for _, task, _ in design] == ["t2", "t1", "t0"]
+    assert design[0][0] == ("b", {"v": pytest.approx(0.3), "n": 3}) and design[0][2] == pytest.approx(0.1)
 
     opt = Optimizer(space, strategy, seed=0)
     for _ in range(6):
         t = opt.ask()
         opt.tell(t, objective(t.algorithm, t.params))
     asked = [(r.algorithm, r.params) for r in opt.history]
-    assert asked[:3] == [c for c, _ in design]  # the design first, in order
+    assert asked[:3] == [c for c, _, _ in design]  # the design first, in order
     for a, p in asked:
         space.validate(a, p)
     assert len({config_id(a, p) for a, p in asked}) == 6  # then GP-BO, no repeats

@@ -1,0 +1,121 @@
+"""``metabo suggest DATA`` (warm-start configurations for a new dataset) and ``metabo
+transfer ALGO`` (what transfers across tasks: mean ranks, a greedy portfolio, task
+similarity with an optional heatmap)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from metabo.cli.kb_cmds import open_kb
+
+
+def cmd_suggest(args: argparse.Namespace) -> int:
+    from metabo.data.loaders import load_dataset
+    from metabo.data.meta_features import compute_meta_features
+    from metabo.kb.past import PastRuns
+    from metabo.space.algorithms import default_cash_space
+    from metabo.strategies.knn import KNNWarmStart
+
+    dataset = load_dataset(args.data, target=args.target)
+    meta = compute_meta_features(dataset, seed=args.seed, landmarkers=not args.no_landmarkers)
+    with open_kb(args) as kb:
+        past = PastRuns.from_kb(kb, metric=args.metric)
+        names = {d: kb.get_dataset(d).get("name", d) for d in past.tasks}
+        same = kb.query("SELECT dataset_id FROM datasets WHERE fingerprint = ?", [dataset.fingerprint])["dataset_id"]
+    if args.exclude_same and len(same):
+        past = past.without(same.tolist())
+    space = default_cash_space(args.algorithms)
+    strategy = KNNWarmStart(past, meta, k=args.k)
+    near = strategy.neighbours().set_index("dataset_id")
+    rows = []
+    for (algorithm, params), task, value in strategy.design(space):
+        rows.append({"algorithm": algorithm, "params": params, "from_task": task, "task_name": names.get(task, task),
+                     "distance": round(float(near.loc[task, "distance"]), 4), f"{args.metric}_there": round(value, 6)})
+    if args.json:
+        print(json.dumps(rows, indent=2, default=str))
+        return 0
+    print(f"warm-start configurations for {dataset.name} ({len(rows)} from the {args.k} nearest tasks "
+          f"of {len(past.tasks)}, by meta-features):")
+    for i, r in enumerate(rows, 1):
+        print(f"{i:2d}. {r['algorithm']} {json.dumps(r['params'], sort_keys=True)}\n"
+              f"    from {r['task_name']} (distance {r['distance']}), {args.metric} there {r[f'{args.metric}_there']}")
+    return 0
+
+
+def cmd_transfer(args: argparse.Namespace) -> int:
+    from metabo.kb import queries as q
+    from metabo.kb import transfer as tr
+
+    with open_kb(args) as kb:
+        ranks = q.mean_ranks(kb, args.algorithm, metric=args.metric, min_tasks=args.min_tasks)
+        portfolio = tr.greedy_portfolio(kb, args.algorithm, args.k, metric=args.metric)
+        similarity = tr.task_similarity(kb, args.algorithm, metric=args.metric, min_shared=args.min_shared)
+        names = {d: kb.get_dataset(d).get("name", d) for d in similarity.index}
+    pairs = similarity.where(~similarity.isna()).stack()
+    pairs = pairs[[a < b for a, b in pairs.index]].sort_values(ascending=False)
+    if args.json:
+        print(json.dumps({
+            "mean_ranks": ranks.head(args.top).to_dict(orient="records"),
+            "portfolio": portfolio.to_dict(orient="records"),
+            "similar_pairs": [{"task_a": a, "task_b": b, "tau": float(t)} for (a, b), t in pairs.head(args.top).items()],
+        }, indent=2, default=str))
+    else:
+        print(f"{args.algorithm}: {len(ranks)} configurations ranked over the tasks ({args.metric}); best by mean rank:")
+        print(ranks.head(args.top).to_string(index=False))
+        print(f"\ngreedy portfolio of {len(portfolio)} (mean normalized regret of the best member per task):")
+        print(portfolio.to_string(index=False))
+        print(f"\nmost similar task pairs (Kendall tau-b over shared configurations, {len(pairs)} pairs defined):")
+        for (a, b), t in pairs.head(args.top).items():
+            print(f"  {t:+.3f}  {names.get(a, a)} ~ {names.get(b, b)}")
+    if args.heatmap:
+        _heatmap(similarity.rename(index=names, columns=names), args.algorithm, Path(args.heatmap))
+        print(f"heatmap written to {args.heatmap}")
+    return 0
+
+
+def _heatmap(similarity, algorithm: str, path: Path) -> None:  # type: ignore[no-untyped-def]
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n = len(similarity)
+    fig, ax = plt.subplots(figsize=(max(5.0, 0.22 * n + 2), max(4.0, 0.22 * n + 1.5)))
+    image = ax.imshow(similarity.to_numpy(float), cmap="RdBu_r", vmin=-1, vmax=1)
+    ax.set_xticks(range(n), [str(c)[:18] for c in similarity.columns], rotation=90, fontsize=6)
+    ax.set_yticks(range(n), [str(c)[:18] for c in similarity.index], fontsize=6)
+    ax.set_title(f"{algorithm}: Kendall tau-b between tasks' rankings")
+    fig.colorbar(image, ax=ax, shrink=0.8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+
+
+def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("suggest", parents=[common],
+                       help="warm-start configurations for a new dataset, from the nearest stored tasks")
+    p.add_argument("data", help="a CSV/Parquet/ARFF path (with --target) or a spec: sklearn:iris, keel:..., openml:ID")
+    p.add_argument("--target", help="the target column of a file")
+    p.add_argument("-k", type=int, default=5, help="nearest tasks (one configuration each)")
+    p.add_argument("--algorithms", nargs="+", metavar="NAME", help="restrict to these algorithms")
+    p.add_argument("--metric", default="error_rate")
+    p.add_argument("--seed", type=int, default=0, help="seeds the landmarker meta-features")
+    p.add_argument("--no-landmarkers", action="store_true", help="faster meta-features, without landmarkers")
+    p.add_argument("--exclude-same", action="store_true", help="leave out a stored task holding the same data")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_suggest)
+
+    t = sub.add_parser("transfer", parents=[common],
+                       help="what transfers across tasks for an algorithm: ranks, portfolio, task similarity")
+    t.add_argument("algorithm")
+    t.add_argument("-k", type=int, default=5, help="portfolio size")
+    t.add_argument("--top", type=int, default=10, help="rows of the rank and similarity lists")
+    t.add_argument("--metric", default="error_rate")
+    t.add_argument("--min-tasks", type=int, default=1, help="configurations evaluated on at least this many tasks")
+    t.add_argument("--min-shared", type=int, default=5, help="shared configurations for a task pair's tau")
+    t.add_argument("--heatmap", metavar="PNG", help="write the task x task similarity heatmap")
+    t.add_argument("--json", action="store_true")
+    t.set_defaults(func=cmd_transfer)

@@ -1,0 +1,54 @@
+"""``metabo suggest`` and ``metabo transfer`` on the shipped knowledge base."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from metabo.cli.main import main
+from metabo.kb import KnowledgeBase
+from metabo.kb.parquet_io import import_parquet
+
+SHIPPED = Path(__file__).resolve().parents[2] / "data" / "kb"
+
+
+@pytest.fixture(scope="module")
+def shipped(tmp_path_factory) -> str:
+    path = tmp_path_factory.mktemp("shipped") / "kb.duckdb"
+    with KnowledgeBase(path) as kb:
+        import_parquet(kb, SHIPPED)
+    return str(path)
+
+
+def test_suggest_gives_the_nearest_tasks_best_configurations(shipped, capsys):
+    code = main(["suggest", "sklearn:breast_cancer", "-k", "3", "--no-landmarkers", "--json", "--kb", shipped])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    rows = json.loads(out)
+    assert len(rows) == 3
+    assert rows[0]["task_name"] == "wdbc"  # KEEL's copy of the same data is the nearest task
+    assert [r["distance"] for r in rows] == sorted(r["distance"] for r in rows)
+    with KnowledgeBase(shipped) as kb:
+        best = kb.query(
+            "SELECT min(value) AS v FROM runs WHERE dataset_id = ? AND metric = 'error_rate' AND status = 'ok'",
+            [rows[0]["from_task"]])["v"].iloc[0]
+    assert rows[0]["error_rate_there"] == pytest.approx(best, abs=1e-6)
+
+    code = main(["suggest", "sklearn:breast_cancer", "-k", "2", "--no-landmarkers", "--algorithms", "knn",
+                 "--kb", shipped])
+    out, _ = capsys.readouterr()
+    assert code == 0 and out.count("knn {") == 2 and "adaboost" not in out
+
+
+def test_transfer_prints_ranks_portfolio_similarity_and_a_heatmap(shipped, capsys, tmp_path):
+    png = tmp_path / "heat.png"
+    code = main(["transfer", "knn", "-k", "3", "--top", "4", "--heatmap", str(png), "--kb", shipped])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "best by mean rank" in out and "greedy portfolio of 3" in out and "most similar task pairs" in out
+    assert png.stat().st_size > 10_000
+    code = main(["transfer", "knn", "--json", "--kb", shipped])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0 and len(data["portfolio"]) == 5 and -1 <= data["similar_pairs"][0]["tau"] <= 1
