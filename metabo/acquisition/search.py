@@ -15,6 +15,9 @@ also holds every other algorithm at its default (``CASHSpace.neighbours``).
    were evaluated, score further random batches; if those are all evaluated too, raise
    :class:`InputDataError` (the space is probably exhausted).
 
+On a :class:`~metabo.space.finite.FiniteCASHSpace` (the recorded configurations of a
+lookup benchmark) every candidate not evaluated is scored and the best returned.
+
 Everything runs on encoded rows (``CASHSpace.neighbours_encoded``); a row is decoded to a
 configuration only to check its id. The other algorithms' defaults are scored once per
 call, not once per step. Deterministic for a seed (given a deterministic ``score``).
@@ -32,6 +35,7 @@ from metabo._typing import Seed, as_generator
 from metabo.exceptions import InputDataError
 from metabo.kb.canonical import config_id
 from metabo.space.cash import CASHSpace
+from metabo.space.finite import FiniteCASHSpace
 
 __all__ = ["maximize"]
 
@@ -137,6 +141,13 @@ def maximize(
         raise InputDataError("nothing to search from: give starts or n_random > 0")
     rng = as_generator(seed)
     evaluated = evaluated if isinstance(evaluated, (set, frozenset, dict)) else set(evaluated)
+    if isinstance(space, FiniteCASHSpace):  # a lookup benchmark: score every candidate left
+        configs, X = space.unevaluated(evaluated)
+        if not configs:
+            raise InputDataError(f"every one of the {len(space.candidates)} candidates is already evaluated")
+        scores = _call(score, X)
+        best = int(np.argmax(scores))
+        return configs[best], float(scores[best])
     seen = _Seen(space)
     m = len(space.algorithms)
 

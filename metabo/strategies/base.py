@@ -20,6 +20,7 @@ import numpy as np
 from metabo.exceptions import InputDataError
 from metabo.kb.canonical import config_id
 from metabo.space.cash import CASHSpace
+from metabo.space.finite import FiniteCASHSpace
 
 if TYPE_CHECKING:
     from metabo.optimizer.history import History
@@ -49,13 +50,24 @@ def random_configuration(
 ) -> Config:
     """A uniform configuration (of ``algorithm``, if given) whose id is not in ``exclude``."""
     sub = space if algorithm is None else space.subset([algorithm])
+    if isinstance(sub, FiniteCASHSpace):  # an algorithm with candidates left, then one of them
+        left, _ = sub.unevaluated(exclude)
+        by_alg: dict[str, list[Config]] = {}
+        for a, params in left:
+            by_alg.setdefault(a, []).append((a, params))
+        if by_alg:
+            names = [a for a in sub.algorithms if a in by_alg]
+            pool = by_alg[names[int(rng.integers(len(names)))]]
+            a, params = pool[int(rng.integers(len(pool)))]
+            return a, dict(params)
+        max_tries = 0
     for _ in range(max_tries):
         (a, params), = sub.sample(rng, 1)
         if config_id(a, params) not in exclude:
             return a, params
     what = f"algorithm {algorithm!r}" if algorithm else "the space"
     raise InputDataError(
-        f"no unevaluated configuration of {what} in {max_tries} random draws: the space looks "
+        f"no unevaluated configuration of {what} left (random draws: {max_tries}): the space looks "
         "exhausted (lower the budget or widen the space)"
     )
 
