@@ -45,7 +45,11 @@ from threadpoolctl import ThreadpoolController
 from metabo._typing import Seed, as_generator
 from metabo.exceptions import InputDataError, SurrogateError
 from metabo.surrogates.kernels import Kernel, get_kernel
-from metabo.surrogates.likelihood import block_log_likelihood, cholesky_jitter, unpack_theta
+from metabo.surrogates.likelihood import (
+    block_log_likelihood,
+    cholesky_jitter,
+    unpack_theta,
+)
 from metabo.surrogates.priors import GPPriors
 from metabo.surrogates.slice_sampling import slice_sample
 
@@ -88,6 +92,23 @@ class _Block:
         if self.Linv is None:
             self.Linv = solve_triangular(self.L, np.eye(self.L.shape[0]), lower=True, check_finite=False)
         return self.Linv
+
+
+@dataclass(frozen=True)
+class PosteriorState:
+    """A fitted one-block GP as arrays, in standardized units (module notation):
+    ``mu(x) = y_shift + y_scale (mean + amplitude k(x, X; l)^T alpha)``,
+    ``v(x) = y_scale^2 (amplitude - ||L^-1 amplitude k(X, x; l)||^2)``."""
+
+    X: np.ndarray
+    L: np.ndarray
+    alpha: np.ndarray
+    lengthscales: np.ndarray
+    amplitude: float
+    noise: float
+    mean: float
+    y_shift: float
+    y_scale: float
 
 
 @dataclass
@@ -180,6 +201,18 @@ class GaussianProcess:
     def sample(self, X: Any, n_samples: int, seed: Seed = 0) -> np.ndarray:
         """``n_samples`` joint posterior samples of f at ``X`` (m, d): (n_samples, m)."""
         return self._sample(X, n_samples, seed, None)
+
+    def posterior_state(self) -> PosteriorState:
+        """The fitted posterior as arrays (one block, one hyperparameter vector: MAP), for
+        code that predicts with many GPs at once (:mod:`metabo.surrogates.bank`)."""
+        self._check_fitted()
+        if len(self._posteriors) != 1 or len(self._posteriors[0].blocks) != 1:
+            raise SurrogateError("posterior_state needs a MAP fit of a one-block GP")
+        post = self._posteriors[0]
+        (block,) = post.blocks.values()
+        ls, amp, nu, m = unpack_theta(post.theta, self.X_.shape[1])
+        return PosteriorState(self.X_[block.index].copy(), block.L.copy(), block.alpha.copy(), ls, amp, nu, m,
+                              float(self.y_shift_), float(self.y_scale_))
 
     def add(self, x: Any, y: float) -> GaussianProcess:
         """Condition on one more observation; hyperparameters and standardization kept,
