@@ -1,0 +1,261 @@
+"""Per-algorithm weighted ensembles of past tasks' GPs and the target's own GPs, the part
+RGPE (:mod:`metabo.strategies.rgpe`) and RLGP (:mod:`metabo.strategies.rlgp`) share.
+
+Notation (RLGP, Manolache & Vanschoren 2019, sec. 3 and Algorithm 1): algorithms
+``k = 1..K``; past tasks ``p``; base GPs ``S_{k,p}`` (:class:`~metabo.surrogates.bank.SurrogateBank`,
+fitted on each past task's values standardized over all its algorithms); the target's
+observations ``D_k = {(x_i, y_i)}`` of algorithm ``k`` and its target GP ``S_{k,t}``
+(fitted on ``D_k``, ``n_k >= 2``). Target values are standardized over every completed
+trial, ``z = (y - ybar) / s``, the scale of the base GPs.
+
+Each suggestion:
+
+1. Weights ``w`` (:mod:`metabo.strategies.weights`) from ``S`` joint posterior samples at
+   the target's observations: relative-landmark counts ``c`` of each base task and the
+   target's leave-one-out counts. ``scope="task"`` (RLGP): one weight per task from the
+   pairs of *all* algorithms, ``c_p = sum_k c_{k,p}`` (a task without a GP for algorithm
+   ``k`` gains nothing from ``k``'s pairs), shared by every algorithm's ensemble.
+   ``scope="algorithm"`` (RGPE): each algorithm's ensemble weighted from its own pairs.
+2. Ensemble of algorithm ``k`` (RLGP eq. after 8): ``mu_k = sum_m w_m mu_m``,
+   ``var_k = sum_m w_m^2 var_m`` over the models available for ``k`` (the base GPs of the
+   tasks that have one, the target GP if ``n_k >= 2``), the weights renormalized over
+   them; if they all have weight 0, the target GP alone (or the base GPs' plain mean when
+   there is no target GP yet). Algorithms with no model at all are not scored.
+3. log EI of each ensemble against the incumbent ``min z`` (over all algorithms),
+   maximized over the algorithm's own space (:func:`metabo.acquisition.search.maximize`).
+   Default: the algorithm whose ensemble offers the largest EI is evaluated (one
+   configuration per iteration). ``one_per_algorithm=True``: the paper's evaluation of
+   every algorithm's suggestion, made sequential: iteration ``n`` takes algorithm
+   ``n mod K`` (the paper evaluates all K suggestions of one history at once).
+
+The first ``n_init`` trials are random (RLGP's protocol: 3). Target GPs are extended and
+warm-refitted between refits from scratch (:class:`~metabo.strategies.gp.ModelCache`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+
+from metabo.exceptions import InputDataError
+from metabo.space.cash import CASHSpace
+from metabo.strategies.base import Config, random_configuration
+from metabo.strategies.gp import ModelCache, make_gp, top_configurations
+from metabo.strategies.weights import (
+    Weighting,
+    ensemble_weights,
+    landmark_counts,
+    loo_counts,
+    loo_samples,
+    n_pairs,
+)
+from metabo.surrogates.gp import GaussianProcess
+
+if TYPE_CHECKING:
+    from metabo.optimizer.history import History
+    from metabo.surrogates.bank import SurrogateBank
+
+logger = logging.getLogger(__name__)
+
+Scope = Literal["task", "algorithm"]
+
+
+class WeightedGPEnsembles:
+    """Per-algorithm ensembles of base and target GPs (module docstring).
+
+    Args:
+        bank: the past tasks' GPs, one per (task, algorithm).
+        scope: ``"task"`` (RLGP weights) or ``"algorithm"`` (RGPE weights).
+        n_init: random trials before the first ensemble.
+        n_samples: posterior samples ``S`` for the weights.
+        weighting, dilution: see :mod:`metabo.strategies.weights`.
+        one_per_algorithm: round-robin over algorithms instead of the largest EI.
+        n_random, n_local, n_starts: the acquisition search (per algorithm).
+        refit_every, n_restarts: the target GPs' fits.
+        seed: seeds the target GPs, the samples and the tie breaks.
+    """
+
+    name = "weighted-gp-ensembles"
+
+    def __init__(
+        self, bank: SurrogateBank, *, scope: Scope = "task", n_init: int = 3, n_samples: int = 100,
+        weighting: Weighting = "argmax", dilution: bool = False, one_per_algorithm: bool = False,
+        n_random: int = 300, n_local: int = 5, n_starts: int = 5, refit_every: int = 10, n_restarts: int = 1,
+        seed: int = 0,
+    ) -> None:
+        if scope not in ("task", "algorithm"):
+            raise InputDataError(f"scope must be 'task' or 'algorithm', got {scope!r}")
+        if n_init < 0 or n_samples < 1:
+            raise InputDataError("n_init >= 0 and n_samples >= 1 are required")
+        self.bank, self.scope, self.n_init, self.n_samples = bank, scope, n_init, n_samples
+        self.weighting, self.dilution, self.one_per_algorithm = weighting, dilution, one_per_algorithm
+        self.n_random, self.n_local, self.n_starts = n_random, n_local, n_starts
+        self.refit_every, self.n_restarts, self.seed = refit_every, n_restarts, seed
+        self._caches: dict[str, ModelCache] = {}
+        self.last_weights_: dict[str, dict[str, float]] = {}
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(tasks={len(self.bank.tasks)}, scope={self.scope!r}, n_init={self.n_init}, "
+                f"n_samples={self.n_samples}, weighting={self.weighting!r}, dilution={self.dilution}, "
+                f"one_per_algorithm={self.one_per_algorithm}, seed={self.seed})")
+
+    # ------------------------------------------------------------------ models
+    def _target_models(self, history: History, space: CASHSpace) -> dict[str, tuple[Any, np.ndarray, np.ndarray]]:
+        """Per algorithm with >= 2 completed trials: (target GP, X_k, y_k) in its own block."""
+        done, y = history.completed, history.y
+        X = history.X(space)
+        out = {}
+        for j, a in enumerate(space.algorithms):
+            rows = [i for i, r in enumerate(done) if r.algorithm == a]
+            if len(rows) < 2:
+                continue
+            if a not in self._caches:
+                seed = int(np.random.SeedSequence([self.seed, j]).generate_state(1)[0])
+                self._caches[a] = ModelCache(make_gp(False, "matern52", None, self.n_restarts), seed, self.refit_every)
+            Xa, ya = X[rows][:, space.slices[a]], y[rows]
+            out[a] = (self._caches[a].model(Xa, ya, None)[0], Xa, ya)
+        return out
+
+    def _loo(self, model: Any, Xa: np.ndarray, ya: np.ndarray, seed: int) -> np.ndarray:
+        """Leave-one-out joint samples of the target GP of one algorithm, (S, n, n)."""
+        h = model.hyperparameters_
+
+        def fit_sample(keep: np.ndarray, rows: np.ndarray, s: int) -> np.ndarray:
+            return GaussianProcess(kernel="matern52").fit(Xa[keep], ya[keep], hyperparameters=h).sample(
+                Xa[rows], self.n_samples, s)
+
+        return loo_samples(fit_sample, len(ya), self.n_samples, seed)
+
+    # ------------------------------------------------------------------ weights
+    def weights(self, history: History, space: CASHSpace, targets: dict[str, tuple[Any, np.ndarray, np.ndarray]],
+                rng: np.random.Generator) -> dict[str, dict[str, float]]:
+        """Per algorithm: model -> weight (past task ids, and ``"target"``)."""
+        done = history.completed
+        X = history.X(space)
+        y = history.y
+        tasks = list(self.bank.tasks)
+        index = {t: i for i, t in enumerate(tasks)}
+        per_alg: dict[str, tuple[np.ndarray, np.ndarray | None, int]] = {}
+        for a in space.algorithms:
+            rows = [i for i, r in enumerate(done) if r.algorithm == a]
+            if len(rows) < 2:
+                continue
+            ya = y[rows]
+            base = np.zeros((len(tasks), self.n_samples))
+            if a in self.bank.algorithms:
+                members = self.bank.members(a)
+                if members:
+                    seed = int(rng.integers(2**31 - 1))
+                    samples = self.bank.sample(a, X[rows][:, space.slices[a]], self.n_samples, seed)
+                    base[[index[t] for t in members]] = landmark_counts(samples, ya)
+            target = None
+            if a in targets:
+                model, Xa, ya_t = targets[a]
+                target = loo_counts(self._loo(model, Xa, ya_t, int(rng.integers(2**31 - 1))), ya_t)
+            per_alg[a] = (base, target, n_pairs(ya))
+        out: dict[str, dict[str, float]] = {}
+        weight_seed = int(rng.integers(2**31 - 1))
+        if self.scope == "task":
+            if per_alg:
+                base = sum(b for b, _, _ in per_alg.values())
+                targets_ = [t for _, t, _ in per_alg.values() if t is not None]
+                target = sum(targets_) if targets_ else np.zeros(self.n_samples)
+                w = ensemble_weights(base, target, sum(p for _, _, p in per_alg.values()), weighting=self.weighting,
+                                     dilution=self.dilution, seed=weight_seed)
+                shared = {**dict(zip(tasks, w[:-1])), "target": float(w[-1])}
+            else:
+                shared = {}
+            out = {a: shared for a in space.algorithms}
+        else:
+            for a in space.algorithms:
+                if a not in per_alg:
+                    out[a] = {}
+                    continue
+                base, target, pairs = per_alg[a]
+                target = target if target is not None else np.zeros(self.n_samples)
+                w = ensemble_weights(base, target, pairs, weighting=self.weighting, dilution=self.dilution,
+                                     seed=weight_seed)
+                out[a] = {**dict(zip(tasks, w[:-1])), "target": float(w[-1])}
+        return out
+
+    # ------------------------------------------------------------------ prediction
+    def _ensemble(self, a: str, weights: dict[str, float], target: tuple[Any, np.ndarray, np.ndarray] | None,
+                  ybar: float, scale: float) -> Any:
+        """``X -> (mean, var)`` of algorithm ``a``'s ensemble in standardized units, or None."""
+        members = list(self.bank.members(a)) if a in self.bank.algorithms else []
+        w_base = np.array([weights.get(t, 0.0) for t in members])
+        w_target = weights.get("target", 0.0) if target is not None else 0.0
+        total = w_base.sum() + w_target
+        if total <= 0:
+            if target is not None:
+                w_base, w_target = np.zeros(len(members)), 1.0
+            elif members:
+                w_base = np.full(len(members), 1.0 / len(members))
+            else:
+                return None
+        else:
+            w_base, w_target = w_base / total, w_target / total
+        use = np.flatnonzero(w_base > 0)
+
+        def predict(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            mean = np.zeros(len(X))
+            var = np.zeros(len(X))
+            if len(use):
+                mu, v = self.bank.predict(a, X, [members[i] for i in use])
+                mean += w_base[use] @ mu
+                var += (w_base[use] ** 2) @ v
+            if w_target > 0 and target is not None:
+                mu_t, v_t = target[0].predict(X)
+                mean += w_target * (mu_t - ybar) / scale
+                var += w_target**2 * v_t / scale**2
+            return mean, var
+
+        return predict
+
+    # ------------------------------------------------------------------ suggest
+    def suggest(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Config:
+        done = history.completed
+        if len(history) < self.n_init or not any(r.ok for r in done):
+            return random_configuration(space, rng, history.config_ids)
+        y = history.y
+        ybar, scale = float(y.mean()), float(y.std()) or 1.0
+        best = float(((y - ybar) / scale).min())
+        targets = self._target_models(history, space)
+        weights = self.weights(history, space, targets, rng)
+        self.last_weights_ = weights
+        algorithms: Sequence[str] = space.algorithms
+        if self.one_per_algorithm:
+            algorithms = [space.algorithms[len(done) % len(space.algorithms)]]
+        from metabo.acquisition.ei import log_expected_improvement
+        from metabo.acquisition.search import maximize
+
+        winner: tuple[float, Config] | None = None
+        for a in algorithms:
+            predict = self._ensemble(a, weights.get(a, {}), targets.get(a), ybar, scale)
+            if predict is None:
+                continue
+            block = slice(1, None)  # the one-algorithm space: [one-hot (1), a's block]
+
+            def score(Xc: np.ndarray, predict: Any = predict) -> np.ndarray:
+                return log_expected_improvement(*predict(Xc[:, block]), best)
+
+            rows = [i for i, r in enumerate(done) if r.algorithm == a]
+            starts = top_configurations([done[i] for i in rows], y[rows], self.n_starts)
+            try:
+                config, value = maximize(space.subset([a]), score, starts=starts, evaluated=history.config_ids,
+                                         n_random=self.n_random, n_local=self.n_local, seed=rng)
+            except InputDataError:  # every configuration of a small discrete space was asked
+                continue
+            if winner is None or value > winner[0]:
+                winner = (value, config)
+        if winner is None:
+            if self.one_per_algorithm:
+                return random_configuration(space, rng, history.config_ids, algorithm=algorithms[0])
+            return random_configuration(space, rng, history.config_ids)
+        return winner[1]
+
+
+__all__ = ["Scope", "WeightedGPEnsembles"]

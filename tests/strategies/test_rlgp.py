@@ -1,0 +1,96 @@
+"""RLGP and RGPE: weights with known answers, the strategy contract, transfer that helps."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from metabo.kb.canonical import config_id
+from metabo.kb.past import PastRuns
+from metabo.optimizer import Optimizer, RandomSearch
+from metabo.optimizer.history import History
+from metabo.strategies.rgpe import RGPE
+from metabo.strategies.rlgp import RLGP
+from metabo.surrogates.bank import SurrogateBank, space_encoder
+from metabo.testing.problems import two_algorithm_problem
+
+SPACE, OBJECTIVE = two_algorithm_problem()
+
+
+def make_past(tasks: dict[str, object], n: int = 30, seed: int = 0) -> PastRuns:
+    """Past tasks evaluated on the same ``n`` random configurations; ``tasks[name](a, p)``."""
+    configs = SPACE.sample(np.random.default_rng(seed), n)
+    rows = [(name, a, p, float(f(a, p))) for name, f in tasks.items() for a, p in configs]
+    frame = pd.DataFrame(rows, columns=["dataset_id", "algorithm", "params", "value"])
+    frame["config_id"] = [config_id(a, p) for a, p in zip(frame["algorithm"], frame["params"])]
+    return PastRuns.from_frame(frame)
+
+
+def noise(seed: int):
+    rng = np.random.default_rng(seed)
+    table: dict[str, float] = {}
+    return lambda a, p: table.setdefault(config_id(a, p), float(rng.normal()))
+
+
+TASKS = {"copy": OBJECTIVE, "anti": lambda a, p: -OBJECTIVE(a, p), "noise": noise(1)}
+
+
+@pytest.fixture(scope="module")
+def bank() -> SurrogateBank:
+    return SurrogateBank.fit(make_past(TASKS), space_encoder(SPACE), max_points=None, seed=0)
+
+
+def history_of(n: int, seed: int = 5) -> History:
+    opt = Optimizer(SPACE, RandomSearch(), seed=seed)
+    for _ in range(n):
+        t = opt.ask()
+        opt.tell(t, OBJECTIVE(t.algorithm, t.params))
+    return opt.history
+
+
+def weights_of(cls, bank, h):
+    strategy = cls(bank, n_samples=200, seed=0)
+    return strategy.weights(h, SPACE, strategy._target_models(h, SPACE), np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("cls", [RLGP, RGPE])
+def test_weights_go_to_the_copy_and_not_to_the_anti_correlated_task(bank, cls):
+    """A smooth target its own GP also ranks well: ties between the copy and the target go
+    to the target (RLGP's rule), the rest to the copy; nothing to the reversed task."""
+    for a, w in weights_of(cls, bank, history_of(12)).items():
+        if not w:
+            continue
+        base = w["copy"] + w["anti"] + w["noise"]
+        assert w["copy"] >= 0.95 * base and w["copy"] + w["target"] >= 0.98, (a, w)
+        assert w["anti"] == 0.0 and sum(w.values()) == pytest.approx(1.0), (a, w)
+
+
+@pytest.mark.parametrize("cls", [RLGP, RGPE])
+def test_contract_valid_reproducible_distinct(bank, cls):
+    def run(seed):
+        opt = Optimizer(SPACE, cls(bank, n_random=100, seed=seed), seed=seed)
+        for _ in range(8):
+            t = opt.ask()
+            opt.tell(t, OBJECTIVE(t.algorithm, t.params))
+        return [r.config_id for r in opt.history], opt
+
+    first, opt = run(0)
+    assert first == run(0)[0] and first != run(1)[0]
+    assert len(set(first)) == len(first)
+    for r in opt.history:
+        SPACE.validate(r.algorithm, r.params)
+
+
+def test_transfer_from_a_copy_finds_the_optimum_sooner_than_random_search(bank):
+    best_rlgp, best_random = [], []
+    for seed in range(3):
+        for cls, out in ((RLGP, best_rlgp), (None, best_random)):
+            strategy = cls(bank, n_random=200, seed=seed) if cls else RandomSearch()
+            opt = Optimizer(SPACE, strategy, seed=seed)
+            for _ in range(10):
+                t = opt.ask()
+                opt.tell(t, OBJECTIVE(t.algorithm, t.params))
+            out.append(opt.history.best().value)
+    assert all(r < b for r, b in zip(best_rlgp, best_random))
+    assert np.median(best_rlgp) < 0.1 * np.median(best_random)
