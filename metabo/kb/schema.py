@@ -158,6 +158,23 @@ MIGRATIONS: tuple[Migration, ...] = (
             "ALTER TABLE runs_v4 RENAME TO runs",
         ),
     ),
+    Migration(
+        5,
+        "surrogate_bank: a cache of fitted base GPs (metabo.surrogates.bank), not exported",
+        (
+            """CREATE TABLE surrogate_bank (
+                task VARCHAR NOT NULL,
+                algorithm VARCHAR NOT NULL,
+                metric VARCHAR NOT NULL,
+                settings VARCHAR NOT NULL,
+                fingerprint VARCHAR NOT NULL,
+                n INTEGER NOT NULL,
+                state BLOB NOT NULL,
+                created_at TIMESTAMP NOT NULL,
+                PRIMARY KEY (task, algorithm, metric, settings)
+            )""",
+        ),
+    ),
 )
 
 #: Re-orders ``runs`` (algorithm, metric, dataset, configuration) in place: see

@@ -21,6 +21,9 @@ as (T, m) arrays in the task-standardized units ``u``; variances are of the late
 
 from __future__ import annotations
 
+import hashlib
+import io
+import json
 import logging
 import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -37,6 +40,7 @@ from metabo.surrogates.gp import GaussianProcess, PosteriorState
 from metabo.surrogates.likelihood import cholesky_jitter
 
 if TYPE_CHECKING:
+    from metabo.kb.store import KnowledgeBase
     from metabo.space.cash import CASHSpace
 
 logger = logging.getLogger(__name__)
@@ -46,13 +50,18 @@ _SQRT5 = float(np.sqrt(5.0))
 
 
 def space_encoder(space: CASHSpace) -> Encoder:
-    """Rows in the algorithm's own unit-cube encoding: ``space[algorithm].encode_many``."""
+    """Rows in the algorithm's own unit-cube encoding: ``space[algorithm].encode_many``.
+    Its ``key(algorithm)`` (the space's JSON hashed) identifies cached GPs in the store."""
 
     def encode(algorithm: str, params: Sequence[Mapping[str, Any]]) -> np.ndarray:
         if algorithm not in space:
             raise UnknownAlgorithmError(f"algorithm {algorithm!r} is not in the space {list(space.algorithms)}")
         return space[algorithm].encode_many(list(params))
 
+    def key(algorithm: str) -> str:
+        return hashlib.sha256(space[algorithm].to_json().encode()).hexdigest()[:16]
+
+    encode.key = key  # type: ignore[attr-defined]
     return encode
 
 
@@ -93,21 +102,46 @@ class SurrogateBank:
     @classmethod
     def fit(
         cls, past: PastRuns, encode: Encoder, *, max_points: int | None = 50, kernel: str = "matern52",
-        n_restarts: int = 1, seed: int = 0, progress: Callable[[int, int], None] | None = None,
+        n_restarts: int = 1, seed: int = 0, kb: KnowledgeBase | None = None,
+        progress: Callable[[int, int], None] | None = None,
     ) -> SurrogateBank:
-        """One GP per (task, algorithm) of ``past`` whose algorithm ``encode`` knows."""
+        """One GP per (task, algorithm) of ``past`` whose algorithm ``encode`` knows.
+
+        With ``kb``, members are cached in its ``surrogate_bank`` table, keyed by (task,
+        algorithm, metric, settings) with a fingerprint of the task's runs: a member whose
+        fingerprint matches is loaded, the others are fitted and stored (one transaction),
+        so only tasks whose runs changed are refitted. ``encode`` needs a ``key(algorithm)``
+        (as :func:`space_encoder` has) for caching."""
         if kernel != "matern52":
             raise InputDataError(f"the bank's batched predictions implement the Matern 5/2 kernel, not {kernel!r}")
         if max_points is not None and max_points < 1:
             raise InputDataError(f"max_points must be >= 1 or None, got {max_points}")
+        if kb is not None and not hasattr(encode, "key"):
+            raise InputDataError("caching in the store needs an encoder with a key(algorithm) (see space_encoder)")
         scale: dict[str, tuple[float, float]] = {}
+        task_hash: dict[str, str] = {}
         for task in past.tasks:
-            values = np.concatenate([g.values for g in past.task_runs(task).values()])
+            runs = past.task_runs(task)
+            values = np.concatenate([g.values for g in runs.values()])
             sd = float(values.std())
             scale[task] = (float(values.mean()), sd if sd > 1e-12 else 1.0)
+            h = hashlib.sha256()
+            for algorithm in sorted(runs):
+                h.update(algorithm.encode())
+                h.update("".join(runs[algorithm].config_ids).encode())
+                h.update(np.ascontiguousarray(runs[algorithm].values, dtype=np.float64).tobytes())
+            task_hash[task] = h.hexdigest()[:32]
         keys = sorted(past.groups)
+        settings = {a: json.dumps({"kernel": kernel, "max_points": max_points, "n_restarts": n_restarts,
+                                   "seed": seed, "encoder": encode.key(a) if hasattr(encode, "key") else None},
+                                  sort_keys=True) for a in past.algorithms}
+        cached = _load_cached(kb, past.metric, settings, task_hash) if kb is not None else {}
         members: dict[tuple[str, str], PosteriorState] = {}
+        new: list[tuple[str, str, PosteriorState]] = []
         for i, (task, algorithm) in enumerate(keys):
+            if (task, algorithm) in cached:
+                members[(task, algorithm)] = cached[(task, algorithm)]
+                continue
             runs = past.groups[(task, algorithm)]
             try:
                 X = np.asarray(encode(algorithm, runs.params), dtype=float)
@@ -122,10 +156,14 @@ class SurrogateBank:
                 X, u = X[pick], u[pick]
             gp = GaussianProcess(kernel=kernel, n_restarts=n_restarts, seed=_member_seed(seed, task, algorithm))
             members[(task, algorithm)] = gp.fit(X, u).posterior_state()
+            new.append((task, algorithm, members[(task, algorithm)]))
             if progress is not None:
                 progress(i + 1, len(keys))
-        logger.info("surrogate bank: %d GPs over %d tasks", len(members), len({t for t, _ in members}))
-        return cls(members, n_fitted_=len(members))
+        if kb is not None and new:
+            _store(kb, past.metric, settings, task_hash, new)
+        logger.info("surrogate bank: %d GPs over %d tasks (%d fitted, %d from the store)", len(members),
+                    len({t for t, _ in members}), len(new), len(members) - len(new))
+        return cls(members, n_fitted_=len(new))
 
     def without(self, tasks: str | Iterable[str]) -> SurrogateBank:
         """The same bank without ``tasks`` (no refit)."""
@@ -227,6 +265,65 @@ class SurrogateBank:
             f = mu + (L @ rng.standard_normal((len(Xc), n_samples))).T
             out[i] = s.y_shift + s.y_scale * f
         return out
+
+
+_STATE_ARRAYS = ("X", "L", "alpha", "lengthscales")
+_STATE_SCALARS = ("amplitude", "noise", "mean", "y_shift", "y_scale")
+
+
+def _pack(state: PosteriorState) -> bytes:
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **{k: getattr(state, k) for k in _STATE_ARRAYS},
+                        scalars=np.array([getattr(state, k) for k in _STATE_SCALARS], dtype=float))
+    return buf.getvalue()
+
+
+def _unpack(blob: bytes) -> PosteriorState:
+    with np.load(io.BytesIO(blob), allow_pickle=False) as z:
+        arrays = {k: z[k] for k in _STATE_ARRAYS}
+        scalars = dict(zip(_STATE_SCALARS, z["scalars"].tolist()))
+    n = len(arrays["alpha"])
+    if arrays["X"].shape[0] != n or arrays["L"].shape != (n, n) or not all(
+            np.all(np.isfinite(a)) for a in arrays.values()):
+        raise ValueError("inconsistent arrays")
+    return PosteriorState(**arrays, **scalars)
+
+
+def _load_cached(kb: KnowledgeBase, metric: str, settings: Mapping[str, str],
+                 task_hash: Mapping[str, str]) -> dict[tuple[str, str], PosteriorState]:
+    """Stored members whose settings and task fingerprint match; a corrupt one is refitted."""
+    rows = kb.query("SELECT task, algorithm, settings, fingerprint, state FROM surrogate_bank WHERE metric = ?",
+                    [metric])
+    out = {}
+    for task, algorithm, setting, fingerprint, blob in rows.itertuples(index=False):
+        if settings.get(algorithm) != setting or task_hash.get(task) != fingerprint:
+            continue
+        try:
+            out[(task, algorithm)] = _unpack(bytes(blob))
+        except (ValueError, KeyError, OSError) as e:  # a corrupt blob: refit, never a wrong model
+            logger.warning("surrogate bank: the stored GP of %s on %s is unreadable (%s); refitting", algorithm,
+                           task, e)
+    return out
+
+
+def _store(kb: KnowledgeBase, metric: str, settings: Mapping[str, str], task_hash: Mapping[str, str],
+           new: Sequence[tuple[str, str, PosteriorState]]) -> None:
+    import pandas as pd
+
+    from metabo.kb._time import utcnow
+
+    frame = pd.DataFrame({
+        "task": [t for t, _, _ in new], "algorithm": [a for _, a, _ in new], "metric": metric,
+        "settings": [settings[a] for _, a, _ in new], "fingerprint": [task_hash[t] for t, _, _ in new],
+        "n": [len(s.alpha) for _, _, s in new], "state": [_pack(s) for _, _, s in new], "created_at": utcnow(),
+    })
+    with kb.transaction() as con:
+        con.register("bank_new", frame)
+        con.execute("DELETE FROM surrogate_bank WHERE (task, algorithm, metric, settings) IN "
+                    "(SELECT task, algorithm, metric, settings FROM bank_new)")
+        con.execute("INSERT INTO surrogate_bank SELECT task, algorithm, metric, settings, fingerprint, n, state, "
+                    "created_at FROM bank_new")
+        con.unregister("bank_new")
 
 
 def _sqdist(A: np.ndarray, B: np.ndarray) -> np.ndarray:

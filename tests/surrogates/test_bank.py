@@ -97,3 +97,33 @@ def test_bad_input(data):
         bank.predict("a", np.zeros((1, 2)), ["nope"])
     with pytest.raises(InputDataError):
         SurrogateBank.fit(past(1), space_encoder(SPACE), kernel="laplace")
+
+
+def test_store_cache_loads_unchanged_tasks_and_refits_changed_ones(tmp_path):
+    from metabo.kb import KnowledgeBase
+
+    p = past(3)
+    path = tmp_path / "kb.duckdb"
+    X = SPACE["a"].encode_many(SPACE["a"].sample(0, 7))
+    with KnowledgeBase(path) as kb:
+        first = SurrogateBank.fit(p, space_encoder(SPACE), max_points=20, seed=0, kb=kb)
+        assert first.n_fitted_ == 6
+    with KnowledgeBase(path) as kb:  # reopened: every member from the store, identical predictions
+        again = SurrogateBank.fit(p, space_encoder(SPACE), max_points=20, seed=0, kb=kb)
+        assert again.n_fitted_ == 0
+        np.testing.assert_array_equal(again.predict("a", X)[0], first.predict("a", X)[0])
+        # one more run on t1: only t1's GPs (both algorithms: its scale changed) are refitted
+        frame = pd.DataFrame([(t, a, c, pr, v) for (t, a), g in p.groups.items()
+                              for c, pr, v in zip(g.config_ids, g.params, g.values)],
+                             columns=["dataset_id", "algorithm", "config_id", "params", "value"])
+        extra = ("b", {"v": 0.5, "n": 3})
+        frame.loc[len(frame)] = ["t1", "b", config_id(*extra), extra[1], 0.42]
+        changed = SurrogateBank.fit(PastRuns.from_frame(frame), space_encoder(SPACE), max_points=20, seed=0, kb=kb)
+        assert changed.n_fitted_ == 2
+        # other settings are other entries
+        assert SurrogateBank.fit(p, space_encoder(SPACE), max_points=10, seed=0, kb=kb).n_fitted_ == 6
+        # a corrupt blob is refitted, not trusted
+        kb.connection.execute("UPDATE surrogate_bank SET state = 'garbage'::BLOB WHERE task = 't0' AND algorithm = 'a'")
+        healed = SurrogateBank.fit(PastRuns.from_frame(frame), space_encoder(SPACE), max_points=20, seed=0, kb=kb)
+        assert healed.n_fitted_ == 1
+        np.testing.assert_allclose(healed.predict("a", X)[0][[0, 2]], first.predict("a", X)[0][[0, 2]])  # t1 changed
