@@ -42,6 +42,7 @@ import numpy as np
 
 from metabo.exceptions import InputDataError
 from metabo.space.cash import CASHSpace
+from metabo.space.hyperparameters import Constant
 from metabo.strategies.base import Config, random_configuration
 from metabo.strategies.gp import ModelCache, make_gp, top_configurations
 from metabo.strategies.weights import (
@@ -124,7 +125,7 @@ class WeightedGPEnsembles:
         h = model.hyperparameters_
 
         def fit_sample(keep: np.ndarray, rows: np.ndarray, s: int) -> np.ndarray:
-            return GaussianProcess(kernel="matern52").fit(Xa[keep], ya[keep], hyperparameters=h).sample(
+            return GaussianProcess(kernel="matern52", blas_threads=None).fit(Xa[keep], ya[keep], hyperparameters=h).sample(
                 Xa[rows], self.n_samples, s)
 
         return loo_samples(fit_sample, len(ya), self.n_samples, seed)
@@ -234,6 +235,8 @@ class WeightedGPEnsembles:
 
         winner: tuple[float, Config] | None = None
         for a in algorithms:
+            if _exhausted(space, a, history):
+                continue
             predict = self._ensemble(a, weights.get(a, {}), targets.get(a), ybar, scale)
             if predict is None:
                 continue
@@ -256,6 +259,16 @@ class WeightedGPEnsembles:
                 return random_configuration(space, rng, history.config_ids, algorithm=algorithms[0])
             return random_configuration(space, rng, history.config_ids)
         return winner[1]
+
+
+def _exhausted(space: CASHSpace, algorithm: str, history: History) -> bool:
+    """Whether ``algorithm`` has a single configuration (no tunable hyperparameter, e.g.
+    LDA's default) and it was asked already: nothing of it is left to suggest."""
+    if any(not isinstance(h, Constant) for h in space[algorithm].hyperparameters):
+        return False
+    from metabo.kb.canonical import config_id
+
+    return config_id(*space.default_configuration(algorithm)) in history.config_ids
 
 
 __all__ = ["Scope", "WeightedGPEnsembles"]

@@ -1,0 +1,52 @@
+"""Seconds per suggestion of OpenBox's RGPE advisor (surrogate ``tlbo_rgpe_gp``).
+
+Run with a Python that has ``openbox`` (it pins old numpy/ConfigSpace, so keep it in its
+own virtual environment); ``scripts/bench_rlgp_speed.py`` calls it. Reads a JSON file:
+``{"space": [{"name", "low", "high", "log"}...], "sources": [[[x...], y]...]...,
+"target": [[x...], y]..., "n_observations": [10, 50], "repeats": 3, "seed": 0}`` and
+prints ``{"n": seconds}`` as JSON: the mean wall time of ``get_suggestion`` after feeding
+``n`` target observations (after one untimed suggestion at the same ``n``).
+"""
+
+import json
+import sys
+import time
+
+import numpy as np
+from openbox import Advisor, History, Observation, space as sp
+
+
+def main(path: str) -> None:
+    spec = json.load(open(path))
+    cs = sp.Space(seed=spec["seed"])
+    cs.add_variables([sp.Real(h["name"], h["low"], h["high"], log=h["log"]) for h in spec["space"]])
+    names = [h["name"] for h in spec["space"]]
+
+    def config(x):
+        return sp.Configuration(cs, {n: float(v) for n, v in zip(names, x)})
+
+    histories = []
+    for k, source in enumerate(spec["sources"]):
+        h = History(task_id=f"source-{k}", config_space=cs)
+        for x, y in source:
+            h.update_observation(Observation(config=config(x), objectives=[y]))
+        histories.append(h)
+    out = {}
+    for n in spec["n_observations"]:
+        advisor = Advisor(cs, surrogate_type="tlbo_rgpe_gp", transfer_learning_history=histories,
+                          acq_type="ei", acq_optimizer_type="random_scipy", initial_trials=1,
+                          random_state=spec["seed"], logger_kwargs={"force_init": False})
+        for x, y in spec["target"][:n]:
+            advisor.update_observation(Observation(config=config(x), objectives=[y]))
+        advisor.get_suggestion()
+        times = []
+        for _ in range(spec["repeats"]):
+            start = time.perf_counter()
+            advisor.get_suggestion()
+            times.append(time.perf_counter() - start)
+        out[str(n)] = float(np.mean(times))
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
