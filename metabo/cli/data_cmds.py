@@ -94,7 +94,8 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
     use), adds scikit-learn's bundled datasets and the balanced KEEL datasets with their
     meta-features (those already stored are skipped), prints what is stored, then treats
     ``sklearn:digits`` as a new task: its nearest stored tasks by meta-features and, per
-    algorithm, the configurations ranked best on those tasks.
+    algorithm, the configurations ranked best on those tasks; then tunes it live with RLGP
+    (warm) beside GP-BO (cold) (:mod:`metabo.cli.warm_start_demo`).
     """
     from metabo.data.bundled import list_sklearn
     from metabo.kb import queries as q
@@ -126,6 +127,13 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
             shown += 1
         if not shown:
             print("\n(no runs stored yet: `metabo kb build` evaluates configurations on these datasets)")
+            return 0
+        if not args.no_demo:
+            from metabo.cli.warm_start_demo import warm_vs_cold
+            from metabo.paths import metabo_home
+
+            warm_vs_cold(kb, "sklearn:digits", budget=args.demo_budget, seed=args.seed,
+                         plot_path=metabo_home() / "quickstart_warm_vs_cold.png")
     return 0
 
 

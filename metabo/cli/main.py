@@ -29,6 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     quick.add_argument("--no-keel", action="store_true", help="only scikit-learn's bundled datasets")
     quick.add_argument("--seed", type=int, default=0)
+    quick.add_argument("--no-demo", action="store_true", help="skip the live warm-start vs cold-start tuning")
+    quick.add_argument("--demo-budget", type=int, default=15, help="evaluations of each tuning in the demo")
     quick.set_defaults(func=data_cmds.cmd_quickstart)
     kb_cmds.register(sub, common)
     data_cmds.register(sub, common)
