@@ -46,7 +46,12 @@ from metabo.optimizer import Optimizer
 from metabo.space.algorithms import default_cash_space
 
 REPORT_AT = (1, 3, 5, 10, 25, 50)
-ALL_METHODS = ("random", "gp", "knn", "rgpe", "rlgp")
+#: The SCoT paper's non-tuning baselines: one configuration each, their curve flat after it.
+SINGLE_PICK = ("global-default", "collab-default")
+#: SCoT made cheaper for a benchmark of thousands of suggestions (each retrains the ranker).
+SCOT_SETTINGS = {"max_points_per_task": 50, "max_gp_points": 150,
+                 "ranker": {"n_components": 150, "max_pairs_per_group": 150}}
+ALL_METHODS = ("random", "gp", "knn", "rgpe", "rlgp", "scot", "global-default", "collab-default")
 
 
 # ----------------------------------------------------------------- methods
@@ -69,6 +74,14 @@ def make_method(name: str, past: PastRuns, task: str, seed: int, bank: Any) -> A
 
         cls = RLGP if name == "rlgp" else RGPE
         return cls(bank["bank"].without(task), n_init=3, seed=seed)
+    if name in ("scot", "collab-default"):  # collab-default: SCoT's first pick only (SINGLE_PICK)
+        from metabo.strategies.scot import SCoT
+
+        return SCoT(past, meta, **SCOT_SETTINGS, seed=seed)
+    if name == "global-default":
+        from metabo.strategies.scot import GlobalDefault
+
+        return GlobalDefault(past)
     raise ValueError(f"unknown method {name!r}")
 
 
@@ -85,7 +98,7 @@ def run_one(method: str, task: str, seed: int, iterations: int, past_all: PastRu
     strategy = make_method(method, past, task, seed, shared)
     opt = Optimizer(lookup.space, strategy, seed=seed)
     values, seconds = [], []
-    n = min(iterations, len(lookup.values))
+    n = min(1 if method in SINGLE_PICK else iterations, len(lookup.values))
     for _ in range(n):
         start = time.perf_counter()
         trial = opt.ask()

@@ -14,8 +14,9 @@ available for SVMrank"):
 
 - the isotropic SE kernel ``k(z, z') = exp(-gamma ||z - z'||^2)`` is approximated by a
   seeded Nystroem map ``phi`` with ``n_components`` landmarks (scikit-learn), so the
-  problem becomes a linear rank-SVM on pair differences ``phi(z_j) - phi(z_i)``, solved
-  by scikit-learn's LinearSVC (squared hinge, no intercept);
+  problem becomes a linear rank-SVM on pair differences ``phi(z_j) - phi(z_i)``, solved in
+  the primal (smooth with the squared hinge) by scipy's L-BFGS-B with its analytic gradient
+  ``w - 2 C D^T max(0, 1 - D w)``;
 - at most ``max_pairs_per_group`` pairs per task, drawn uniformly with a seeded generator
   (by index, then oriented by value, so the pairs only depend on the orderings).
 """
@@ -85,7 +86,6 @@ class RankSVM:
         if len(better) == 0:
             raise InputDataError("no preference pair: every group has fewer than two distinct values")
         from sklearn.kernel_approximation import Nystroem
-        from sklearn.svm import LinearSVC
 
         gamma = self.gamma
         if gamma == "scale":
@@ -94,14 +94,19 @@ class RankSVM:
         self.map_ = Nystroem(kernel="rbf", gamma=float(gamma), n_components=min(self.n_components, len(Z)),
                              random_state=int(rng.integers(2**31 - 1))).fit(Z)
         phi = self.map_.transform(Z)
-        diff = phi[worse] - phi[better]  # f(worse) - f(better) should be >= 1
-        X = np.vstack([diff, -diff])
-        y = np.r_[np.ones(len(diff)), -np.ones(len(diff))]
-        svm = LinearSVC(C=self.C, loss="squared_hinge", fit_intercept=False, max_iter=5000, tol=1e-5,
-                        dual="auto", random_state=0)
-        svm.fit(X, y)
-        self.w_ = svm.coef_[0].copy()
-        self.n_pairs_ = len(diff)
+        D = phi[worse] - phi[better]  # f(worse) - f(better) should be >= 1
+        C = self.C
+
+        def objective(w: np.ndarray) -> tuple[float, np.ndarray]:
+            slack = np.maximum(0.0, 1.0 - D @ w)
+            return 0.5 * float(w @ w) + C * float(slack @ slack), w - 2.0 * C * (D.T @ slack)
+
+        from scipy.optimize import minimize
+
+        res = minimize(objective, np.zeros(D.shape[1]), jac=True, method="L-BFGS-B",
+                       options={"maxiter": 500, "gtol": 1e-5})
+        self.w_ = res.x
+        self.n_pairs_ = len(D)
         return self
 
     def predict(self, Z: Any) -> np.ndarray:
