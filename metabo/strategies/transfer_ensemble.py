@@ -28,8 +28,11 @@ Each suggestion:
    every algorithm's suggestion, made sequential: iteration ``n`` takes algorithm
    ``n mod K`` (the paper evaluates all K suggestions of one history at once).
 
-The first ``n_init`` trials are random (RLGP's protocol: 3). Target GPs are extended and
-warm-refitted between refits from scratch (:class:`~metabo.strategies.gp.ModelCache`).
+The first ``n_init`` trials are random (RLGP's protocol: 3). With ``n_init=0`` the first
+suggestion, before any observation of the target, is the minimizer of the base GPs' equal-
+weight mean (no pair to weight by, no incumbent for EI), over all algorithms; a warm start
+from the first evaluation. Target GPs are extended and warm-refitted between refits from
+scratch (:class:`~metabo.strategies.gp.ModelCache`).
 """
 
 from __future__ import annotations
@@ -219,13 +222,14 @@ class WeightedGPEnsembles:
     # ------------------------------------------------------------------ suggest
     def suggest(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Config:
         done = history.completed
-        if len(history) < self.n_init or not any(r.ok for r in done):
+        prior = not any(r.ok for r in done)  # nothing of the target yet
+        if len(history) < self.n_init or (prior and (self.n_init > 0 or done)):
             return random_configuration(space, rng, history.config_ids)
-        y = history.y
-        ybar, scale = float(y.mean()), float(y.std()) or 1.0
-        best = float(((y - ybar) / scale).min())
-        targets = self._target_models(history, space)
-        weights = self.weights(history, space, targets, rng)
+        y = history.y if not prior else np.zeros(0)
+        ybar, scale = (float(y.mean()), float(y.std()) or 1.0) if not prior else (0.0, 1.0)
+        best = float(((y - ybar) / scale).min()) if not prior else 0.0
+        targets = self._target_models(history, space) if not prior else {}
+        weights = self.weights(history, space, targets, rng) if not prior else {}
         self.last_weights_ = weights
         algorithms: Sequence[str] = space.algorithms
         if self.one_per_algorithm:
@@ -243,10 +247,12 @@ class WeightedGPEnsembles:
             block = slice(1, None)  # the one-algorithm space: [one-hot (1), a's block]
 
             def score(Xc: np.ndarray, predict: Any = predict) -> np.ndarray:
+                if prior:  # the base models' mean alone: its minimizer (no incumbent for EI yet)
+                    return -predict(Xc[:, block])[0]
                 return log_expected_improvement(*predict(Xc[:, block]), best)
 
             rows = [i for i, r in enumerate(done) if r.algorithm == a]
-            starts = top_configurations([done[i] for i in rows], y[rows], self.n_starts)
+            starts = top_configurations([done[i] for i in rows], y[rows], self.n_starts) if not prior else []
             try:
                 config, value = maximize(space.subset([a]), score, starts=starts, evaluated=history.config_ids,
                                          n_random=self.n_random, n_local=self.n_local, seed=rng)

@@ -94,3 +94,17 @@ def test_transfer_from_a_copy_finds_the_optimum_sooner_than_random_search(bank):
             out.append(opt.history.best().value)
     assert all(r < b for r, b in zip(best_rlgp, best_random))
     assert np.median(best_rlgp) < 0.1 * np.median(best_random)
+
+
+def test_with_no_random_start_the_first_pick_is_the_base_models_best():
+    similar = {"copy": OBJECTIVE, "scaled": lambda a, p: 3 * OBJECTIVE(a, p) + 1}
+    bank = SurrogateBank.fit(make_past(similar), space_encoder(SPACE), max_points=None, seed=0)
+    firsts = []
+    for seed in range(3):
+        opt = Optimizer(SPACE, RLGP(bank, n_init=0, n_random=300, seed=seed), seed=seed)
+        t = opt.ask()
+        firsts.append(OBJECTIVE(t.algorithm, t.params))
+        opt.tell(t, firsts[-1])
+        assert opt.ask().config_id != t.config_id
+    rnd = [OBJECTIVE(a, p) for a, p in SPACE.sample(np.random.default_rng(0), 200)]
+    assert max(firsts) < np.quantile(rnd, 0.05)  # the first pick is already among the best 5%
