@@ -5,6 +5,8 @@ row counts) into a folder, through DuckDB's ``COPY ... TO $1 (FORMAT parquet)`` 
 NULLs, timestamps and blobs survive exactly. Import reads the files (checking the
 manifest), and inserts into each table the rows whose key is not stored yet, all in
 one transaction: importing twice is importing once, and a failed import stores nothing.
+Only the tables in :data:`~metabo.kb.schema.TABLES` travel: the ``surrogate_bank`` cache
+is derived from the runs and is rebuilt where it is needed.
 """
 
 from __future__ import annotations

@@ -26,6 +26,11 @@ Tables (lower ``runs.value`` is better, always):
 - ``source_ids``: provenance of rows that came from an external collection: the
   ``original_id`` a ``source`` (``pmf``, ``lcdb``, ...) gives a dataset or
   configuration (``kind``), and the ``local_id`` it is stored under.
+- ``surrogate_bank`` (v5): a cache of fitted base GPs, one row per (task, algorithm,
+  metric, settings) with the fingerprint of the task's runs they were fitted on and the
+  GP as a checked, compressed float64 blob (:mod:`metabo.surrogates.bank_cache`). Derived
+  data: it is not in :data:`TABLES`, so Parquet export leaves it out and an imported
+  store refits its bank on first use.
 """
 
 from __future__ import annotations

@@ -1,129 +1,317 @@
-"""The surrogate bank: each member equals its own GP, batched; samples; views; bad input."""
+"""The surrogate bank: each member is its own GP (batched, padded bins), exact sampling
+transform, cache round trips through the store, refits of changed tasks only, corrupt
+entries refitted, views, bad input."""
 
 from __future__ import annotations
+
+import logging
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from metabo.exceptions import InputDataError, UnknownAlgorithmError
+from metabo.exceptions import InputDataError, SurrogateError, UnknownAlgorithmError
+from metabo.kb import KnowledgeBase
 from metabo.kb.canonical import config_id
 from metabo.kb.past import PastRuns
-from metabo.surrogates.bank import SurrogateBank, space_encoder
-from metabo.surrogates.gp import GaussianProcess
+from metabo.surrogates import bank_cache
+from metabo.surrogates.bank import SurrogateBank, member_seed, space_encoder
+from metabo.surrogates.gp import GaussianProcess, GPHyperparameters
 from metabo.testing.problems import two_algorithm_problem
 
 SPACE, OBJECTIVE = two_algorithm_problem()
+ENCODE = space_encoder(SPACE)
+MAX_POINTS = 25
 
 
-def past(n_tasks: int = 4, seed: int = 0) -> PastRuns:
+def frame(sizes=(6, 13, 20, 40), seed: int = 0) -> pd.DataFrame:
+    """Runs of task t<i> with ``sizes[i]`` configurations per algorithm: members of 6, 13,
+    20 and 25 (capped) points, so the bank has several bins and padding."""
     rng = np.random.default_rng(seed)
     rows = []
-    for t in range(n_tasks):
-        for a, p in SPACE.sample(rng, 40 + 5 * t):  # tasks of different sizes: several batch groups
-            rows.append((f"t{t}", a, p, OBJECTIVE(a, p) * (1 + t) + 0.3 * t + 0.01 * rng.normal()))
-    frame = pd.DataFrame(rows, columns=["dataset_id", "algorithm", "params", "value"])
-    frame["config_id"] = [config_id(a, p) for a, p in zip(frame["algorithm"], frame["params"])]
-    return PastRuns.from_frame(frame)
+    for t, size in enumerate(sizes):
+        for a in ("a", "b"):
+            for p in SPACE[a].sample(rng, size):
+                rows.append((f"t{t}", a, p, OBJECTIVE(a, p) * (1 + t) + 0.3 * t + 0.01 * rng.normal()))
+    df = pd.DataFrame(rows, columns=["dataset_id", "algorithm", "params", "value"])
+    df["config_id"] = [config_id(a, p) for a, p in zip(df["algorithm"], df["params"])]
+    return df
+
+
+def fit(past: PastRuns, **kw) -> SurrogateBank:
+    return SurrogateBank.fit(past, ENCODE, **{"max_points": MAX_POINTS, "seed": 0, **kw})
 
 
 @pytest.fixture(scope="module")
 def data():
-    p = past()
-    return p, SurrogateBank.fit(p, space_encoder(SPACE), max_points=20, seed=0)
+    past = PastRuns.from_frame(frame())
+    return past, fit(past)
 
 
-def test_every_member_predicts_as_its_own_gp(data):
-    p, bank = data
+def own_gp(bank: SurrogateBank, task: str, algorithm: str) -> GaussianProcess:
+    """The member's GP refitted on its data with its hyperparameters (fixed, in u units)."""
+    s = bank.members_[(task, algorithm)]
+    X, u = bank.training_data(task, algorithm)
+    h = GPHyperparameters(s.lengthscales, s.amplitude * s.y_scale**2, s.noise * s.y_scale**2,
+                          s.y_shift + s.y_scale * s.mean)
+    return GaussianProcess().fit(X, u, hyperparameters=h)
+
+
+def test_members_are_fitted_on_task_standardized_seeded_subsamples(data):
+    past, bank = data
     assert bank.tasks == ("t0", "t1", "t2", "t3") and bank.algorithms == ("a", "b")
-    X = SPACE["b"].encode_many(SPACE["b"].sample(1, 30))
-    mean, var = bank.predict("b", X)
-    assert mean.shape == var.shape == (4, 30)
-    for i, t in enumerate(bank.members("b")):
-        s = bank.members_[(t, "b")]
-        values = np.concatenate([g.values for g in p.task_runs(t).values()])
-        runs = p[(t, "b")]
-        assert len(s.alpha) == min(20, len(runs))
-        gp = GaussianProcess(seed=0)
-        # the same data (task-standardized, the member's subsample) and hyperparameters
+    assert bank.n_fitted_ == 8 and bank.n_loaded_ == 0
+    for (task, a), s in bank.members_.items():
+        runs = past[(task, a)]
+        values = np.concatenate([g.values for g in past.task_runs(task).values()])  # every algorithm of the task
         u = (runs.values - values.mean()) / values.std()
-        keep = [j for j, x in enumerate(SPACE["b"].encode_many(runs.params)) if any(np.allclose(x, r) for r in s.X)]
-        gp.fit(s.X, u[keep], hyperparameters=_hyper(s))
-        m_ref, v_ref = gp.predict(X)
-        np.testing.assert_allclose(mean[i], m_ref, rtol=1e-7, atol=1e-9)
-        np.testing.assert_allclose(var[i], v_ref, rtol=1e-6, atol=1e-9)
-    sub_mean, _ = bank.predict("b", X, ["t2", "t0"])
-    np.testing.assert_array_equal(sub_mean, mean[[2, 0]])
+        X_all = SPACE[a].encode_many(list(runs.params))
+        if len(runs) > MAX_POINTS:
+            pick = np.sort(np.random.default_rng(member_seed(0, task, a)).choice(len(runs), MAX_POINTS, replace=False))
+        else:
+            pick = np.arange(len(runs))
+        X, y = bank.training_data(task, a)
+        np.testing.assert_array_equal(X, X_all[pick])
+        np.testing.assert_allclose(y, u[pick], rtol=0, atol=1e-12)
+        assert len(s.alpha) == min(MAX_POINTS, len(runs))
+    # the MAP fit is the one a GaussianProcess makes of the same data with the member's seed
+    gp = GaussianProcess(n_restarts=1, seed=member_seed(0, "t2", "a")).fit(*bank.training_data("t2", "a"))
+    np.testing.assert_allclose(gp.posterior_state().lengthscales, bank.members_[("t2", "a")].lengthscales, rtol=1e-12)
 
 
-def _hyper(s):
-    from metabo.surrogates.gp import GPHyperparameters
-
-    return GPHyperparameters(s.lengthscales, s.amplitude * s.y_scale**2, s.noise * s.y_scale**2,
-                             s.y_shift + s.y_scale * s.mean)
-
-
-def test_samples_match_the_posterior(data):
+@pytest.mark.parametrize("m", [1, 7, 300])
+def test_every_member_predicts_as_its_own_gp(data, m):
     _, bank = data
-    X = SPACE["a"].encode_many(SPACE["a"].sample(2, 6))
-    samples = bank.sample("a", X, 4000, seed=3)
-    assert samples.shape == (4, 4000, 6)
-    mean, var = bank.predict("a", X)
-    sd = np.sqrt(var) + 1e-9
-    np.testing.assert_allclose(samples.mean(axis=1), mean, atol=float(4 * sd.max() / np.sqrt(4000)) + 1e-6)
-    np.testing.assert_allclose(samples.var(axis=1), var, rtol=0.15, atol=1e-8)
-    np.testing.assert_array_equal(samples, bank.sample("a", X, 4000, seed=3))
+    for a in bank.algorithms:
+        X = SPACE[a].encode_many(SPACE[a].sample(m, m))
+        mean, var = bank.predict(a, X)
+        assert mean.shape == var.shape == (4, m)
+        for i, t in enumerate(bank.members(a)):
+            m_ref, v_ref = own_gp(bank, t, a).predict(X)
+            np.testing.assert_allclose(mean[i], m_ref, rtol=0, atol=1e-8)
+            np.testing.assert_allclose(var[i], v_ref, rtol=0, atol=1e-8)
+            assert np.all(var[i] >= 0)
+        # a subset of members, in the order asked
+        sub_mean, sub_var = bank.predict(a, X, ["t3", "t0"])
+        np.testing.assert_allclose(sub_mean, mean[[3, 0]], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(sub_var, var[[3, 0]], rtol=0, atol=1e-12)
+    assert bank.predict("a", np.zeros((0, 2)))[0].shape == (4, 0)
+
+
+def test_the_variance_is_latent_and_small_at_the_data(data):
+    _, bank = data
+    X, _ = bank.training_data("t3", "b")
+    _, var = bank.predict("b", X, ["t3"])
+    s = bank.members_[("t3", "b")]
+    assert np.all(var < s.y_scale**2 * s.amplitude)  # below the prior everywhere it has data
+    far = bank.predict("b", np.full((1, 2), 0.5))[1]
+    assert far.shape == (4, 1)
+
+
+def test_samples_are_the_gps_own_sampling_transform(data):
+    _, bank = data
+    X = SPACE["a"].encode_many(SPACE["a"].sample(2, 5))
+    samples = bank.sample("a", X, 64, seed=np.random.default_rng(11))
+    assert samples.shape == (4, 64, 5)
+    rng = np.random.default_rng(11)  # the same stream, member after member
+    for i, t in enumerate(bank.members("a")):
+        np.testing.assert_allclose(samples[i], own_gp(bank, t, "a").sample(X, 64, seed=rng), rtol=0, atol=1e-7)
+    np.testing.assert_array_equal(bank.sample("a", X, 64, seed=3), bank.sample("a", X, 64, seed=3))
+    assert not np.array_equal(bank.sample("a", X, 64, seed=3), bank.sample("a", X, 64, seed=4))
+    assert bank.sample("a", X, 2, seed=0, tasks=["t1"]).shape == (1, 2, 5)
+
+
+def test_many_samples_have_the_posterior_mean_and_variance(data):
+    _, bank = data
+    X = SPACE["b"].encode_many(SPACE["b"].sample(5, 6))
+    S = 6000
+    samples = bank.sample("b", X, S, seed=3)
+    mean, var = bank.predict("b", X)
+    se = np.sqrt(var / S)
+    assert np.all(np.abs(samples.mean(axis=1) - mean) <= 5 * se + 1e-9)
+    np.testing.assert_allclose(samples.var(axis=1), var, rtol=0.12, atol=1e-10)
+    # joint, not independent: neighbouring candidates correlate as the posterior says
+    close = np.array([[0.40, 0.5], [0.41, 0.5]])
+    s = bank.sample("b", close, S, seed=1)
+    corr = np.array([np.corrcoef(s[i].T)[0, 1] for i in range(4)])
+    assert np.all(corr > 0.5)
 
 
 def test_members_do_not_depend_on_the_other_tasks_and_views_drop_tasks(data):
-    p, bank = data
-    alone = SurrogateBank.fit(p.only(tasks=["t1"]), space_encoder(SPACE), max_points=20, seed=0)
+    past, bank = data
+    alone = fit(past.only(tasks=["t1"]))
     np.testing.assert_array_equal(alone.members_[("t1", "a")].alpha, bank.members_[("t1", "a")].alpha)
     view = bank.without("t1")
-    assert view.members("a") == ("t0", "t2", "t3") and "t1" in bank.members("a")
+    assert view.members("a") == ("t0", "t2", "t3") and "t1" in bank.members("a") and view.n_fitted_ == 0
     X = SPACE["a"].encode_many(SPACE["a"].sample(0, 5))
-    np.testing.assert_allclose(view.predict("a", X)[0], bank.predict("a", X)[0][[0, 2, 3]])
+    np.testing.assert_allclose(view.predict("a", X)[0], bank.predict("a", X)[0][[0, 2, 3]], rtol=0, atol=1e-12)
+    assert bank.without(["t0", "t1", "t2", "t3"]).algorithms == ()
+    with pytest.raises(InputDataError):
+        view.predict("a", X, ["t1"])
 
 
 def test_bad_input(data):
     _, bank = data
-    with pytest.raises(UnknownAlgorithmError):
-        bank.predict("svm", np.zeros((2, 2)))
-    with pytest.raises(InputDataError):
+    for bad in ("svm", None):
+        with pytest.raises(InputDataError):
+            bank.predict(bad, np.zeros((2, 2)))
+    with pytest.raises(UnknownAlgorithmError):  # also a KeyError
+        bank.sample("svm", np.zeros((2, 2)), 3)
+    with pytest.raises(InputDataError, match=r"shape \(m, 2\)"):
         bank.predict("a", np.zeros((2, 5)))
     with pytest.raises(InputDataError):
+        bank.predict("a", np.zeros(2))
+    with pytest.raises(InputDataError, match="NaN"):
         bank.predict("a", np.full((1, 2), np.nan))
+    with pytest.raises(InputDataError):
+        bank.sample("a", np.array([[0.1, np.inf]]), 3)
     with pytest.raises(InputDataError):
         bank.predict("a", np.zeros((1, 2)), ["nope"])
     with pytest.raises(InputDataError):
-        SurrogateBank.fit(past(1), space_encoder(SPACE), kernel="laplace")
+        bank.sample("a", np.zeros((1, 2)), 0)
+    with pytest.raises(InputDataError):
+        bank.training_data("t0", "svm")
+    past = PastRuns.from_frame(frame((5,)))
+    with pytest.raises(InputDataError):
+        fit(past, kernel="laplace")
+    with pytest.raises(InputDataError):
+        fit(past, max_points=0)
+    with pytest.raises(InputDataError, match="key"):
+        SurrogateBank.fit(past, lambda a, p: SPACE[a].encode_many(list(p)), kb=object())  # type: ignore[arg-type]
 
 
-def test_store_cache_loads_unchanged_tasks_and_refits_changed_ones(tmp_path):
-    from metabo.kb import KnowledgeBase
+def test_unknown_algorithms_and_configurations_are_skipped_and_a_failing_fit_is_left_out(monkeypatch, caplog):
+    df = frame((8, 9))
+    outside = [("t0", "svm", {"C": 1.0}, 0.3), ("t0", "a", {"u": 2.0, "k": "l1"}, 0.5)]  # unknown; out of range
+    extra = pd.DataFrame(outside, columns=["dataset_id", "algorithm", "params", "value"])
+    extra["config_id"] = [config_id(a, p) for _, a, p, _ in outside]
+    past = PastRuns.from_frame(pd.concat([df, extra], ignore_index=True))
+    original = GaussianProcess.fit
 
-    p = past(3)
+    def failing(self, X, y, **kw):
+        if self.seed == member_seed(0, "t1", "a"):
+            raise SurrogateError("injected")
+        return original(self, X, y, **kw)
+
+    monkeypatch.setattr(GaussianProcess, "fit", failing)
+    with caplog.at_level(logging.WARNING, logger="metabo.surrogates.bank"):
+        bank = fit(past)
+    assert set(bank.members_) == {("t0", "a"), ("t0", "b"), ("t1", "b")} and "injected" in caplog.text
+    assert bank.members("a") == ("t0",)
+    assert len(bank.training_data("t0", "a")[0]) == 8 and "1 of 9 a configurations on t0" in caplog.text
+
+
+def test_progress_reports_every_member():
+    seen = []
+    fit(PastRuns.from_frame(frame((5, 6))), progress=lambda i, n: seen.append((i, n)))
+    assert seen == [(1, 4), (2, 4), (3, 4), (4, 4)]
+
+
+# ---------------------------------------------------------------------- the store's cache
+def _kb_with_runs(path, df: pd.DataFrame) -> KnowledgeBase:
+    kb = KnowledgeBase(path)
+    kb.add_algorithms(["a", "b"])
+    ids = {t: kb.register_dataset(name=t, source="test") for t in sorted(set(df["dataset_id"]))}
+    kb.add_runs([{"dataset_id": ids[t], "algorithm": a, "params": p, "metric": "error_rate", "value": v, "fold": 0,
+                  "source": "test"} for t, a, p, v in df[["dataset_id", "algorithm", "params", "value"]].itertuples(
+                      index=False)])
+    return kb
+
+
+def test_cache_round_trip_and_refit_of_the_changed_task_only(tmp_path):
     path = tmp_path / "kb.duckdb"
     X = SPACE["a"].encode_many(SPACE["a"].sample(0, 7))
-    with KnowledgeBase(path) as kb:
-        first = SurrogateBank.fit(p, space_encoder(SPACE), max_points=20, seed=0, kb=kb)
-        assert first.n_fitted_ == 6
+    with _kb_with_runs(path, frame((6, 13, 30))) as kb:
+        past = PastRuns.from_kb(kb)
+        first = fit(past, kb=kb)
+        assert (first.n_fitted_, first.n_loaded_) == (6, 0)
+        assert int(kb.query("SELECT count(*) AS n FROM surrogate_bank")["n"].iloc[0]) == 6
+        t1 = past.tasks[1]
     with KnowledgeBase(path) as kb:  # reopened: every member from the store, identical predictions
-        again = SurrogateBank.fit(p, space_encoder(SPACE), max_points=20, seed=0, kb=kb)
-        assert again.n_fitted_ == 0
+        past = PastRuns.from_kb(kb)
+        again = fit(past, kb=kb)
+        assert (again.n_fitted_, again.n_loaded_) == (0, 6)
+        for key, s in first.members_.items():
+            t = again.members_[key]
+            for field in ("X", "L", "alpha", "lengthscales"):
+                np.testing.assert_array_equal(getattr(t, field), getattr(s, field))
+            np.testing.assert_array_equal(again.targets_[key], first.targets_[key])
         np.testing.assert_array_equal(again.predict("a", X)[0], first.predict("a", X)[0])
-        # one more run on t1: only t1's GPs (both algorithms: its scale changed) are refitted
-        frame = pd.DataFrame([(t, a, c, pr, v) for (t, a), g in p.groups.items()
-                              for c, pr, v in zip(g.config_ids, g.params, g.values)],
-                             columns=["dataset_id", "algorithm", "config_id", "params", "value"])
-        extra = ("b", {"v": 0.5, "n": 3})
-        frame.loc[len(frame)] = ["t1", "b", config_id(*extra), extra[1], 0.42]
-        changed = SurrogateBank.fit(PastRuns.from_frame(frame), space_encoder(SPACE), max_points=20, seed=0, kb=kb)
-        assert changed.n_fitted_ == 2
-        # other settings are other entries
-        assert SurrogateBank.fit(p, space_encoder(SPACE), max_points=10, seed=0, kb=kb).n_fitted_ == 6
-        # a corrupt blob is refitted, not trusted
-        kb.connection.execute("UPDATE surrogate_bank SET state = 'garbage'::BLOB WHERE task = 't0' AND algorithm = 'a'")
-        healed = SurrogateBank.fit(PastRuns.from_frame(frame), space_encoder(SPACE), max_points=20, seed=0, kb=kb)
-        assert healed.n_fitted_ == 1
-        np.testing.assert_allclose(healed.predict("a", X)[0][[0, 2]], first.predict("a", X)[0][[0, 2]])  # t1 changed
+        np.testing.assert_array_equal(again.sample("a", X, 5, seed=2), first.sample("a", X, 5, seed=2))
+        # one more run on t1: only t1's GPs are refitted (both algorithms: its scale changed)
+        kb.add_runs([{"dataset_id": t1, "algorithm": "b", "params": {"v": 0.5, "n": 3}, "metric": "error_rate",
+                      "value": 0.42, "fold": 0, "source": "test"}])
+        changed_past = PastRuns.from_kb(kb)
+        changed = fit(changed_past, kb=kb)
+        assert (changed.n_fitted_, changed.n_loaded_) == (2, 4)
+        fresh = fit(changed_past)  # the refitted members are what a fit without the store gives
+        for key in changed.members_:
+            np.testing.assert_array_equal(changed.members_[key].alpha, fresh.members_[key].alpha)
+        assert fit(changed_past, kb=kb).n_fitted_ == 0
+        # other settings are other entries; the first ones stay
+        assert fit(changed_past, kb=kb, max_points=10).n_fitted_ == 6
+        assert fit(changed_past, kb=kb, seed=1).n_fitted_ == 6
+        assert fit(changed_past, kb=kb).n_fitted_ == 0
+        assert bank_cache.clear(kb) == 18 and fit(changed_past, kb=kb).n_fitted_ == 6
+
+
+def _tamper(kb: KnowledgeBase, task: str, algorithm: str, blob: bytes) -> None:
+    kb.connection.execute("UPDATE surrogate_bank SET state = ? WHERE task = ? AND algorithm = ?",
+                          [blob, task, algorithm])
+
+
+def _blob(kb: KnowledgeBase, task: str, algorithm: str) -> tuple[bytes, tuple[str, ...]]:
+    row = kb.query("SELECT task, algorithm, metric, settings, fingerprint, state FROM surrogate_bank "
+                   "WHERE task = ? AND algorithm = ?", [task, algorithm]).iloc[0]
+    return bytes(row["state"]), tuple(row[["task", "algorithm", "metric", "settings", "fingerprint"]])
+
+
+def test_corrupt_entries_are_refitted_never_used(tmp_path, caplog):
+    past = PastRuns.from_frame(frame((6, 13, 30)))
+    X = SPACE["a"].encode_many(SPACE["a"].sample(0, 7))
+    with KnowledgeBase(tmp_path / "kb.duckdb") as kb:
+        first = fit(past, kb=kb)
+        good, identity = _blob(kb, "t0", "a")
+        other, _ = _blob(kb, "t2", "a")
+        member = bank_cache.unpack(good, identity)
+        s = member.state
+        scaled_L = bank_cache.CachedMember(type(s)(s.X, s.L * 1.001, s.alpha, s.lengthscales, s.amplitude, s.noise,
+                                                   s.mean, s.y_shift, s.y_scale), member.y, member.jitter)
+        moved_y = bank_cache.CachedMember(s, member.y + 1e-3, member.jitter)
+        bad = {
+            "garbage": b"garbage",
+            "truncated": good[: len(good) // 2],
+            **{f"bit flip at {i}": good[:i] + bytes([good[i] ^ 0x10]) + good[i + 1:] for i in (3, 30, 250, len(good) - 1)},
+            "another member's": other,
+            "wrong factor": bank_cache.pack(scaled_L, identity),
+            "wrong targets": bank_cache.pack(moved_y, identity),
+        }
+        for what, blob in bad.items():
+            with pytest.raises(bank_cache.CorruptEntryError):
+                bank_cache.unpack(blob, identity)
+            if what.startswith("wrong"):  # a valid archive: caught by the factorization check
+                with pytest.raises(bank_cache.CorruptEntryError, match="reproduce"):
+                    bank_cache.unpack(blob, identity)
+            _tamper(kb, "t0", "a", blob)
+            caplog.clear()
+            with caplog.at_level(logging.WARNING, logger="metabo.surrogates.bank_cache"):
+                healed = fit(past, kb=kb)
+            assert (healed.n_fitted_, healed.n_loaded_) == (1, 5), what
+            assert "cannot be trusted" in caplog.text, what
+            np.testing.assert_allclose(healed.predict("a", X)[0], first.predict("a", X)[0], rtol=0, atol=1e-12)
+            assert fit(past, kb=kb).n_fitted_ == 0, what  # the refit was stored back
+        assert bank_cache.unpack(good, identity).jitter == member.jitter
+
+
+def test_the_cache_is_not_exported(tmp_path):
+    from metabo.kb.parquet_io import export_parquet, import_parquet
+
+    past = PastRuns.from_frame(frame((6, 7)))
+    with KnowledgeBase(tmp_path / "kb.duckdb") as kb:
+        fit(past, kb=kb)
+        export_parquet(kb, tmp_path / "export")
+    assert not (tmp_path / "export" / "surrogate_bank.parquet").exists()
+    with KnowledgeBase(tmp_path / "imported.duckdb") as kb:
+        import_parquet(kb, tmp_path / "export")
+        assert fit(past, kb=kb).n_fitted_ == 4  # an imported store refits its bank once
+        assert fit(past, kb=kb).n_fitted_ == 0
