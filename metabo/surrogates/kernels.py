@@ -11,6 +11,8 @@ b_k)^2 / l_k^2`` (squared scaled difference on dimension k), ``r = sqrt(sum_k D_
 - Laplace (thesis 5.4.2, eq. 5.15 with one lengthscale per dimension): ``k = exp(-r1)``,
   a product of 1-d exponential kernels, the limit of the Mondrian kernel;
   ``dk/dlog l_k = exp(-r1) |a_k - b_k| / l_k``.
+- Squared exponential (SE-ARD, Rasmussen & Williams eq. 5.1; the GP of SCoT, Bardenet et
+  al. 2013 sec. 3.3): ``k = exp(-r^2 / 2)``, ``dk/dlog l_k = k D_k``.
 
 The amplitude ``sigma_a^2`` multiplies these (thesis eq. 2.15); :mod:`metabo.surrogates.gp`
 applies it. ``grad_contract(X, l, K, M)`` returns ``g_k = sum_ij M_ij dK_ij/dlog l_k``
@@ -160,14 +162,33 @@ class Laplace(Kernel):
         return self(X, X, lengthscales)[:, :, None] * np.abs(A[:, None, :] - A[None, :, :])
 
 
+class SquaredExponential(Kernel):
+    """Squared exponential ``exp(-r^2 / 2)`` with ARD lengthscales (SE-ARD)."""
+
+    name = "se"
+
+    def __call__(self, A: np.ndarray, B: np.ndarray, lengthscales: np.ndarray) -> np.ndarray:
+        K = cdist(A / lengthscales, B / lengthscales, "sqeuclidean")
+        K *= -0.5
+        return np.exp(K, out=K)
+
+    def grad_contract(self, X: np.ndarray, lengthscales: np.ndarray, K: np.ndarray, M: np.ndarray) -> np.ndarray:
+        return _sq_contract(M * K, X, lengthscales)
+
+    def gradient(self, X: np.ndarray, lengthscales: np.ndarray) -> np.ndarray:
+        D = ((X[:, None, :] - X[None, :, :]) / lengthscales) ** 2
+        return self(X, X, lengthscales)[:, :, None] * D
+
+
 #: The kernels by name (read-only).
 KERNELS: Mapping[str, Kernel] = MappingProxyType(
-    {"matern52": Matern52(), "matern12": Matern12(), "exponential": Matern12(), "laplace": Laplace()}
+    {"matern52": Matern52(), "matern12": Matern12(), "exponential": Matern12(), "laplace": Laplace(),
+     "se": SquaredExponential()}
 )
 
 
 def get_kernel(kernel: str | Kernel) -> Kernel:
-    """A :class:`Kernel` from its name (``matern52``, ``matern12``/``exponential``, ``laplace``)."""
+    """A :class:`Kernel` from its name (``matern52``, ``matern12``/``exponential``, ``laplace``, ``se``)."""
     if isinstance(kernel, Kernel):
         return kernel
     try:

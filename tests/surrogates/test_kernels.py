@@ -5,10 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
-from sklearn.gaussian_process.kernels import Matern
+from sklearn.gaussian_process.kernels import RBF, Matern
 
 from metabo.exceptions import InputDataError
 from metabo.surrogates import KERNELS, Laplace, Matern12, Matern52, get_kernel
+from metabo.surrogates.kernels import SquaredExponential
 
 
 def points(seed: int, n: int, d: int) -> np.ndarray:
@@ -23,6 +24,7 @@ def test_matern_values_match_sklearn(d: int) -> None:
     ls = np.linspace(0.3, 1.5, d)
     assert_allclose(Matern52()(A, B, ls), Matern(ls, nu=2.5)(A, B), rtol=1e-12)
     assert_allclose(Matern12()(A, B, ls), Matern(ls, nu=0.5)(A, B), rtol=1e-12)
+    assert_allclose(SquaredExponential()(A, B, ls), RBF(ls)(A, B), rtol=1e-12)
 
 
 def test_laplace_is_a_product_of_one_dimensional_exponential_kernels() -> None:
@@ -32,7 +34,7 @@ def test_laplace_is_a_product_of_one_dimensional_exponential_kernels() -> None:
     assert_allclose(Laplace()(A, B, ls), expected, rtol=1e-12)
 
 
-@pytest.mark.parametrize("kernel", [Matern52(), Matern12(), Laplace()])
+@pytest.mark.parametrize("kernel", [Matern52(), Matern12(), Laplace(), SquaredExponential()])
 def test_gradient_tensor_and_contraction(kernel) -> None:
     X = points(4, 9, 3)
     ls = np.array([0.3, 0.8, 1.7])
