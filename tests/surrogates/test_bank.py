@@ -315,3 +315,13 @@ def test_the_cache_is_not_exported(tmp_path):
         import_parquet(kb, tmp_path / "export")
         assert fit(past, kb=kb).n_fitted_ == 4  # an imported store refits its bank once
         assert fit(past, kb=kb).n_fitted_ == 0
+
+
+def test_a_read_only_store_serves_its_cache_and_is_not_written(tmp_path, caplog):
+    past = PastRuns.from_frame(frame((6, 7)))
+    with KnowledgeBase(tmp_path / "kb.duckdb") as kb:
+        fit(past.only(tasks=["t0"]), kb=kb)
+    with KnowledgeBase(tmp_path / "kb.duckdb", read_only=True) as kb:
+        with caplog.at_level(logging.WARNING, logger="metabo.surrogates.bank"):
+            bank = fit(past, kb=kb)
+        assert (bank.n_fitted_, bank.n_loaded_) == (2, 2) and "could not be cached" in caplog.text
