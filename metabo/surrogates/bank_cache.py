@@ -41,7 +41,7 @@ import duckdb
 import numpy as np
 from scipy.spatial.distance import cdist
 
-from metabo.exceptions import KnowledgeBaseError
+from metabo.exceptions import KnowledgeBaseError, MetaboError
 from metabo.surrogates.gp import PosteriorState
 
 if TYPE_CHECKING:
@@ -102,7 +102,7 @@ def pack(member: CachedMember, identity: Sequence[str]) -> bytes:
     return MAGIC + hashlib.sha256(archive).digest() + archive
 
 
-class CorruptEntryError(ValueError):
+class CorruptEntryError(MetaboError, ValueError):
     """A stored member that cannot be trusted (unreadable, foreign or inconsistent)."""
 
 
