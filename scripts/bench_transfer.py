@@ -73,7 +73,7 @@ def make_method(name: str, past: PastRuns, task: str, seed: int, bank: Any) -> A
         from metabo.strategies.rlgp import RLGP
 
         cls = RGPE if name == "rgpe" else RLGP
-        # rlgp-warm: no random start, the first pick from the base models (the paper uses 3 random)
+        # rlgp: the paper's protocol (3 random picks first); rlgp-warm: the default, no random start
         return cls(bank["bank"].without(task), n_init=0 if name == "rlgp-warm" else 3, seed=seed)
     if name in ("scot", "collab-default"):  # collab-default: SCoT's first pick only (SINGLE_PICK)
         from metabo.strategies.scot import SCoT

@@ -40,7 +40,7 @@ def warm_vs_cold(kb: KnowledgeBase, spec: str, *, budget: int = 15, seed: int = 
     print(f"\nWarm start vs cold start on {spec}: {budget} live evaluations each over "
           f"{len(algorithms)} fast algorithms (seed {seed}); RLGP transfers from {len(bank.tasks)} stored tasks")
     curves, tests = {}, {}
-    for label, strategy in (("RLGP (warm)", RLGP(bank, n_init=3, seed=seed)),
+    for label, strategy in (("RLGP (warm)", RLGP(bank, seed=seed)),
                             ("GP-BO (cold)", GPBO(n_init=3, seed=seed))):
         result = tune(spec, budget=budget, space=space, strategy=strategy, kb=kb, seed=seed, meta_features=False,
                       keep_predictions=False)

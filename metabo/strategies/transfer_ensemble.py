@@ -28,7 +28,7 @@ Each suggestion:
    every algorithm's suggestion, made sequential: iteration ``n`` takes algorithm
    ``n mod K`` (the paper evaluates all K suggestions of one history at once).
 
-The first ``n_init`` trials are random (RLGP's protocol: 3). With ``n_init=0`` the first
+The first ``n_init`` trials are random (RLGP's protocol: 3; default 0). With ``n_init=0`` the first
 suggestion, before any observation of the target, is the minimizer of the base GPs' equal-
 weight mean (no pair to weight by, no incumbent for EI), over all algorithms; a warm start
 from the first evaluation. Target GPs are extended and warm-refitted between refits from
@@ -73,7 +73,8 @@ class WeightedGPEnsembles:
     Args:
         bank: the past tasks' GPs, one per (task, algorithm).
         scope: ``"task"`` (RLGP weights) or ``"algorithm"`` (RGPE weights).
-        n_init: random trials before the first ensemble.
+        n_init: random trials before the first ensemble (0, the default: the first pick
+            comes from the base GPs; the RLGP paper's protocol uses 3).
         n_samples: posterior samples ``S`` for the weights.
         weighting, dilution: see :mod:`metabo.strategies.weights`.
         one_per_algorithm: round-robin over algorithms instead of the largest EI.
@@ -85,7 +86,7 @@ class WeightedGPEnsembles:
     name = "weighted-gp-ensembles"
 
     def __init__(
-        self, bank: SurrogateBank, *, scope: Scope = "task", n_init: int = 3, n_samples: int = 100,
+        self, bank: SurrogateBank, *, scope: Scope = "task", n_init: int = 0, n_samples: int = 100,
         weighting: Weighting = "argmax", dilution: bool = False, one_per_algorithm: bool = False,
         n_random: int = 300, n_local: int = 5, n_starts: int = 5, refit_every: int = 10, n_restarts: int = 1,
         seed: int = 0,

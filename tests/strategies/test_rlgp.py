@@ -86,7 +86,7 @@ def test_transfer_from_a_copy_finds_the_optimum_sooner_than_random_search(bank):
     best_rlgp, best_random = [], []
     for seed in range(3):
         for cls, out in ((RLGP, best_rlgp), (None, best_random)):
-            strategy = cls(bank, n_random=200, seed=seed) if cls else RandomSearch()
+            strategy = cls(bank, n_init=3, n_random=200, seed=seed) if cls else RandomSearch()
             opt = Optimizer(SPACE, strategy, seed=seed)
             for _ in range(10):
                 t = opt.ask()
