@@ -28,13 +28,14 @@ in ``ask`` (Optuna, SMAC, metabo) are measured alike; the objective itself is ex
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import logging
 import shutil
 import tempfile
 import time
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Protocol
@@ -48,6 +49,21 @@ from metabo.space.hyperparameters import Categorical, Constant, Float, Hyperpara
 from metabo.space.space import SearchSpace
 
 logger = logging.getLogger(__name__)
+
+
+@contextlib.contextmanager
+def _keep_loggers_enabled() -> Iterator[None]:
+    """SMAC3 configures logging (``logging.config.dictConfig`` and the root logger's level)
+    when imported and when a facade starts; put back the level and the ``disabled`` flag of
+    the root logger and of every logger that existed before, the project's among them."""
+    loggers = [logging.root] + [lg for lg in logging.root.manager.loggerDict.values() if isinstance(lg, logging.Logger)]
+    before = [(lg, lg.level, lg.disabled) for lg in loggers]
+    try:
+        yield
+    finally:
+        for lg, level, disabled in before:
+            lg.setLevel(level)
+            lg.disabled = disabled
 
 
 class Suggester(Protocol):
@@ -255,9 +271,10 @@ class SmacSuggester:
     """
 
     def __init__(self, fn: SyntheticFunction, seed: int, n_trials: int = 50, initial_design: bool = True) -> None:
-        from smac import HyperparameterOptimizationFacade as HPO
-        from smac import Scenario
-        from smac.model.random_forest import RandomForest
+        with _keep_loggers_enabled():  # importing smac configures logging too
+            from smac import HyperparameterOptimizationFacade as HPO
+            from smac import Scenario
+            from smac.model.random_forest import RandomForest
 
         self.space = fn.space
         single = len(self.space) == 1
@@ -276,7 +293,7 @@ class SmacSuggester:
             min_samples_split=2, min_samples_leaf=1, max_depth=2**20,
             instance_features=scenario.instance_features, seed=scenario.seed, n_jobs=1,
         )
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _keep_loggers_enabled():
             warnings.simplefilter("ignore")
             self.smac = HPO(
                 scenario, _no_target, model=model, initial_design=design, overwrite=True, logging_level=40
