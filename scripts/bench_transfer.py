@@ -1,25 +1,27 @@
-"""Leave-one-dataset-out benchmark of the warm-start methods, lookup mode.
+"""Leave-one-dataset-out benchmarks of the warm-start methods (issue 6), one protocol per
+subcommand, each writing its report (text, JSON, plots) under ``--out``:
 
-For every task of the knowledge base (the shipped one by default), hide it: each method
-gets the other tasks as its past (``PastRuns.without``, the surrogate bank's ``without``)
-and tunes the hidden task for ``--iterations`` picks among its recorded configurations
-(:class:`metabo.benchmarks.lookup.LookupTask`), ``--seeds`` times. Prints and writes to
-``--out`` (reports/transfer):
+``lookup`` (the default): for every task of the knowledge base (the shipped one by
+default), hide it: each method gets the other tasks as its past (``PastRuns.without``, the
+surrogate bank's ``without``) and tunes the hidden task for ``--iterations`` picks among
+its recorded configurations (:class:`metabo.benchmarks.lookup.LookupTask`), ``--seeds``
+times. Reports (:mod:`metabo.benchmarks.compare`) mean normalized regret and average rank
+(ties shared) per method at iterations 1, 3, 5, 10, 25 and 50, a Friedman test over tasks
+with the Nemenyi critical difference, pairwise Wilcoxon p-values of every method against
+GP-BO and random search, the iteration at which cold GP-BO first reaches RLGP's median
+regret at iteration 5, and the regret and rank curves (``lookup_curves.png``). Runs are
+appended to ``lookup_runs.jsonl`` as they finish, so an interrupted run resumes
+(``--resume``; the same seed gives the same picks).
 
-- mean normalized regret and average rank (ties shared) per method at iterations
-  1, 3, 5, 10, 25 and 50 (each task's regret averaged over seeds first);
-- a Friedman test over tasks at each of those iterations, with the Nemenyi critical
-  difference of the average ranks (Demsar 2006), and pairwise Wilcoxon signed-rank
-  p-values of every method against GP-BO and random search;
-- the iteration at which cold GP-BO first reaches RLGP's median regret at iteration 5;
-- plots of the regret and rank curves (``lookup_curves.png``).
-
-Runs are appended to ``lookup_runs.jsonl`` as they finish, so an interrupted run resumes
-(``--resume`` keeps them; the same seed gives the same picks).
+Methods: ``random``, ``gp`` (GP-BO, 3 random first), ``knn`` (kNN warm start), ``rgpe``,
+``rlgp`` (the RLGP paper's protocol: 3 random first), ``rlgp-warm`` (RLGP as the project
+runs it by default: the first pick from the base GPs), ``scot``, ``global-default``,
+``collab-default`` and ``optuna-tpe`` (Optuna's TPE, each proposal snapped to the nearest
+recorded candidate: :class:`metabo.benchmarks.lookup.OptunaOnCandidates`).
 
 Usage:
-    python scripts/bench_transfer.py [--kb PATH] [--methods random,gp,knn,rgpe,rlgp,...]
-        [--seeds 5] [--iterations 50] [--jobs 2] [--tasks N] [--resume]
+    python scripts/bench_transfer.py [lookup] [--kb PATH] [--methods random,gp,knn,...]
+        [--seeds 3] [--iterations 50] [--jobs 2] [--tasks N] [--resume]
 """
 
 from __future__ import annotations
@@ -38,20 +40,20 @@ from typing import Any
 
 import numpy as np
 
+from metabo.benchmarks.compare import first_reach, format_table, plot_curves, regret_table, summarize
 from metabo.benchmarks.lookup import LookupTask
 from metabo.kb import KnowledgeBase
 from metabo.kb.past import PastRuns
-from metabo.kb.queries import average_ranks
 from metabo.optimizer import Optimizer
 from metabo.space.algorithms import default_cash_space
 
-REPORT_AT = (1, 3, 5, 10, 25, 50)
 #: The SCoT paper's non-tuning baselines: one configuration each, their curve flat after it.
 SINGLE_PICK = ("global-default", "collab-default")
 #: SCoT made cheaper for a benchmark of thousands of suggestions (each retrains the ranker).
 SCOT_SETTINGS = {"max_points_per_task": 50, "max_gp_points": 150,
                  "ranker": {"n_components": 150, "max_pairs_per_group": 150}}
-ALL_METHODS = ("random", "gp", "knn", "rgpe", "rlgp", "scot", "global-default", "collab-default")
+ALL_METHODS = ("random", "gp", "knn", "rgpe", "rlgp", "rlgp-warm", "scot", "global-default", "collab-default",
+               "optuna-tpe")
 
 
 # ----------------------------------------------------------------- methods
@@ -63,6 +65,10 @@ def make_method(name: str, past: PastRuns, task: str, seed: int, bank: Any) -> A
         return RandomSearch()
     if name == "gp":
         return GPBO(n_init=3, seed=seed)
+    if name == "optuna-tpe":
+        from metabo.benchmarks.lookup import OptunaOnCandidates
+
+        return OptunaOnCandidates(sampler="tpe", seed=seed)
     meta = dict(_meta_features(bank, task))
     if name == "knn":
         from metabo.strategies.knn import KNNWarmStart
@@ -137,124 +143,20 @@ def load_runs(path: Path) -> list[dict[str, Any]]:
     return out
 
 
-def regret_table(runs: list[dict[str, Any]], methods: Sequence[str], iterations: int) -> tuple[list[str], np.ndarray]:
-    """Tasks every method finished, and regret (methods, tasks, iterations) averaged over seeds."""
-    by: dict[tuple[str, str], list[list[float]]] = defaultdict(list)
-    for r in runs:
-        by[r["method"], r["task"]].append(r["regret"])
-    tasks = sorted({t for (m, t) in by} )
-    tasks = [t for t in tasks if all((m, t) in by for m in methods)]
-    R = np.full((len(methods), len(tasks), iterations), np.nan)
-    for i, m in enumerate(methods):
-        for j, t in enumerate(tasks):
-            curves = [c + [c[-1]] * (iterations - len(c)) for c in by[m, t]]  # a task with fewer candidates
-            R[i, j] = np.mean(np.array(curves)[:, :iterations], axis=0)
-    return tasks, R
-
-
-def summarize(R: np.ndarray, methods: Sequence[str]) -> dict[str, Any]:
-    from scipy.stats import friedmanchisquare, studentized_range, wilcoxon
-
-    k, n_tasks, iters = R.shape
-    ranks = np.stack([average_ranks(R[:, :, it].T) for it in range(iters)], axis=-1)  # (tasks, methods, iters)
-    out: dict[str, Any] = {"n_tasks": n_tasks, "at": {}}
-    q = float(studentized_range.ppf(0.95, k, np.inf)) / math.sqrt(2) if k >= 2 else math.nan
-    cd = q * math.sqrt(k * (k + 1) / (6 * n_tasks)) if n_tasks else math.nan
-    for it in REPORT_AT:
-        if it > iters:
-            continue
-        x = R[:, :, it - 1]
-        entry: dict[str, Any] = {
-            "mean_regret": dict(zip(methods, x.mean(axis=1).round(5).tolist())),
-            "median_regret": dict(zip(methods, np.median(x, axis=1).round(5).tolist())),
-            "mean_rank": dict(zip(methods, ranks[:, :, it - 1].mean(axis=0).round(3).tolist())),
-            "nemenyi_cd": round(cd, 3),
-        }
-        try:
-            entry["friedman_p"] = float(friedmanchisquare(*x).pvalue) if k >= 3 else math.nan
-        except ValueError:
-            entry["friedman_p"] = math.nan
-        pw: dict[str, dict[str, float]] = {}
-        for ref in ("gp", "random"):
-            if ref not in methods:
-                continue
-            r = methods.index(ref)
-            for i, m in enumerate(methods):
-                if m == ref:
-                    continue
-                d = x[i] - x[r]
-                p = 1.0 if np.allclose(d, 0) else float(wilcoxon(x[i], x[r], zero_method="zsplit").pvalue)
-                pw.setdefault(m, {})[f"vs_{ref}"] = p
-        entry["wilcoxon"] = pw
-        out["at"][str(it)] = entry
-    if "gp" in methods and "rlgp" in methods and iters >= 5:  # RLGP as the paper runs it
-        target = float(np.median(R[methods.index("rlgp"), :, 4]))
-        gp_med = np.median(R[methods.index("gp")], axis=0)
-        hit = np.flatnonzero(gp_med <= target)
-        out["gp_reaches_rlgp_at_5"] = {"rlgp_median_regret_at_5": target,
-                                       "gp_iteration": int(hit[0]) + 1 if len(hit) else None}
-    return out
-
-
-def table(summary: dict[str, Any], methods: Sequence[str]) -> str:
-    lines = [f"Leave-one-task-out lookup benchmark over {summary['n_tasks']} tasks: mean normalized regret "
-             "(mean rank) at iteration"]
-    its = list(summary["at"])
-    lines.append(f"{'method':10s}" + "".join(f"{'@' + it:>16s}" for it in its))
-    for m in methods:
-        lines.append(f"{m:10s}" + "".join(
-            f"{summary['at'][it]['mean_regret'][m]:>9.4f} ({summary['at'][it]['mean_rank'][m]:4.2f})" for it in its))
-    lines.append("Friedman p: " + ", ".join(f"@{it} {summary['at'][it]['friedman_p']:.2g}" for it in its)
-                 + f"; Nemenyi CD (alpha 0.05) {summary['at'][its[-1]]['nemenyi_cd']}")
-    for ref in ("gp", "random"):
-        rows = [f"  {m:8s}" + "".join(f"{summary['at'][it]['wilcoxon'].get(m, {}).get('vs_' + ref, math.nan):>10.2g}"
-                                      for it in its) for m in methods if m != ref and ref in methods]
-        if rows:
-            lines.append(f"Wilcoxon p vs {ref} at " + ", ".join(its))
-            lines += rows
-    if "gp_reaches_rlgp_at_5" in summary:
-        g = summary["gp_reaches_rlgp_at_5"]
-        lines.append(f"Cold GP-BO first reaches RLGP's median regret at iteration 5 "
-                     f"({g['rlgp_median_regret_at_5']:.4f}) at iteration: {g['gp_iteration'] or 'never (within budget)'}")
-    return "\n".join(lines) + "\n"
-
-
-def plot(R: np.ndarray, methods: Sequence[str], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    iters = np.arange(1, R.shape[2] + 1)
-    ranks = np.stack([average_ranks(R[:, :, it].T) for it in range(R.shape[2])], axis=-1).mean(axis=0)
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
-    for i, m in enumerate(methods):
-        a1.plot(iters, R[i].mean(axis=0), label=m)
-        a2.plot(iters, ranks[i], label=m)
-    a1.set_yscale("symlog", linthresh=1e-3)
-    a1.set(xlabel="iteration", ylabel="mean normalized regret", title="regret (lower is better)")
-    a2.set(xlabel="iteration", ylabel="average rank", title="average rank over tasks")
-    a1.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=130)
-    plt.close(fig)
-
-
-# ----------------------------------------------------------------- main
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+# ----------------------------------------------------------------- lookup protocol
+def add_lookup_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kb", help="knowledge base file (default: the shipped export, imported to a temporary file)")
     p.add_argument("--methods", type=lambda s: s.split(","), default=list(ALL_METHODS))
-    p.add_argument("--seeds", type=int, default=5)
+    p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--iterations", type=int, default=50)
     p.add_argument("--tasks", type=int, help="only the first N tasks (a quick look)")
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--resume", action="store_true", help="keep the runs already in lookup_runs.jsonl")
     p.add_argument("--out", type=Path, default=Path("reports/transfer"))
-    return p.parse_args(argv)
 
 
-def _kb_path(arg: str | None) -> str:
+def shipped_kb_file(arg: str | None) -> str:
+    """``arg``, or the shipped knowledge base imported once into a temporary store."""
     if arg:
         return arg
     from metabo.kb.parquet_io import import_parquet
@@ -267,13 +169,12 @@ def _kb_path(arg: str | None) -> str:
     return str(path)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
+def run_lookup(args: argparse.Namespace, command: str) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     runs_path = args.out / "lookup_runs.jsonl"
     if not args.resume and runs_path.exists():
         runs_path.unlink()
-    kb_path = _kb_path(args.kb)
+    kb_path = shipped_kb_file(args.kb)
     with KnowledgeBase(kb_path, read_only=True) as kb:
         past = PastRuns.from_kb(kb)
     space = default_cash_space([a for a in default_cash_space().algorithms if a in past.algorithms])
@@ -300,21 +201,46 @@ def main(argv: Sequence[str] | None = None) -> int:
         ):
             done += n
             print(f"  {done}/{len(keys)} runs ({time.perf_counter() - start:.0f} s)", flush=True)
-    runs = [r for r in load_runs(runs_path) if r["task"] in set(tasks) and r["method"] in args.methods]
+    runs = [r for r in load_runs(runs_path)
+            if r["task"] in set(tasks) and r["method"] in args.methods and r["seed"] < args.seeds]
     task_list, R = regret_table(runs, args.methods, args.iterations)
     summary = summarize(R, args.methods)
-    text = table(summary, args.methods)
-    print("\n" + text)
+    reach = first_reach(R, args.methods, "gp", "rlgp-warm" if "rlgp-warm" in args.methods else "rlgp", 5)
+    text = format_table(summary, args.methods, "Leave-one-task-out lookup benchmark")
+    if reach:
+        summary["gp_reaches_rlgp_at_5"] = reach
+        text += (f"Cold GP-BO first reaches {reach['fast']}'s median regret at iteration 5 "
+                 f"({reach['target_median_regret']:.4f}) at iteration: "
+                 f"{reach['slow_iteration'] or 'never (within the budget)'}\n")
     seconds = {m: float(np.mean([s for r in runs if r["method"] == m for s in r["seconds"]])) for m in args.methods}
     text += "Mean seconds per suggestion: " + ", ".join(f"{m} {s:.3f}" for m, s in seconds.items()) + "\n"
+    print("\n" + text)
     (args.out / "lookup_summary.json").write_text(json.dumps(
-        {"command": " ".join([Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])]),
-         "tasks": task_list, "methods": args.methods, "seeds": args.seeds, "iterations": args.iterations,
-         "summary": summary, "seconds_per_suggestion": seconds}, indent=1))
+        {"command": command, "tasks": task_list, "methods": args.methods, "seeds": args.seeds,
+         "iterations": args.iterations, "summary": summary, "seconds_per_suggestion": seconds}, indent=1))
     (args.out / "lookup_summary.txt").write_text(text)
-    plot(R, args.methods, args.out / "lookup_curves.png")
+    plot_curves(R, args.methods, args.out / "lookup_curves.png", title="leave-one-task-out, lookup")
     print(f"wrote {args.out}/lookup_summary.txt, lookup_summary.json, lookup_curves.png")
     return 0
+
+
+# ----------------------------------------------------------------- main
+#: protocol name -> (help, add arguments, run); each protocol's section adds its entry.
+PROTOCOLS: dict[str, tuple[str, Any, Any]] = {
+    "lookup": ("leave-one-task-out among recorded runs (the default)", add_lookup_arguments, run_lookup),
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] not in PROTOCOLS and argv[0] not in ("-h", "--help"):
+        argv = ["lookup", *argv]  # the default protocol
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="protocol", required=True)
+    for name, (help_, add, _) in PROTOCOLS.items():
+        add(sub.add_parser(name, help=help_))
+    args = parser.parse_args(argv)
+    return PROTOCOLS[args.protocol][2](args, " ".join(["bench_transfer.py", *argv]))
 
 
 if __name__ == "__main__":

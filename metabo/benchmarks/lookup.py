@@ -7,13 +7,21 @@ regret after ``i`` picks (Manolache & Vanschoren 2019, sec. 4; Bardenet et al. 2
 ``r_i = (min_{j <= i} y(c_j) - y*) / (y_max - y*)`` with ``y* = min_C y`` and ``y_max =
 max_C y`` (0 when every configuration is as good). Ranks of methods per (task, iteration)
 share ties (:func:`metabo.kb.queries.average_ranks`).
+
+Peers in lookup mode (:class:`OptunaOnCandidates`): an optimizer that proposes points of the
+continuous CASH space (Optuna's TPE) is run through the same ask/tell loop by snapping each
+proposal ``x`` to the nearest candidate not yet evaluated, ``argmin_{c in C_t \\ asked}
+||enc(x) - enc(c)||_2`` among the candidates of the proposed algorithm (any algorithm's when
+that one has none left); the proposal itself is discarded (a failed trial, which TPE
+ignores) and the candidate actually evaluated is added to the study with its value, so the
+peer learns only from what was observed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,6 +30,11 @@ from metabo.kb.canonical import config_id
 from metabo.kb.past import PastRuns
 from metabo.space.cash import CASHSpace
 from metabo.space.finite import FiniteCASHSpace
+
+if TYPE_CHECKING:
+    from metabo.optimizer.history import History
+
+Config = tuple[str, dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -72,4 +85,44 @@ class LookupTask:
         return np.zeros(len(best_so_far)) if span <= 0 else (best_so_far - self.best) / span
 
 
-__all__ = ["LookupTask"]
+class OptunaOnCandidates:
+    """Optuna's sampler (TPE by default) as a strategy over a finite space of recorded
+    candidates (module docstring). Needs the optional ``bench`` extra (optuna)."""
+
+    name = "optuna-tpe"
+
+    def __init__(self, *, sampler: str = "tpe", seed: int = 0) -> None:
+        self.sampler, self.seed = sampler, int(seed)
+        self._peer: Any = None
+        self._space: CASHSpace | None = None
+        self._told = 0
+
+    def __repr__(self) -> str:
+        return f"OptunaOnCandidates(sampler={self.sampler!r}, seed={self.seed})"
+
+    def suggest(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Config:
+        if not isinstance(space, FiniteCASHSpace):
+            raise InputDataError("OptunaOnCandidates runs on a FiniteCASHSpace (a lookup benchmark)")
+        from metabo.benchmarks.peers import OptunaSuggester
+
+        if self._peer is None or self._space is not space:
+            self._peer, self._space, self._told = OptunaSuggester(space, self.seed, sampler=self.sampler), space, 0
+        done = [r for r in history.completed if r.ok]
+        if len(done) > self._told:  # what was observed since the last suggestion
+            new = done[self._told:]
+            self._peer.observe([(r.algorithm, dict(r.params)) for r in new], [float(r.value) for r in new])
+            self._told = len(done)
+        algorithm, params = self._peer.ask()
+        self._peer.discard()
+        left, X = space.unevaluated(history.config_ids)
+        if not left:
+            raise InputDataError("every candidate has been evaluated")
+        same = np.array([a == algorithm for a, _ in left])
+        pool = np.flatnonzero(same) if same.any() else np.arange(len(left))
+        x = space.encode(algorithm, params)
+        best = pool[int(np.argmin(np.sum((X[pool] - x) ** 2, axis=1)))]
+        a, p = left[best]
+        return a, dict(p)
+
+
+__all__ = ["LookupTask", "OptunaOnCandidates"]

@@ -137,7 +137,7 @@ def _optuna_suggest(trial: Any, name: str, hp: Hyperparameter) -> Any:
 class OptunaSuggester:
     """Optuna's ask-and-tell interface, define-by-run over the CASH space."""
 
-    def __init__(self, fn: SyntheticFunction, seed: int, sampler: str = "tpe") -> None:
+    def __init__(self, fn: SyntheticFunction | CASHSpace, seed: int, sampler: str = "tpe") -> None:
         import optuna
 
         optuna.logging.set_verbosity(optuna.logging.ERROR)
@@ -148,8 +148,8 @@ class OptunaSuggester:
         else:
             raise InputDataError(f"Optuna sampler must be 'tpe' or 'gp', got {sampler!r}")
         self._optuna = optuna
-        self.space = fn.space
-        self.names = _names(fn.space)
+        self.space = fn if isinstance(fn, CASHSpace) else fn.space
+        self.names = _names(self.space)
         self.study = optuna.create_study(direction="minimize", sampler=s)
         self._trial: Any = None
 
@@ -180,6 +180,12 @@ class OptunaSuggester:
 
     def tell(self, value: float) -> None:
         self.study.tell(self._trial, value)
+
+    def discard(self) -> None:
+        """End the last asked trial as failed: Optuna's samplers learn from complete
+        trials only, so it leaves no trace (the lookup benchmark records the candidate
+        actually evaluated with :meth:`observe` instead)."""
+        self.study.tell(self._trial, state=self._optuna.trial.TrialState.FAIL)
 
     def observe(self, configs: Sequence[Config], values: Sequence[float]) -> None:
         d = self._optuna.distributions
