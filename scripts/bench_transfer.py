@@ -27,6 +27,8 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
 import json
 import math
 import os
@@ -225,10 +227,18 @@ def run_lookup(args: argparse.Namespace, command: str) -> int:
 
 
 # ----------------------------------------------------------------- main
-#: protocol name -> (help, add arguments, run); each protocol's section adds its entry.
+#: protocol name -> (help, add arguments, run).
 PROTOCOLS: dict[str, tuple[str, Any, Any]] = {
     "lookup": ("leave-one-task-out among recorded runs (the default)", add_lookup_arguments, run_lookup),
 }
+#: protocols kept in their own module of metabo.benchmarks, each with ``HELP``,
+#: ``add_arguments(parser)`` and ``run(args, command) -> int``.
+PROTOCOL_MODULES = {"live": "metabo.benchmarks.transfer_live", "pmf": "metabo.benchmarks.pmf_protocol",
+                    "scot-cv": "metabo.benchmarks.scot_cv"}
+for _name, _module in PROTOCOL_MODULES.items():
+    if importlib.util.find_spec(_module) is not None:
+        _m = importlib.import_module(_module)
+        PROTOCOLS[_name] = (_m.HELP, _m.add_arguments, _m.run)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
