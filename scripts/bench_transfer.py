@@ -33,7 +33,6 @@ import json
 import math
 import os
 import sys
-import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Sequence
@@ -43,82 +42,21 @@ from typing import Any
 import numpy as np
 
 from metabo.benchmarks.compare import first_reach, format_table, plot_curves, regret_table, summarize
-from metabo.benchmarks.lookup import LookupTask
+from metabo.benchmarks.transfer_methods import (  # noqa: F401 - SCOT_SETTINGS, make_method, run_one: the script's API
+    ALL_METHODS,
+    SCOT_SETTINGS,
+    SINGLE_PICK,
+    load_runs,
+    make_method,
+    run_one,
+    shipped_kb_file,
+)
 from metabo.kb import KnowledgeBase
 from metabo.kb.past import PastRuns
-from metabo.optimizer import Optimizer
 from metabo.space.algorithms import default_cash_space
 
-#: The SCoT paper's non-tuning baselines: one configuration each, their curve flat after it.
-SINGLE_PICK = ("global-default", "collab-default")
-#: SCoT made cheaper for a benchmark of thousands of suggestions (each retrains the ranker).
-SCOT_SETTINGS = {"max_points_per_task": 50, "max_gp_points": 150,
-                 "ranker": {"n_components": 150, "max_pairs_per_group": 150}}
-ALL_METHODS = ("random", "gp", "knn", "rgpe", "rlgp", "rlgp-warm", "scot", "global-default", "collab-default",
-               "optuna-tpe")
 
-
-# ----------------------------------------------------------------- methods
-def make_method(name: str, past: PastRuns, task: str, seed: int, bank: Any) -> Any:
-    """The strategy of method ``name`` for held-out ``task`` (``past`` excludes it)."""
-    from metabo.strategies import GPBO, RandomSearch
-
-    if name == "random":
-        return RandomSearch()
-    if name == "gp":
-        return GPBO(n_init=3, seed=seed)
-    if name == "optuna-tpe":
-        from metabo.benchmarks.lookup import OptunaOnCandidates
-
-        return OptunaOnCandidates(sampler="tpe", seed=seed)
-    meta = dict(_meta_features(bank, task))
-    if name == "knn":
-        from metabo.strategies.knn import KNNWarmStart
-
-        return KNNWarmStart(past, meta, k=5, then=GPBO(n_init=0, seed=seed), seed=seed)
-    if name in ("rgpe", "rlgp", "rlgp-warm"):
-        from metabo.strategies.rgpe import RGPE
-        from metabo.strategies.rlgp import RLGP
-
-        cls = RGPE if name == "rgpe" else RLGP
-        # rlgp: the paper's protocol (3 random picks first); rlgp-warm: the default, no random start
-        return cls(bank["bank"].without(task), n_init=0 if name == "rlgp-warm" else 3, seed=seed)
-    if name in ("scot", "collab-default"):  # collab-default: SCoT's first pick only (SINGLE_PICK)
-        from metabo.strategies.scot import SCoT
-
-        return SCoT(past, meta, **SCOT_SETTINGS, seed=seed)
-    if name == "global-default":
-        from metabo.strategies.scot import GlobalDefault
-
-        return GlobalDefault(past)
-    raise ValueError(f"unknown method {name!r}")
-
-
-def _meta_features(bank: Any, task: str) -> dict[str, float]:
-    mf = bank["meta_features"]
-    return {} if task not in mf.index else {k: float(v) for k, v in mf.loc[task].items() if np.isfinite(v)}
-
-
-# ----------------------------------------------------------------- one run
-def run_one(method: str, task: str, seed: int, iterations: int, past_all: PastRuns, shared: Any) -> dict[str, Any]:
-    space = shared["space"]
-    lookup = LookupTask.from_past(past_all, task, space)
-    past = past_all.without(task)
-    strategy = make_method(method, past, task, seed, shared)
-    opt = Optimizer(lookup.space, strategy, seed=seed)
-    values, seconds = [], []
-    n = min(1 if method in SINGLE_PICK else iterations, len(lookup.values))
-    for _ in range(n):
-        start = time.perf_counter()
-        trial = opt.ask()
-        seconds.append(time.perf_counter() - start)
-        value = lookup(trial.algorithm, trial.params)
-        opt.tell(trial, value)
-        values.append(value)
-    return {"method": method, "task": task, "seed": seed, "values": values, "seconds": seconds,
-            "regret": lookup.regret(values).tolist()}
-
-
+# ----------------------------------------------------------------- workers
 def _worker(keys: Sequence[tuple[str, str, int]], iterations: int, kb_path: str, out: str, shared: Any) -> int:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     with KnowledgeBase(kb_path, read_only=True) as kb:
@@ -132,19 +70,6 @@ def _worker(keys: Sequence[tuple[str, str, int]], iterations: int, kb_path: str,
     return done
 
 
-# ----------------------------------------------------------------- summary
-def load_runs(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    out = []
-    for line in path.read_text().splitlines():
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:  # a line cut by a killed run
-            continue
-    return out
-
-
 # ----------------------------------------------------------------- lookup protocol
 def add_lookup_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kb", help="knowledge base file (default: the shipped export, imported to a temporary file)")
@@ -155,20 +80,6 @@ def add_lookup_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--resume", action="store_true", help="keep the runs already in lookup_runs.jsonl")
     p.add_argument("--out", type=Path, default=Path("reports/transfer"))
-
-
-def shipped_kb_file(arg: str | None) -> str:
-    """``arg``, or the shipped knowledge base imported once into a temporary store."""
-    if arg:
-        return arg
-    from metabo.kb.parquet_io import import_parquet
-    from metabo.kb.shipped import shipped_kb_path
-
-    path = Path(tempfile.gettempdir()) / "metabo-bench-transfer-shipped.duckdb"
-    if not path.exists():
-        with KnowledgeBase(path) as kb:
-            import_parquet(kb, shipped_kb_path())
-    return str(path)
 
 
 def run_lookup(args: argparse.Namespace, command: str) -> int:
