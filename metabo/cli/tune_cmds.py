@@ -11,7 +11,7 @@ from tqdm import tqdm
 from metabo.cli.kb_cmds import open_kb
 from metabo.optimizer.history import TrialRecord
 
-STRATEGIES = ("random", "gp", "gp-dense", "gp-per-algorithm")
+STRATEGIES = ("random", "gp", "gp-dense", "gp-per-algorithm", "knn", "rgpe", "rlgp", "scot")
 
 
 def _fmt(value: float | None) -> str:
@@ -48,11 +48,13 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("tune", parents=[common], help="tune a classifier on a dataset (random search or GP-BO)")
+    p = sub.add_parser("tune", parents=[common], help="tune a classifier on a dataset (random search, GP-BO, or warm-started from the knowledge base)")
     p.add_argument("data", help="a CSV/Parquet/ARFF path (with --target) or a spec: sklearn:iris, keel:..., openml:ID")
     p.add_argument("--target", help="the target column of a file")
     p.add_argument("--budget", type=int, required=True, help="number of evaluated configurations")
-    p.add_argument("--strategy", choices=STRATEGIES, default="gp")
+    p.add_argument("--strategy", choices=STRATEGIES, default="gp",
+                   help="cold: random, gp, gp-dense, gp-per-algorithm; warm-started from the knowledge base's "
+                        "other tasks: knn, rgpe, rlgp, scot")
     p.add_argument("--algorithms", nargs="+", metavar="NAME", help="the CASH space's algorithms (default: all)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--reshuffle", action="store_true",

@@ -50,6 +50,7 @@ from metabo.optimizer.optimizer import Optimizer, Select, get_session
 from metabo.space.cash import CASHSpace
 from metabo.space.space import SearchSpace
 from metabo.strategies import Strategy, make_strategy
+from metabo.strategies.warm import WARM_STRATEGIES, warm_strategy
 
 if TYPE_CHECKING:
     from metabo.kb.store import KnowledgeBase
@@ -176,7 +177,10 @@ def tune(
         dataset: a :class:`Dataset` or a loader spec (``sklearn:iris``, a CSV/Parquet
             path with ``target``, ``keel:...``, ``openml:ID``).
         space: the CASH space (default: every registered algorithm).
-        strategy: a strategy or its name (:func:`~metabo.strategies.make_strategy`).
+        strategy: a strategy or its name: a cold one (:func:`~metabo.strategies.make_strategy`)
+            or a warm start from ``kb`` (``knn``, ``rgpe``, ``rlgp``, ``scot``:
+            :func:`~metabo.strategies.warm.warm_strategy`, which leaves the dataset's own
+            earlier runs out of what it transfers).
         kb: the knowledge base: the dataset (with its meta-features unless
             ``meta_features=False``), the session and every evaluation are stored.
         seed: seeds the suggestions, the splits and the estimators.
@@ -196,7 +200,10 @@ def tune(
         from metabo.space.algorithms import default_cash_space
 
         space = default_cash_space()
-    if isinstance(strategy, str):
+    warm = isinstance(strategy, str) and strategy in WARM_STRATEGIES
+    if warm and kb is None:
+        raise InputDataError(f"strategy {strategy!r} warm-starts from a knowledge base: pass kb")
+    if isinstance(strategy, str) and not warm:
         strategy = make_strategy(strategy, seed=seed)
     protocol = _protocol(protocol, reshuffle)
     metrics = tuple(dict.fromkeys((metric, *metrics)))
@@ -206,6 +213,12 @@ def tune(
 
         dataset_id = (ingest_dataset(kb, stored, seed=seed)
                       if meta_features and not has_own_meta_features(kb, stored) else kb.add_dataset(stored))
+    if warm:  # built once the dataset (and its meta-features) is stored
+        assert kb is not None and dataset_id is not None
+        if not isinstance(space, CASHSpace):
+            raise InputDataError(f"strategy {strategy!r} needs a CASH space")
+        strategy = warm_strategy(str(strategy), kb, dataset_id, space, metric=metric, seed=seed)
+    assert not isinstance(strategy, str)
     settings = {"protocol": repr(protocol), "budget": budget, "metrics": list(metrics), "time_limit": time_limit,
                 "memory_limit_mb": memory_limit_mb, "dataset": data.name}
     opt = _start(kb, space, strategy, session_id=session_id, dataset_id=dataset_id, metric=metric, seed=seed,

@@ -1,0 +1,90 @@
+"""Warm-start strategies built from a knowledge base for one new dataset: the names
+``metabo tune --strategy`` and :func:`metabo.optimizer.tune` accept beside the cold ones.
+
+For a new dataset ``d`` stored in the knowledge base (with its meta-features), the past is
+every other stored task's successful runs of the objective metric (:class:`PastRuns`),
+the tasks holding the same data as ``d`` (same content fingerprint) left out, so that a
+dataset tuned a second time does not transfer from its own earlier session, and limited to
+the algorithms of the space:
+
+- ``knn``: :class:`~metabo.strategies.knn.KNNWarmStart` (the 5 nearest tasks by
+  meta-features, then GP-BO);
+- ``rgpe`` / ``rlgp``: :class:`~metabo.strategies.rgpe.RGPE` /
+  :class:`~metabo.strategies.rlgp.RLGP` on the surrogate bank of the past, cached in the
+  same store (:meth:`SurrogateBank.fit` with ``kb``: only the tasks whose runs changed are
+  refitted);
+- ``scot``: :class:`~metabo.strategies.scot.SCoT` at the dataset's meta-features.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from metabo.exceptions import InputDataError
+from metabo.space.cash import CASHSpace
+from metabo.strategies.base import Strategy
+
+if TYPE_CHECKING:
+    from metabo.kb.past import PastRuns
+    from metabo.kb.store import KnowledgeBase
+
+#: The warm-start strategies by name (module docstring).
+WARM_STRATEGIES = ("knn", "rgpe", "rlgp", "scot")
+
+
+def past_for(kb: KnowledgeBase, dataset_id: str, space: CASHSpace, *, metric: str = "error_rate") -> PastRuns:
+    """Every other stored task's runs of ``metric`` on the algorithms of ``space``, the
+    tasks with ``dataset_id``'s content left out (module docstring)."""
+    from metabo.kb.past import PastRuns
+
+    same = kb.query("SELECT dataset_id FROM datasets WHERE fingerprint = "
+                    "(SELECT fingerprint FROM datasets WHERE dataset_id = ?)", [dataset_id])["dataset_id"].tolist()
+    past = PastRuns.from_kb(kb, metric=metric, algorithms=list(space.algorithms))
+    past = past.without({dataset_id, *same})
+    if not past.tasks:
+        raise InputDataError(f"the knowledge base holds no other task with runs of {metric!r} on the algorithms "
+                             f"{list(space.algorithms)}: nothing to warm-start from")
+    return past
+
+
+def _meta_features(kb: KnowledgeBase, dataset_id: str) -> dict[str, float]:
+    from metabo.kb.queries import meta_feature_matrix
+
+    mf = meta_feature_matrix(kb)
+    if dataset_id not in mf.index:
+        return {}
+    row = mf.loc[dataset_id]
+    return {str(k): float(v) for k, v in row.items() if v == v}
+
+
+def warm_strategy(name: str, kb: KnowledgeBase, dataset_id: str, space: CASHSpace, *, metric: str = "error_rate",
+                  seed: int = 0, **kw: Any) -> Strategy:
+    """The warm-start strategy ``name`` for the stored dataset ``dataset_id`` (module
+    docstring); ``kw`` go to the strategy's constructor."""
+    if name not in WARM_STRATEGIES:
+        raise InputDataError(f"unknown warm-start strategy {name!r}; use one of {', '.join(WARM_STRATEGIES)}")
+    if not isinstance(space, CASHSpace):
+        raise InputDataError("warm-start strategies need a CASH space (the algorithm is part of what transfers)")
+    past = past_for(kb, dataset_id, space, metric=metric)
+    meta = _meta_features(kb, dataset_id)
+    if name in ("knn", "scot") and not meta:
+        raise InputDataError(f"dataset {dataset_id!r} has no meta-features: {name} needs them (store them with "
+                             "`metabo data meta-features`, or use rlgp/rgpe, which need none)")
+    if name == "knn":
+        from metabo.strategies.gp import GPBO
+        from metabo.strategies.knn import KNNWarmStart
+
+        return KNNWarmStart(past, meta, then=GPBO(n_init=0, seed=seed), seed=seed, **kw)
+    if name == "scot":
+        from metabo.strategies.scot import SCoT
+
+        return SCoT(past, meta, seed=seed, **kw)
+    from metabo.strategies.rgpe import RGPE
+    from metabo.strategies.rlgp import RLGP
+    from metabo.surrogates.bank import SurrogateBank, space_encoder
+
+    bank = SurrogateBank.fit(past, space_encoder(space), seed=seed, kb=kb)
+    return (RLGP if name == "rlgp" else RGPE)(bank, seed=seed, **kw)
+
+
+__all__ = ["WARM_STRATEGIES", "past_for", "warm_strategy"]

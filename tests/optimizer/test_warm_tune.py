@@ -1,0 +1,73 @@
+"""``tune`` / ``metabo tune`` with the warm-start strategies: built from the knowledge base
+once the dataset and its meta-features are stored, never transferring from the dataset's
+own earlier runs."""
+
+from __future__ import annotations
+
+import pytest
+from sklearn.datasets import load_breast_cancer, load_iris, load_wine
+
+from metabo.cli.main import main
+from metabo.exceptions import InputDataError
+from metabo.kb import KnowledgeBase
+from metabo.optimizer import tune
+from metabo.space.algorithms import default_cash_space
+from metabo.strategies.knn import KNNWarmStart
+from metabo.strategies.rlgp import RLGP
+from metabo.strategies.warm import past_for, warm_strategy
+
+ALGS = ["knn", "decision_tree"]
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    """A store with three tuned datasets (iris, wine, breast cancer; 4 random trials each)."""
+    tmp = tmp_path_factory.mktemp("warm")
+    paths = {}
+    for name, loader in (("iris", load_iris), ("wine", load_wine), ("cancer", load_breast_cancer)):
+        paths[name] = tmp / f"{name}.csv"
+        loader(as_frame=True).frame.to_csv(paths[name], index=False)
+    kb_path = tmp / "kb.duckdb"
+    with KnowledgeBase(kb_path) as kb:
+        for name, path in paths.items():
+            tune(str(path), target="target", budget=4, space=default_cash_space(ALGS), strategy="random", kb=kb,
+                 seed=0, session_id=f"past-{name}")
+    return kb_path, paths
+
+
+def test_warm_strategies_leave_the_dataset_out_of_their_past(store):
+    kb_path, paths = store
+    space = default_cash_space(ALGS)
+    with KnowledgeBase(kb_path, read_only=True) as kb:
+        ids = kb.query("SELECT dataset_id, name FROM datasets ORDER BY name")
+        iris = ids.loc[ids["name"].str.contains("iris"), "dataset_id"].item()
+        others = set(ids["dataset_id"]) - {iris}
+        assert set(past_for(kb, iris, space).tasks) == others and len(others) == 2
+        knn = warm_strategy("knn", kb, iris, space)
+        assert isinstance(knn, KNNWarmStart) and set(knn.neighbours()["dataset_id"]) == others
+        with pytest.raises(InputDataError, match="unknown warm-start"):
+            warm_strategy("nope", kb, iris, space)
+        with pytest.raises(InputDataError, match="nothing to warm-start"):
+            past_for(kb, iris, default_cash_space(["lda"]))
+
+
+def test_tune_cli_with_rlgp_stores_its_session(store, capsys, tmp_path):
+    kb_path, paths = store
+    copy = tmp_path / "kb.duckdb"
+    copy.write_bytes(kb_path.read_bytes())
+    code = main(["tune", str(paths["iris"]), "--target", "target", "--budget", "3", "--strategy", "rlgp",
+                 "--algorithms", *ALGS, "--session", "warm", "--kb", str(copy)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "session warm: 3 trials" in out and "(rlgp, seed 0)" in out
+    with KnowledgeBase(copy, read_only=True) as kb:
+        runs = kb.query("SELECT count(*) AS n FROM runs WHERE source = 'session:warm' AND metric = 'error_rate'")
+        cached = kb.query("SELECT count(*) AS n FROM surrogate_bank")["n"].item()
+    assert runs["n"].item() == 3 and cached > 0  # the bank of the past is cached in the store
+
+
+def test_warm_strategy_without_a_knowledge_base_is_refused(store):
+    _, paths = store
+    with pytest.raises(InputDataError, match="pass kb"):
+        tune(str(paths["iris"]), target="target", budget=1, space=default_cash_space(ALGS), strategy="rlgp")
+    assert RLGP  # imported for the type check above
