@@ -37,6 +37,7 @@ scratch (:class:`~metabo.strategies.gp.ModelCache`).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -47,7 +48,7 @@ from metabo.exceptions import InputDataError
 from metabo.space.cash import CASHSpace
 from metabo.space.hyperparameters import Constant
 from metabo.strategies.base import Config, random_configuration
-from metabo.strategies.gp import ModelCache, make_gp, top_configurations
+from metabo.strategies.gp import ModelCache, top_configurations
 from metabo.strategies.weights import (
     Weighting,
     ensemble_weights,
@@ -80,6 +81,7 @@ class WeightedGPEnsembles:
         one_per_algorithm: round-robin over algorithms instead of the largest EI.
         n_random, n_local, n_starts: the acquisition search (per algorithm).
         refit_every, n_restarts: the target GPs' fits.
+        blas_threads: BLAS threads during a suggestion (None: leave BLAS as it is).
         seed: seeds the target GPs, the samples and the tie breaks.
     """
 
@@ -89,7 +91,7 @@ class WeightedGPEnsembles:
         self, bank: SurrogateBank, *, scope: Scope = "task", n_init: int = 0, n_samples: int = 100,
         weighting: Weighting = "argmax", dilution: bool = False, one_per_algorithm: bool = False,
         n_random: int = 300, n_local: int = 5, n_starts: int = 5, refit_every: int = 10, n_restarts: int = 1,
-        seed: int = 0,
+        blas_threads: int | None = 1, seed: int = 0,
     ) -> None:
         if scope not in ("task", "algorithm"):
             raise InputDataError(f"scope must be 'task' or 'algorithm', got {scope!r}")
@@ -99,8 +101,28 @@ class WeightedGPEnsembles:
         self.weighting, self.dilution, self.one_per_algorithm = weighting, dilution, one_per_algorithm
         self.n_random, self.n_local, self.n_starts = n_random, n_local, n_starts
         self.refit_every, self.n_restarts, self.seed = refit_every, n_restarts, seed
+        self.blas_threads = blas_threads
         self._caches: dict[str, ModelCache] = {}
+        # per algorithm: the key of (X_k, y_k, hyperparameters) and the fitted f_{-i} by i
+        self._loo_models: dict[str, tuple[tuple[Any, ...], dict[int, GaussianProcess]]] = {}
+        self._controller: Any = None
         self.last_weights_: dict[str, dict[str, float]] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_controller"] = None  # found again on first use
+        return state
+
+    def _blas_context(self) -> contextlib.AbstractContextManager[Any]:
+        """BLAS limited to ``blas_threads`` for a whole suggestion (one limit, not one per
+        GP call: entering threadpoolctl's limit costs about as much as a small predict)."""
+        if self.blas_threads is None:
+            return contextlib.nullcontext()
+        if self._controller is None:
+            from threadpoolctl import ThreadpoolController
+
+            self._controller = ThreadpoolController()
+        return self._controller.limit(limits=self.blas_threads, user_api="blas")
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(tasks={len(self.bank.tasks)}, scope={self.scope!r}, n_init={self.n_init}, "
@@ -108,10 +130,12 @@ class WeightedGPEnsembles:
                 f"one_per_algorithm={self.one_per_algorithm}, seed={self.seed})")
 
     # ------------------------------------------------------------------ models
-    def _target_models(self, history: History, space: CASHSpace) -> dict[str, tuple[Any, np.ndarray, np.ndarray]]:
-        """Per algorithm with >= 2 completed trials: (target GP, X_k, y_k) in its own block."""
+    def _target_models(self, history: History, space: CASHSpace,
+                       X: np.ndarray | None = None) -> dict[str, tuple[Any, np.ndarray, np.ndarray]]:
+        """Per algorithm with >= 2 completed trials: (target GP, X_k, y_k) in its own block
+        (``X``: ``history.X(space)`` if already computed)."""
         done, y = history.completed, history.y
-        X = history.X(space)
+        X = history.X(space) if X is None else X
         out = {}
         for j, a in enumerate(space.algorithms):
             rows = [i for i, r in enumerate(done) if r.algorithm == a]
@@ -119,27 +143,51 @@ class WeightedGPEnsembles:
                 continue
             if a not in self._caches:
                 seed = int(np.random.SeedSequence([self.seed, j]).generate_state(1)[0])
-                self._caches[a] = ModelCache(make_gp(False, "matern52", None, self.n_restarts), seed, self.refit_every)
+                self._caches[a] = ModelCache(self._make_gp, seed, self.refit_every)
             Xa, ya = X[rows][:, space.slices[a]], y[rows]
             out[a] = (self._caches[a].model(Xa, ya, None)[0], Xa, ya)
         return out
 
-    def _loo(self, model: Any, Xa: np.ndarray, ya: np.ndarray, seed: int) -> np.ndarray:
-        """Leave-one-out joint samples of the target GP of one algorithm, (S, n, n)."""
+    def _make_gp(self, seed: int) -> GaussianProcess:
+        """A target GP (BLAS is limited around the whole suggestion, not per GP call)."""
+        return GaussianProcess(kernel="matern52", noise=None, n_restarts=self.n_restarts, seed=seed, blas_threads=None)
+
+    def _loo(self, model: Any, Xa: np.ndarray, ya: np.ndarray, seed: int, algorithm: str | None = None) -> np.ndarray:
+        """Leave-one-out joint samples of the target GP of one algorithm, (S, n, n).
+
+        With ``algorithm``, the left-out GPs ``f_{-i}`` are kept until that algorithm's
+        ``(X_k, y_k)`` or target hyperparameters change (between two suggestions only the
+        algorithm just evaluated changes): the samples are the same as from GPs fitted
+        anew (same data, same hyperparameters, same seeds), without the n fits."""
         h = model.hyperparameters_
+        fitted: dict[int, GaussianProcess] = {}
+        if algorithm is not None:
+            key = (Xa.shape, Xa.tobytes(), ya.tobytes(), np.asarray(h.lengthscales, dtype=float).tobytes(),
+                   float(h.amplitude), float(h.noise), float(h.mean))
+            entry = self._loo_models.get(algorithm)
+            if entry is None or entry[0] != key:
+                entry = self._loo_models[algorithm] = (key, {})
+            fitted = entry[1]
 
         def fit_sample(keep: np.ndarray, rows: np.ndarray, s: int) -> np.ndarray:
-            return GaussianProcess(kernel="matern52", blas_threads=None).fit(Xa[keep], ya[keep], hyperparameters=h).sample(
-                Xa[rows], self.n_samples, s)
+            left_out = len(rows) - len(keep)  # loo_samples keeps every row but one: find it
+            i = int(np.flatnonzero(np.isin(rows, keep, invert=True))[0]) if left_out == 1 else -1
+            gp = fitted.get(i) if i >= 0 else None
+            if gp is None:
+                gp = GaussianProcess(kernel="matern52", blas_threads=None).fit(Xa[keep], ya[keep], hyperparameters=h)
+                if i >= 0 and algorithm is not None:
+                    fitted[i] = gp
+            return gp.sample(Xa[rows], self.n_samples, s)
 
         return loo_samples(fit_sample, len(ya), self.n_samples, seed)
 
     # ------------------------------------------------------------------ weights
     def weights(self, history: History, space: CASHSpace, targets: dict[str, tuple[Any, np.ndarray, np.ndarray]],
-                rng: np.random.Generator) -> dict[str, dict[str, float]]:
-        """Per algorithm: model -> weight (past task ids, and ``"target"``)."""
+                rng: np.random.Generator, X: np.ndarray | None = None) -> dict[str, dict[str, float]]:
+        """Per algorithm: model -> weight (past task ids, and ``"target"``); ``X``:
+        ``history.X(space)`` if already computed."""
         done = history.completed
-        X = history.X(space)
+        X = history.X(space) if X is None else X
         y = history.y
         tasks = list(self.bank.tasks)
         index = {t: i for i, t in enumerate(tasks)}
@@ -159,7 +207,7 @@ class WeightedGPEnsembles:
             target = None
             if a in targets:
                 model, Xa, ya_t = targets[a]
-                target = loo_counts(self._loo(model, Xa, ya_t, int(rng.integers(2**31 - 1))), ya_t)
+                target = loo_counts(self._loo(model, Xa, ya_t, int(rng.integers(2**31 - 1)), a), ya_t)
             per_alg[a] = (base, target, n_pairs(ya))
         out: dict[str, dict[str, float]] = {}
         weight_seed = int(rng.integers(2**31 - 1))
@@ -222,6 +270,10 @@ class WeightedGPEnsembles:
 
     # ------------------------------------------------------------------ suggest
     def suggest(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Config:
+        with self._blas_context():
+            return self._suggest(history, space, rng)
+
+    def _suggest(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Config:
         done = history.completed
         prior = not any(r.ok for r in done)  # nothing of the target yet
         if len(history) < self.n_init or (prior and (self.n_init > 0 or done)):
@@ -229,8 +281,9 @@ class WeightedGPEnsembles:
         y = history.y if not prior else np.zeros(0)
         ybar, scale = (float(y.mean()), float(y.std()) or 1.0) if not prior else (0.0, 1.0)
         best = float(((y - ybar) / scale).min()) if not prior else 0.0
-        targets = self._target_models(history, space) if not prior else {}
-        weights = self.weights(history, space, targets, rng) if not prior else {}
+        X = history.X(space) if not prior else None
+        targets = self._target_models(history, space, X) if not prior else {}
+        weights = self.weights(history, space, targets, rng, X) if not prior else {}
         self.last_weights_ = weights
         algorithms: Sequence[str] = space.algorithms
         if self.one_per_algorithm:

@@ -55,10 +55,12 @@ Members fitted with a knowledge base are cached in it (:mod:`metabo.surrogates.b
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import time
 import zlib
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -99,6 +101,10 @@ _BLOCK_ELEMENTS = 1 << 16
 _BIN_FILL = 0.75
 #: At most this many doubles in one bin's stacked W (G, n, n).
 _BIN_MAX_ELEMENTS = 1 << 22
+#: Member selections (:meth:`SurrogateBank.predict`) and sampling factors
+#: (:meth:`SurrogateBank.sample`) kept for reuse, the most recent first.
+_SELECTIONS_KEPT = 64
+_FACTORS_KEPT = 64
 
 
 class UnknownBankAlgorithmError(UnknownAlgorithmError, InputDataError):
@@ -182,6 +188,11 @@ class _Bin:
         return _Bin(*(getattr(self, f)[pick] for f in self.__dataclass_fields__))
 
 
+#: One member's sampling factors at some X* (m points): shift c, scale s, the mean
+#: ``m + k0 (sigma_a^2 alpha)`` (m,) and the lower Cholesky factor C of Sigma (m, m).
+_Factor = tuple[float, float, np.ndarray, np.ndarray]
+
+
 def _stack(rows: Sequence[int], states: Sequence[PosteriorState], prepared: Sequence[_Prepared]) -> _Bin:
     n = max(len(s.alpha) for s in states)
     G, d = len(states), states[0].X.shape[1]
@@ -235,6 +246,12 @@ class SurrogateBank:
         self.fit_seconds_ = fit_seconds
         self._prepared = _prepared if _prepared is not None else {}  # shared with views
         self._bins: dict[str, tuple[tuple[str, ...], list[_Bin]]] = {}
+        self._tasks = tuple(sorted({t for t, _ in self.members_}))
+        self._algorithms = tuple(sorted({a for _, a in self.members_}))
+        self._positions: dict[str, dict[str, int]] = {}
+        # recent selections of members (predict) and sampling factors (sample), by key
+        self._selections: OrderedDict[tuple[str, tuple[int, ...]], list[tuple[_Bin, np.ndarray]]] = OrderedDict()
+        self._factors: OrderedDict[tuple[Any, ...], list[_Factor]] = OrderedDict()
 
     def __repr__(self) -> str:
         return f"SurrogateBank({len(self.members_)} GPs, {len(self.tasks)} tasks, {len(self.algorithms)} algorithms)"
@@ -327,11 +344,11 @@ class SurrogateBank:
     # ------------------------------------------------------------------ views
     @property
     def tasks(self) -> tuple[str, ...]:
-        return tuple(sorted({t for t, _ in self.members_}))
+        return self._tasks
 
     @property
     def algorithms(self) -> tuple[str, ...]:
-        return tuple(sorted({a for _, a in self.members_}))
+        return self._algorithms
 
     def members(self, algorithm: str) -> tuple[str, ...]:
         """The tasks with a GP for ``algorithm``, in a fixed (sorted) order: the rows of
@@ -397,7 +414,9 @@ class SurrogateBank:
             return Xc, np.arange(len(members))
         if isinstance(tasks, str):
             raise InputDataError("tasks must be a sequence of task ids, not one string")
-        position = {t: i for i, t in enumerate(members)}
+        position = self._positions.get(algorithm)
+        if position is None:
+            position = self._positions[algorithm] = {t: i for i, t in enumerate(members)}
         unknown = [t for t in tasks if t not in position]
         if unknown:
             raise InputDataError(f"no {algorithm} GP for tasks {unknown[:5]}; see members({algorithm!r})")
@@ -407,21 +426,15 @@ class SurrogateBank:
     def predict(self, algorithm: str, X: Any, tasks: Sequence[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Posterior mean and latent (noise-free) variance, in task-standardized units, at
         ``X`` (m, d_k) of every member (or of ``tasks``, in that order: an ensemble needs
-        only its members with weight): two (T, m) arrays."""
+        only its members with weight): two (T, m) arrays. The stacked arrays of a
+        selection of members are kept for the next calls with the same ``tasks`` (the
+        :data:`_SELECTIONS_KEPT` most recent selections)."""
         Xc, order = self._check(algorithm, X, tasks)
-        where = np.full(len(self.members(algorithm)), -1)
-        where[order] = np.arange(len(order))
         m = len(Xc)
         mean, var = np.empty((len(order), m)), np.empty((len(order), m))
         if m == 0 or not len(order):
             return mean, var
-        for b in self._binned(algorithm)[1]:
-            out = where[b.rows]
-            if np.any(out < 0):
-                pick = np.flatnonzero(out >= 0)
-                if not len(pick):
-                    continue
-                b, out = b.take(pick), out[pick]
+        for b, out in self._selection(algorithm, order):
             chunk = max(1, _CHUNK_ELEMENTS // (m * b.B.shape[1]))
             for lo in range(0, len(out), chunk):
                 part = b.take(slice(lo, lo + chunk)) if chunk < len(out) else b
@@ -431,21 +444,67 @@ class SurrogateBank:
                 mean[rows], var[rows] = mu, v
         return mean, var
 
+    def _selection(self, algorithm: str, order: np.ndarray) -> list[tuple[_Bin, np.ndarray]]:
+        """The bins of ``algorithm`` restricted to the members at positions ``order``, each
+        with the output rows of its members (a recently used selection is reused)."""
+        key = (algorithm, tuple(order.tolist()))
+        hit = self._selections.get(key)
+        if hit is not None:
+            with contextlib.suppress(KeyError):  # another thread may have dropped it
+                self._selections.move_to_end(key)
+            return hit
+        where = np.full(len(self.members(algorithm)), -1)
+        where[order] = np.arange(len(order))
+        picked = []
+        for b in self._binned(algorithm)[1]:
+            out = where[b.rows]
+            if np.any(out < 0):
+                pick = np.flatnonzero(out >= 0)
+                if not len(pick):
+                    continue
+                b, out = b.take(pick), out[pick]
+            picked.append((b, out))
+        self._selections[key] = picked
+        while len(self._selections) > _SELECTIONS_KEPT:
+            with contextlib.suppress(KeyError):
+                self._selections.popitem(last=False)
+        return picked
+
     def sample(self, algorithm: str, X: Any, n_samples: int, seed: Seed = 0,
                tasks: Sequence[str] | None = None) -> np.ndarray:
         """``n_samples`` joint posterior samples of the latent f at ``X`` (m, d_k) of every
         member (or of ``tasks``), task-standardized units: (T, S, m). One generator from
-        ``seed`` draws each member's ``xi`` (m, S) in turn (module docstring)."""
+        ``seed`` draws each member's ``xi`` (m, S) in turn (module docstring). The
+        members' posterior means and covariance factors at ``X`` are kept for the next
+        calls with the same ``X`` and ``tasks`` (the :data:`_FACTORS_KEPT` most recent):
+        RLGP samples at the target's observations of each algorithm at every suggestion,
+        and those of all algorithms but one are unchanged; a call then only draws ``xi``."""
         Xc, order = self._check(algorithm, X, tasks)
         if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)) or n_samples < 1:
             raise InputDataError(f"n_samples must be a positive integer, got {n_samples!r}")
         rng = as_generator(seed)
-        S, members, m = int(n_samples), self.members(algorithm), len(Xc)
+        S, m = int(n_samples), len(Xc)
         out = np.empty((len(order), S, m))
+        for i, (shift, scale, mu, C) in enumerate(self._factors_at(algorithm, Xc, order)):
+            f = _TRMM(1.0, C, rng.standard_normal((m, S)), lower=1, overwrite_b=1)  # C xi (m, S)
+            f += mu[:, None]
+            out[i] = shift + scale * f.T
+        return out
+
+    def _factors_at(self, algorithm: str, Xc: np.ndarray, order: np.ndarray) -> list[_Factor]:
+        """Per member at ``order``: ``(c, s, m + k0 (sigma_a^2 alpha), C)`` at ``Xc`` (sample)."""
+        key = (algorithm, Xc.shape, Xc.tobytes(), tuple(order.tolist()))
+        hit = self._factors.get(key)
+        if hit is not None:
+            with contextlib.suppress(KeyError):
+                self._factors.move_to_end(key)
+            return hit
+        members, m = self.members(algorithm), len(Xc)
+        factors: list[_Factor] = []
         keys = [(members[i], algorithm) for i in order]
         n_max = max((len(self.members_[k].alpha) for k in keys), default=1)
         chunk = max(1, _CHUNK_ELEMENTS // (max(m, 1) * max(n_max, m)))
-        for lo in range(0, len(keys), chunk):  # members in output order: xi drawn in that order
+        for lo in range(0, len(keys), chunk):
             part = keys[lo:lo + chunk]
             b = _stack(range(len(part)), [self.members_[k] for k in part], [self._prepare(k) for k in part])
             k0 = _cross(b, Xc)  # (g, m, n)
@@ -465,10 +524,12 @@ class SurrogateBank:
                     C, _ = cholesky_jitter(sigma)
                 except SurrogateError as e:
                     raise SurrogateError(f"sampling the {algorithm} GP of {task}: {e}") from e
-                f = _TRMM(1.0, C, rng.standard_normal((m, S)), lower=1, overwrite_b=1)  # C xi (m, S)
-                f += mu[g][:, None]
-                out[lo + g] = b.shift[g] + b.scale[g] * f.T
-        return out
+                factors.append((float(b.shift[g]), float(b.scale[g]), mu[g].copy(), C))
+        self._factors[key] = factors
+        while len(self._factors) > _FACTORS_KEPT:
+            with contextlib.suppress(KeyError):
+                self._factors.popitem(last=False)
+        return factors
 
 
 def _fit_member(past: PastRuns, encode: Encoder, task: str, algorithm: str, scale: tuple[float, float],

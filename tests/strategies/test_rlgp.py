@@ -108,3 +108,30 @@ def test_with_no_random_start_the_first_pick_is_the_base_models_best():
         assert opt.ask().config_id != t.config_id
     rnd = [OBJECTIVE(a, p) for a, p in SPACE.sample(np.random.default_rng(0), 200)]
     assert max(firsts) < np.quantile(rnd, 0.05)  # the first pick is already among the best 5%
+
+
+@pytest.mark.parametrize("cls", [RLGP, RGPE])
+def test_kept_leave_one_out_gps_give_the_samples_of_gps_fitted_anew(bank, cls):
+    """The left-out target GPs kept between suggestions sample exactly as GPs fitted
+    anew (same data, hyperparameters and seeds); new data or a refit replaces them."""
+    strategy = cls(bank, seed=0)
+    h = history_of(9)
+    for a, (model, Xa, ya) in strategy._target_models(h, SPACE).items():
+        anew = strategy._loo(model, Xa, ya, 3)
+        np.testing.assert_array_equal(strategy._loo(model, Xa, ya, 3, a), anew)
+        np.testing.assert_array_equal(strategy._loo(model, Xa, ya, 3, a), anew)  # from the kept GPs
+        assert len(strategy._loo_models[a][1]) == len(ya)
+        shifted = ya + np.linspace(0, 1, len(ya))  # other data: fitted again
+        np.testing.assert_array_equal(strategy._loo(model, Xa, shifted, 4, a), strategy._loo(model, Xa, shifted, 4))
+
+
+def test_suggestions_do_not_depend_on_the_kept_models(bank):
+    """A strategy that kept its models over earlier suggestions picks what a new one does."""
+    opt = Optimizer(SPACE, RLGP(bank, n_random=60, seed=2), seed=2)
+    for _ in range(9):
+        t = opt.ask()
+        opt.tell(t, OBJECTIVE(t.algorithm, t.params))
+    kept, fresh = opt.strategy, RLGP(bank, n_random=60, seed=2)
+    assert kept._loo_models and not fresh._loo_models
+    picks = [s.suggest(opt.history, SPACE, np.random.default_rng(7)) for s in (kept, fresh)]
+    assert picks[0] == picks[1]

@@ -325,3 +325,35 @@ def test_a_read_only_store_serves_its_cache_and_is_not_written(tmp_path, caplog)
         with caplog.at_level(logging.WARNING, logger="metabo.surrogates.bank"):
             bank = fit(past, kb=kb)
         assert (bank.n_fitted_, bank.n_loaded_) == (2, 2) and "could not be cached" in caplog.text
+
+
+def test_kept_selections_and_sampling_factors_give_the_results_of_a_fresh_bank(data, monkeypatch):
+    """predict with a selection of members and sample at the same X again (the cached
+    paths) equal a fresh bank's first calls, bit for bit; eviction keeps them right."""
+    from metabo.surrogates import bank as bank_module
+
+    past, bank = data
+    X = SPACE["a"].encode_many(SPACE["a"].sample(7, 6))
+    Y = SPACE["a"].encode_many(SPACE["a"].sample(8, 4))
+
+    def fresh() -> SurrogateBank:
+        return SurrogateBank(bank.members_, bank.targets_)
+
+    for tasks in (["t3", "t1"], None, ["t0"]):
+        first = fresh().predict("a", X, tasks)
+        bank.predict("a", Y, tasks)  # keeps the selection
+        again = bank.predict("a", X, tasks)
+        for f, g in zip(first, again):
+            np.testing.assert_array_equal(f, g)
+    for tasks in (["t2", "t0"], None):
+        first = fresh().sample("a", X, 16, seed=5, tasks=tasks)
+        bank.sample("a", X, 16, seed=9, tasks=tasks)  # keeps the factors at X
+        np.testing.assert_array_equal(bank.sample("a", X, 16, seed=5, tasks=tasks), first)
+    monkeypatch.setattr(bank_module, "_FACTORS_KEPT", 1)
+    monkeypatch.setattr(bank_module, "_SELECTIONS_KEPT", 1)
+    small = fresh()
+    for Z in (X, Y, X):
+        np.testing.assert_array_equal(small.sample("a", Z, 8, seed=1), fresh().sample("a", Z, 8, seed=1))
+        for tasks in (["t1"], ["t2", "t3"]):
+            np.testing.assert_array_equal(small.predict("a", Z, tasks)[1], fresh().predict("a", Z, tasks)[1])
+    assert len(small._factors) == 1 and len(small._selections) == 1
