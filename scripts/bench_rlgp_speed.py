@@ -5,22 +5,35 @@ surrogate bank, and OpenBox's RGPE advisor beside it in the same run.
    the same fit against the store's cache (``surrogate_bank`` table), timed.
 2. RLGP over the full CASH space (every algorithm with runs), the target's values given by
    the held-out task's own bank GPs (a surrogate benchmark: configurations anywhere in the
-   space have a value): after ``n`` random observations (10, 50), the mean seconds of 3
-   suggestions (after one untimed, so caches are warm as in a run).
-3. OpenBox's RGPE (``tlbo_rgpe_gp``) on one algorithm (``--openbox-algorithm``, svm_rbf by
+   space have a value): after ``n`` random observations (10, 50), the median seconds of 5
+   suggestions (after one untimed, so caches are warm as in a run; each suggestion's
+   outcome is told before the next, so the target GP of the algorithm picked is extended
+   and refitted as in a run). Medians, because the machine may be shared.
+3. With ``--pmf-kb``: the same on PMF's meta-dataset (Fusi et al. 2018; 553 tasks, 8
+   ``pmf:estimator-<b>`` algorithms), the RLGP paper's own knowledge base: at most 50 random
+   pipelines per (task, algorithm) (seeded, chosen in SQL: the store holds 16.7M runs), the
+   CASH space inferred from every recorded PMF configuration
+   (:class:`metabo.space.inferred.InferredSpace`: the list-valued pipeline vectors as Float
+   coordinates), the bank on every task but one timed (fit, cached load), RLGP at 10 and 50.
+4. OpenBox's RGPE (``tlbo_rgpe_gp``) on one algorithm (``--openbox-algorithm``, svm_rbf by
    default) with 5 source tasks of 50 observations each (the 5 nearest by meta-features),
-   target observations drawn the same way, timed by ``scripts/openbox_rgpe_timing.py``
-   under ``--openbox-python`` (OpenBox pins old numpy/ConfigSpace: keep it in its own
-   environment, e.g. ``python -m venv .venv-openbox && .venv-openbox/bin/pip install openbox``).
+   target observations the held-out task's recorded runs, timed by
+   ``scripts/openbox_rgpe_timing.py`` (median of 5) under ``--openbox-python`` (OpenBox
+   pins old numpy/ConfigSpace: keep it in its own environment, e.g.
+   ``python -m venv .venv-openbox && .venv-openbox/bin/pip install openbox``).
 
-Usage:
-    python scripts/bench_rlgp_speed.py [--kb PATH] [--openbox-python PATH] [--out reports/transfer]
+Writes ``rlgp_speed.json`` and ``rlgp_speed.txt`` (the lines printed) under ``--out``.
+
+Usage (one BLAS thread for every method):
+    OMP_NUM_THREADS=1 python scripts/bench_rlgp_speed.py [--kb PATH] [--pmf-kb PATH]
+        [--openbox-python PATH] [--out reports/transfer]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -38,6 +51,25 @@ from metabo.strategies.rlgp import RLGP
 from metabo.surrogates.bank import SurrogateBank, space_encoder
 
 N_OBS = (10, 50)
+REPEATS = 5
+LINES: list[str] = []  # the report's text
+
+#: PMF runs: per (task, algorithm) the mean value of at most ``k`` configurations, chosen
+#: by a seeded hash of their ids (a random subset, the same in every run).
+PMF_QUERY = (
+    "WITH per AS (SELECT dataset_id, algorithm, config_id, avg(value) AS value FROM runs "
+    "WHERE source = 'pmf' AND metric = ? AND status = 'ok' AND value IS NOT NULL AND isfinite(value) "
+    "GROUP BY ALL), "
+    "pick AS (SELECT *, row_number() OVER (PARTITION BY dataset_id, algorithm "
+    "ORDER BY hash(config_id || ?), config_id) AS k FROM per) "
+    "SELECT p.dataset_id, p.algorithm, p.config_id, p.value, c.params "
+    "FROM pick p JOIN configurations c USING (config_id) WHERE k <= ? ORDER BY ALL"
+)
+
+
+def _say(message: str) -> None:
+    print(message, flush=True)
+    LINES.append(message)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,6 +77,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--kb", default="/work/kbship/shipped.duckdb")
     p.add_argument("--openbox-python", help="a Python with openbox installed")
     p.add_argument("--openbox-algorithm", default="svm_rbf")
+    p.add_argument("--pmf-kb", help="a store with PMF's runs (source 'pmf'), opened read-only")
+    p.add_argument("--pmf-metric", default="balanced_error_rate")
+    p.add_argument("--pmf-max-points", type=int, default=50, help="random pipelines per (task, algorithm)")
+    p.add_argument("--pmf-tasks", type=int, help="only this many PMF tasks (a quick check; default: all)")
     p.add_argument("--out", type=Path, default=Path("reports/transfer"))
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -54,8 +90,33 @@ def main(argv: list[str] | None = None) -> int:
     target = past.tasks[0]
     sources = past.without(target)
     report: dict[str, object] = {"kb": args.kb, "target": target, "n_source_tasks": len(sources.tasks),
-                                 "algorithms": list(space.algorithms)}
+                                 "algorithms": list(space.algorithms), "load_average_at_start": os.getloadavg(),
+                                 "omp_num_threads": os.environ.get("OMP_NUM_THREADS")}
+    bank = _bank_timed(sources, space, report)
+    _say(f"bank: {report['bank_gps']} GPs over {len(bank.tasks)} tasks fitted in {report['bank_fit_seconds']:.1f} s; "
+         f"loaded from the store's cache in {report['bank_cached_seconds']:.2f} s")
+    rlgp_seconds = _rlgp_timed(space, bank, past.only(tasks=[target]),
+                               f"RLGP, {len(bank.tasks)} tasks x {len(space.algorithms)} algorithms")
+    report["rlgp_seconds_per_suggestion"] = rlgp_seconds
 
+    if args.openbox_python:
+        openbox = _openbox(args, past, target, space)
+        report["openbox_rgpe_seconds_per_suggestion"] = openbox
+        report["openbox_over_rlgp"] = {n: s / rlgp_seconds[n] for n, s in openbox.items()}
+        for n, s in openbox.items():
+            _say(f"OpenBox RGPE ({args.openbox_algorithm}, 5 source tasks), {n} target observations: {s:.3f} s "
+                 f"per suggestion; RLGP is {s / rlgp_seconds[n]:.1f}x faster with {len(bank.tasks)} tasks")
+    if args.pmf_kb:
+        report["pmf"] = _pmf(args)
+    report["load_average_at_end"] = os.getloadavg()
+    (args.out / "rlgp_speed.json").write_text(json.dumps(report, indent=1))
+    (args.out / "rlgp_speed.txt").write_text("\n".join(LINES) + "\n")
+    print(f"wrote {args.out / 'rlgp_speed.json'} and rlgp_speed.txt")
+    return 0
+
+
+def _bank_timed(sources: PastRuns, space, report: dict) -> SurrogateBank:  # type: ignore[no-untyped-def]
+    """The bank on ``sources`` fitted into a fresh store's cache, then loaded from it, timed."""
     with tempfile.TemporaryDirectory() as tmp:
         with KnowledgeBase(Path(tmp) / "cache.duckdb") as cache:
             start = time.perf_counter()
@@ -66,39 +127,65 @@ def main(argv: list[str] | None = None) -> int:
             report["bank_cached_seconds"] = time.perf_counter() - start
             report["bank_gps"] = len(bank.members_)
             assert again.n_fitted_ == 0
-    print(f"bank: {report['bank_gps']} GPs over {len(bank.tasks)} tasks fitted in {report['bank_fit_seconds']:.1f} s; "
-          f"loaded from the store's cache in {report['bank_cached_seconds']:.2f} s", flush=True)
-    truth = SurrogateBank.fit(past.only(tasks=[target]), space_encoder(space))
+    return bank
+
+
+def _rlgp_timed(space, bank: SurrogateBank, target: PastRuns, label: str) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    """RLGP's median seconds per suggestion after ``n`` random observations of the target
+    (values from the target's own bank GPs), for each ``n`` in :data:`N_OBS`."""
+    truth = SurrogateBank.fit(target, space_encoder(space))
 
     def objective(algorithm: str, params: dict) -> float:
         x = space[algorithm].encode(params)[None, :]
         return float(truth.predict(algorithm, x)[0][0, 0])
 
-    rlgp_seconds = {}
+    out = {}
     for n in N_OBS:
         strategy = RLGP(bank, n_init=0, seed=0)
         opt = _fed_optimizer(space, strategy, objective, n, seed=n)
         opt.ask()  # untimed: caches warm
         times = []
-        for _ in range(3):
+        for _ in range(REPEATS):
             start = time.perf_counter()
             trial = opt.ask()
             times.append(time.perf_counter() - start)
             opt.tell(trial, objective(trial.algorithm, trial.params))
-        rlgp_seconds[str(n)] = float(np.mean(times))
-        print(f"RLGP, {len(bank.tasks)} tasks x {len(space.algorithms)} algorithms, {n} target observations: "
-              f"{rlgp_seconds[str(n)]:.3f} s per suggestion", flush=True)
-    report["rlgp_seconds_per_suggestion"] = rlgp_seconds
+        out[str(n)] = float(np.median(times))
+        _say(f"{label}, {n} target observations: {out[str(n)]:.3f} s per suggestion (median of {REPEATS}; "
+             f"min {min(times):.3f}, max {max(times):.3f})")
+    return out
 
-    if args.openbox_python:
-        report["openbox_rgpe_seconds_per_suggestion"] = _openbox(args, past, target, space)
-        for n, s in report["openbox_rgpe_seconds_per_suggestion"].items():
-            ratio = s / rlgp_seconds[n]
-            print(f"OpenBox RGPE ({args.openbox_algorithm}, 5 source tasks), {n} target observations: {s:.3f} s "
-                  f"per suggestion; RLGP is {ratio:.1f}x faster with {len(bank.tasks)} tasks", flush=True)
-    (args.out / "rlgp_speed.json").write_text(json.dumps(report, indent=1))
-    print(f"wrote {args.out / 'rlgp_speed.json'}")
-    return 0
+
+def _pmf(args: argparse.Namespace) -> dict[str, object]:
+    """PMF's knowledge base (module docstring, 3.)."""
+    from metabo.space.inferred import InferredSpace
+
+    start = time.perf_counter()
+    with KnowledgeBase(args.pmf_kb, read_only=True) as kb:
+        frame = kb.query(PMF_QUERY, [args.pmf_metric, ":seed0", args.pmf_max_points])
+        configs = kb.query("SELECT algorithm, params FROM configurations WHERE algorithm LIKE 'pmf:%'")
+    inferred = InferredSpace.from_configurations(
+        (a, json.loads(p) if isinstance(p, str) else p) for a, p in zip(configs["algorithm"], configs["params"]))
+    past = inferred.flatten_past(PastRuns.from_frame(frame, metric=args.pmf_metric))
+    if args.pmf_tasks:
+        past = past.only(tasks=past.tasks[: args.pmf_tasks])
+    space = inferred.space
+    target = past.tasks[0]
+    sources = past.without(target)
+    report: dict[str, object] = {
+        "kb": args.pmf_kb, "metric": args.pmf_metric, "max_points": args.pmf_max_points,
+        "runs": int(sum(len(g.values) for g in past.groups.values())), "load_seconds": time.perf_counter() - start,
+        "space": repr(inferred), "algorithms": list(space.algorithms), "target": target,
+        "n_source_tasks": len(sources.tasks)}
+    _say(f"PMF: {report['runs']} runs ({len(past.tasks)} tasks, {len(space.algorithms)} algorithms) loaded in "
+         f"{report['load_seconds']:.1f} s; {inferred!r}")
+    bank = _bank_timed(sources, space, report)
+    _say(f"PMF bank: {report['bank_gps']} GPs over {len(bank.tasks)} tasks fitted in "
+         f"{report['bank_fit_seconds']:.1f} s; loaded from the store's cache in {report['bank_cached_seconds']:.2f} s")
+    report["rlgp_seconds_per_suggestion"] = _rlgp_timed(
+        space, bank, past.only(tasks=[target]),
+        f"RLGP on PMF, {len(bank.tasks)} tasks x {len(space.algorithms)} algorithms")
+    return report
 
 
 def _fed_optimizer(space, strategy, objective, n: int, seed: int) -> Optimizer:  # type: ignore[no-untyped-def]
@@ -131,7 +218,7 @@ def _openbox(args: argparse.Namespace, past: PastRuns, target: str, space) -> di
         return [[[float(p[h["name"]]) for h in hps], float(v)] for p, v in zip(g.params, g.values)]
 
     spec = {"space": hps, "sources": [rows(t) for t in near], "target": rows(target),
-            "n_observations": [n for n in N_OBS if n <= len(rows(target))], "repeats": 3, "seed": 0}
+            "n_observations": [n for n in N_OBS if n <= len(rows(target))], "repeats": REPEATS, "seed": 0}
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(spec, f)
     script = Path(__file__).with_name("openbox_rgpe_timing.py")

@@ -4,7 +4,7 @@ Run with a Python that has ``openbox`` (it pins old numpy/ConfigSpace, so keep i
 own virtual environment); ``scripts/bench_rlgp_speed.py`` calls it. Reads a JSON file:
 ``{"space": [{"name", "low", "high", "log"}...], "sources": [[[x...], y]...]...,
 "target": [[x...], y]..., "n_observations": [10, 50], "repeats": 3, "seed": 0}`` and
-prints ``{"n": seconds}`` as JSON: the mean wall time of ``get_suggestion`` after feeding
+prints ``{"n": seconds}`` as JSON: the median wall time of ``get_suggestion`` after feeding
 ``n`` target observations (after one untimed suggestion at the same ``n``).
 """
 
@@ -44,7 +44,7 @@ def main(path: str) -> None:
             start = time.perf_counter()
             advisor.get_suggestion()
             times.append(time.perf_counter() - start)
-        out[str(n)] = float(np.mean(times))
+        out[str(n)] = float(np.median(times))
     print(json.dumps(out))
 
 
