@@ -198,7 +198,8 @@ class InferredSpace:
 def _block(algorithm: str, name: str, lst: _ListLayout, params: Mapping[str, Any]) -> tuple[_Coordinate, ...]:
     sel = None if lst.selector is None else _key(params[lst.selector])
     if sel not in lst.blocks:
-        raise InvalidConfigurationError(f"{algorithm}: no recorded {name} for {lst.selector} = {params[lst.selector]!r}")
+        raise InvalidConfigurationError(
+            f"{algorithm}: no recorded {name} for {lst.selector} = {params[lst.selector]!r}")
     return lst.blocks[sel]
 
 
