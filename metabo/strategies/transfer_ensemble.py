@@ -252,6 +252,7 @@ class WeightedGPEnsembles:
         else:
             w_base, w_target = w_base / total, w_target / total
         use = np.flatnonzero(w_base > 0)
+        target_predict = _fast_predict(target[0]) if target is not None and w_target > 0 else None
 
         def predict(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             mean = np.zeros(len(X))
@@ -260,8 +261,8 @@ class WeightedGPEnsembles:
                 mu, v = self.bank.predict(a, X, [members[i] for i in use])
                 mean += w_base[use] @ mu
                 var += (w_base[use] ** 2) @ v
-            if w_target > 0 and target is not None:
-                mu_t, v_t = target[0].predict(X)
+            if w_target > 0 and target_predict is not None:
+                mu_t, v_t = target_predict(X)
                 mean += w_target * (mu_t - ybar) / scale
                 var += w_target**2 * v_t / scale**2
             return mean, var
@@ -319,6 +320,19 @@ class WeightedGPEnsembles:
                 return random_configuration(space, rng, history.config_ids, algorithm=algorithms[0])
             return random_configuration(space, rng, history.config_ids)
         return winner[1]
+
+
+def _fast_predict(model: Any) -> Any:
+    """The target GP's ``predict`` by the bank's batched path
+    (:func:`~metabo.surrogates.bank.state_predictor`, the same posterior to rounding), or
+    its own ``predict`` when it is not a MAP one-block GP."""
+    from metabo.exceptions import SurrogateError
+    from metabo.surrogates.bank import state_predictor
+
+    try:
+        return state_predictor(model.posterior_state())
+    except (AttributeError, SurrogateError):
+        return model.predict
 
 
 def _exhausted(space: CASHSpace, algorithm: str, history: History) -> bool:

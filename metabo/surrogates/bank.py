@@ -228,6 +228,24 @@ def _posterior(b: _Bin, X: np.ndarray, mean: np.ndarray, var: np.ndarray) -> Non
     var *= (b.scale**2)[:, None]
 
 
+def state_predictor(state: PosteriorState) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """``X (m, d) -> (mean, latent variance)`` (m,) of one fitted GP from its posterior
+    arrays, in its y units, by the bank's batched path (a bin of one member): the same
+    posterior as :meth:`GaussianProcess.predict <metabo.surrogates.gp.GaussianProcess.predict>`
+    of a MAP one-block GP, to rounding, without its per-call validation and bookkeeping
+    (RLGP's target GPs are predicted at every step of the acquisition search)."""
+    b = _stack([0], [state], [_Prepared.of(state)])
+
+    def predict(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        Xc = np.asarray(X, dtype=float)
+        mean, var = np.empty((1, len(Xc))), np.empty((1, len(Xc)))
+        if len(Xc):
+            _posterior(b, Xc, mean, var)
+        return mean[0], var[0]
+
+    return predict
+
+
 class SurrogateBank:
     """Base GPs by (task, algorithm) (module docstring); build with :meth:`fit`.
 
@@ -573,4 +591,4 @@ def _fit_member(past: PastRuns, encode: Encoder, task: str, algorithm: str, scal
     return bank_cache.CachedMember(state, gp.y_.copy(), float(gp.jitter_))
 
 
-__all__ = ["Encoder", "SurrogateBank", "UnknownBankAlgorithmError", "member_seed", "space_encoder"]
+__all__ = ["Encoder", "SurrogateBank", "UnknownBankAlgorithmError", "member_seed", "space_encoder", "state_predictor"]

@@ -357,3 +357,17 @@ def test_kept_selections_and_sampling_factors_give_the_results_of_a_fresh_bank(d
         for tasks in (["t1"], ["t2", "t3"]):
             np.testing.assert_array_equal(small.predict("a", Z, tasks)[1], fresh().predict("a", Z, tasks)[1])
     assert len(small._factors) == 1 and len(small._selections) == 1
+
+
+def test_state_predictor_is_the_gps_own_predict():
+    """One GP's posterior arrays by the bank's batched path: its predict, to rounding."""
+    from metabo.surrogates.bank import state_predictor
+
+    rng = np.random.default_rng(4)
+    X, y = rng.random((9, 3)), rng.normal(size=9) * 3 + 1
+    gp = GaussianProcess(seed=0).fit(X, y)
+    gp.add(rng.random(3), 0.5)  # an extended factor, as the target GPs have
+    Xs = rng.random((40, 3))
+    for got, want in zip(state_predictor(gp.posterior_state())(Xs), gp.predict(Xs)):
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+    assert state_predictor(gp.posterior_state())(np.empty((0, 3)))[0].shape == (0,)
