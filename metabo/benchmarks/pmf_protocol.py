@@ -7,7 +7,7 @@ configurations of the :class:`~metabo.space.inferred.InferredSpace` of the recor
 (their vectors flattened into scalar hyperparameters). The protocol, defaults as in the
 paper:
 
-- held-out tasks: ``--datasets`` (50) drawn without replacement by ``default_rng(seed)``;
+- held-out tasks: the first ``--datasets`` (50) of a permutation drawn by ``default_rng(seed)``;
   each is left out in turn, every other task (552) is the knowledge;
 - knowledge ``K``: per (task, algorithm) at most ``--base-points`` (50) of the task's
   recorded pipelines, drawn by a generator seeded from (seed, task, algorithm), so that one
@@ -199,10 +199,11 @@ def knowledge(matrix: MetaMatrix, *, n_base: int = 50, seed: int = 0) -> PastRun
 
 
 def held_out_tasks(matrix: MetaMatrix, n: int, seed: int = 0) -> list[str]:
-    """``n`` tasks drawn without replacement by ``default_rng(seed)``, in draw order."""
+    """The first ``n`` tasks of a permutation drawn by ``default_rng(seed)`` (so a larger ``n``
+    extends a smaller one's draw)."""
     if not 1 <= n <= len(matrix.tasks):
         raise InputDataError(f"--datasets must be in 1..{len(matrix.tasks)}, got {n}")
-    pick = np.random.default_rng(seed).choice(len(matrix.tasks), n, replace=False)
+    pick = np.random.default_rng(seed).permutation(len(matrix.tasks))[:n]
     return [matrix.tasks[int(i)] for i in pick]
 
 

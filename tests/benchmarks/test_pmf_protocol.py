@@ -103,6 +103,7 @@ def test_draws_are_seeded(kb_path: str) -> None:
         m = P.MetaMatrix.from_kb(kb)
     assert P.held_out_tasks(m, 2, 0) == P.held_out_tasks(m, 2, 0)
     assert sorted(P.held_out_tasks(m, 3, 1)) == sorted(m.tasks)
+    assert P.held_out_tasks(m, 3, 1)[:2] == P.held_out_tasks(m, 2, 1)  # more datasets extend the draw
     task = m.tasks[0]
     pool = P.candidate_pool(m, task, 0, max_candidates=2, seed=0)
     assert len(pool) == 2 and np.array_equal(pool, P.candidate_pool(m, task, 0, max_candidates=2, seed=0))
