@@ -173,6 +173,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seeds", type=int, default=1)
     p.add_argument("--iterations", type=int, default=PAPER_ITERATIONS,
                    help=f"picks per dataset (default {PAPER_ITERATIONS}, the paper's grid size)")
+    p.add_argument("--only-folds", type=lambda s: [int(k) for k in s.split(",")],
+                   help="run these meta-folds only (another process can run the others into the same runs.jsonl)")
     p.add_argument("--resume", action="store_true", help="keep the runs already in runs.jsonl")
     p.add_argument("--out", type=Path, default=Path("reports/transfer/scot_cv"))
 
@@ -192,8 +194,9 @@ def run(args: argparse.Namespace, command: str) -> int:
     folds = meta_folds(past.tasks, args.folds, args.fold_seed)
     print(f"{len(past.tasks)} datasets in {len(folds)} meta-folds of sizes {[len(f) for f in folds]}", flush=True)
     have = {(r["method"], r["fold"], r["seed"]) for r in load_runs(runs_path)}
+    only = set(range(len(folds)) if getattr(args, "only_folds", None) is None else args.only_folds)
     keys = [(s, k, m) for s in range(args.seeds) for k in range(len(folds)) for m in args.methods
-            if (m, k, s) not in have]
+            if (m, k, s) not in have and k in only]
     print(f"{len(keys)} (seed, fold, method) units to do ({len(have)} kept)", flush=True)
     start = time.perf_counter()
     for i, (s, k, m) in enumerate(keys):
