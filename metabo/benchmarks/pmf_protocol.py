@@ -346,6 +346,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, help="draws the held-out datasets, knowledge and pools")
     p.add_argument("--jobs", type=int, default=1, help="threads running runs at once")
     p.add_argument("--resume", action="store_true", help="keep the runs already in pmf_runs.jsonl")
+    p.add_argument("--report-only", action="store_true",
+                   help="recompute the summary from pmf_runs.jsonl (the runs finished so far) and stop")
     p.add_argument("--out", type=Path, default=Path("reports/transfer/pmf"))
 
 
@@ -400,11 +402,15 @@ def report(args: argparse.Namespace, command: str, tasks: Sequence[str]) -> str:
 
 def run(args: argparse.Namespace, command: str) -> int:
     """The protocol (module docstring): runs appended to ``--out``/pmf_runs.jsonl as they
-    finish, the summary recomputed from them at the end (and on ``--repetitions 0``)."""
+    finish, the summary recomputed from them at the end (or alone, ``--report-only``)."""
     if bad := set(args.methods) - set(METHODS):
         raise InputDataError(f"unknown methods {sorted(bad)}; use some of {list(METHODS)}")
     args.out.mkdir(parents=True, exist_ok=True)
     runs_path = args.out / "pmf_runs.jsonl"
+    if args.report_only:  # the held-out datasets: those of the runs so far, in their order
+        tasks = list(dict.fromkeys(r["task"] for r in _load(runs_path)))
+        print(report(args, command, tasks))
+        return 0
     if not args.resume and runs_path.exists():
         runs_path.unlink()
     start = time.perf_counter()

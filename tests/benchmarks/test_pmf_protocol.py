@@ -79,6 +79,11 @@ def test_end_to_end_properties(kb_path: str, tmp_path: Path, monkeypatch: pytest
     assert (args.out / "pmf_curves.png").stat().st_size > 0
     assert "Figure 2" in (args.out / "pmf_summary.txt").read_text()
 
+    # the summary recomputed from the runs alone is the same
+    text = (args.out / "pmf_summary.txt").read_text()
+    args.report_only = True
+    assert P.run(args, "test") == 0 and (args.out / "pmf_summary.txt").read_text() == text
+
     # same seed => same picks
     again = _args(tmp_path / "b", kb_path)
     P.run(again, "test")
