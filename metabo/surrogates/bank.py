@@ -263,6 +263,10 @@ class SurrogateBank:
         self.n_loaded_ = n_loaded
         self.fit_seconds_ = fit_seconds
         self._prepared = _prepared if _prepared is not None else {}  # shared with views
+        self._derive()
+
+    def _derive(self) -> None:
+        """Task and algorithm tuples, and empty caches of derived arrays."""
         self._bins: dict[str, tuple[tuple[str, ...], list[_Bin]]] = {}
         self._tasks = tuple(sorted({t for t, _ in self.members_}))
         self._algorithms = tuple(sorted({a for _, a in self.members_}))
@@ -270,6 +274,16 @@ class SurrogateBank:
         # recent selections of members (predict) and sampling factors (sample), by key
         self._selections: OrderedDict[tuple[str, tuple[int, ...]], list[tuple[_Bin, np.ndarray]]] = OrderedDict()
         self._factors: OrderedDict[tuple[Any, ...], list[_Factor]] = OrderedDict()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Members and their prepared arrays; the caches are derived again on loading."""
+        keep = ("members_", "targets_", "n_fitted_", "n_loaded_", "fit_seconds_", "_prepared")
+        return {k: self.__dict__[k] for k in keep if k in self.__dict__}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.__dict__.setdefault("_prepared", {})
+        self._derive()
 
     def __repr__(self) -> str:
         return f"SurrogateBank({len(self.members_)} GPs, {len(self.tasks)} tasks, {len(self.algorithms)} algorithms)"

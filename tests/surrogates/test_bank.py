@@ -371,3 +371,15 @@ def test_state_predictor_is_the_gps_own_predict():
     for got, want in zip(state_predictor(gp.posterior_state())(Xs), gp.predict(Xs)):
         np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
     assert state_predictor(gp.posterior_state())(np.empty((0, 3)))[0].shape == (0,)
+
+
+def test_a_pickled_bank_predicts_as_the_original(data):
+    import pickle
+
+    _, bank = data
+    X = SPACE["a"].encode_many(SPACE["a"].sample(3, 5))
+    bank.sample("a", X, 4, seed=0)  # fills a cache, which is not pickled
+    copy = pickle.loads(pickle.dumps(bank))
+    assert not copy._factors and copy.algorithms == bank.algorithms and copy.tasks == bank.tasks
+    np.testing.assert_array_equal(copy.predict("a", X, ["t2"])[0], bank.predict("a", X, ["t2"])[0])
+    np.testing.assert_array_equal(copy.sample("a", X, 4, seed=1), bank.sample("a", X, 4, seed=1))
