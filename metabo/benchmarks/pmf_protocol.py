@@ -23,9 +23,9 @@ paper:
   iterations count every evaluation, the 3 random ones included;
 - methods: ``gp`` (GP-BO), ``rgpe``, ``rlgp`` (3 random first, the paper's protocol), ``scot``
   (3 random first, then the ranker, with lighter settings: :data:`SCOT_SETTINGS`; a task
-  without meta-features gets the past tasks' mean rescaled features, SCoT's own imputation), ``knn`` (the best pipeline of each of the 3
-  nearest past tasks among the candidates, then GP-BO: its design takes the place of the
-  3 random points). kNN ranks only the past tasks with meta-features; a held-out task
+  without meta-features gets the past tasks' mean rescaled features, SCoT's own imputation),
+  ``knn`` (the best pipeline of each of the 3 nearest past tasks among the candidates, then
+  GP-BO: its design takes the place of the 3 random points). kNN ranks only the past tasks with meta-features; a held-out task
   without meta-features is given the past tasks' mean meta-features (the imputation SCoT
   uses), so its neighbours are the most typical datasets;
 - report: mean normalized regret and average rank at iterations 1, 3, 5, 10, 20, Friedman
@@ -384,11 +384,12 @@ def report(args: argparse.Namespace, command: str, tasks: Sequence[str]) -> str:
     text = format_table(summary, args.methods, "RLGP protocol on PMF (leave-one-dataset-out)")
     seconds = {m: float(np.mean([s for r in runs if r["method"] == m for s in r["seconds"]])) for m in args.methods}
     text += "Mean seconds per suggestion: " + ", ".join(f"{m} {s:.3f}" for m, s in seconds.items()) + "\n"
-    text += (f"Runs: {len(task_list)} of {len(tasks)} held-out datasets, repetitions per dataset "
+    text += (f"Runs: {len(task_list)} of the {args.datasets} held-out datasets asked, repetitions per dataset "
              f"{min(reps.values())}-{max(reps.values())} (asked {args.repetitions}), {args.iterations} iterations, "
              f"base GPs on {args.base_points} pipelines per (task, algorithm), candidates "
              f"{'all recorded pipelines' if args.max_candidates is None else f'<= {args.max_candidates} per run'}\n")
-    text += f"Command: {command}\n\n" + DEVIATIONS + "\n" + FIGURE_2
+    text += ("Summary recomputed from pmf_runs.jsonl by" if args.report_only else "Command:") + f" {command}\n\n"
+    text += DEVIATIONS + "\n" + FIGURE_2
     (args.out / "pmf_summary.json").write_text(json.dumps(
         {"command": command, "held_out": list(tasks), "tasks": task_list, "repetitions": reps,
          "methods": args.methods, "iterations": args.iterations, "base_points": args.base_points,
