@@ -138,6 +138,26 @@ def at(curve: Sequence[float], k: int) -> float:
     return float(curve[min(k, len(curve)) - 1]) if len(curve) else math.nan
 
 
+def reproduced(live_runs: Sequence[Mapping[str, Any]], past: PastRuns, space: Any) -> dict[str, Any]:
+    """The live trials at configurations the knowledge base recorded on their dataset, and
+    the largest difference between the live and the recorded validation error (0 when the
+    live evaluation reproduces the knowledge base's)."""
+    from metabo.kb.canonical import config_id
+
+    recorded: dict[str, dict[str, float]] = {}
+    diffs = []
+    for r in live_runs:
+        if r["task"] not in recorded:
+            recorded[r["task"]] = {cid: float(v) for runs in past.task_runs(r["task"]).values()
+                                   for cid, v in zip(runs.config_ids, runs.values)}
+        for (a, p), v in zip(r["configs"], r["values"]):
+            cid = config_id(*space.normalize(a, p))
+            if cid in recorded[r["task"]] and math.isfinite(v):
+                diffs.append(abs(v - recorded[r["task"]][cid]))
+    return {"n_trials": int(sum(len(r["values"]) for r in live_runs)), "n_at_recorded": len(diffs),
+            "max_abs_diff": float(max(diffs)) if diffs else math.nan}
+
+
 # ----------------------------------------------------------------- agreement
 def agreement(live: Mapping[tuple[str, str], float], lookup: Mapping[tuple[str, str], float],
               tasks: Sequence[str], methods: Sequence[str]) -> dict[str, Any]:
@@ -233,6 +253,10 @@ def run(args: argparse.Namespace, command: str) -> int:
                  and r["seed"] < args.seeds]
     lookup_runs = lookup_for(args, tasks, past, shared, lookup_path)
     summary, text = summarize_live(live_runs, lookup_runs, tasks, args.methods, args.iterations)
+    summary["reproduced"] = rep = reproduced(live_runs, past, shared["space"])
+    text += (f"Live trials at configurations the knowledge base recorded on the same dataset: {rep['n_at_recorded']} "
+             f"of {rep['n_trials']}, largest |live - recorded| validation error {rep['max_abs_diff']:.2g} "
+             "(0: the live evaluation reproduces the knowledge base's runs)\n")
     text = protocol_note(args, specs, lookup_runs) + "\n" + text
     print("\n" + text)
     (args.out / "summary.txt").write_text(text)
@@ -358,4 +382,4 @@ def protocol_note(args: argparse.Namespace, specs: Mapping[str, str], lookup_run
 
 
 __all__ = ["CHECKPOINTS", "HELP", "KBSplit", "KB_EVALUATION", "METHODS", "add_arguments", "agreement",
-           "best_so_far", "choose_datasets", "dataset_spec", "live_run", "run", "summarize_live"]
+           "best_so_far", "choose_datasets", "dataset_spec", "live_run", "reproduced", "run", "summarize_live"]

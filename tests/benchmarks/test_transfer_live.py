@@ -114,3 +114,21 @@ def test_agreement_on_known_orderings():
     live_one = {k: v for k, v in live.items() if k[0] == "t1"}
     out = agreement(live_one, {k: v for k, v in same.items() if k[0] == "t1"}, ["t1"], methods)
     assert out["mean_rank_live"] == {"a": 1.0, "b": 2.0, "c": 3.0} and out["rank_spearman"] == pytest.approx(1.0)
+
+
+def test_reproduced_compares_trials_at_recorded_configurations(source):
+    from metabo.kb.past import PastRuns
+    from metabo.space.algorithms import default_cash_space
+
+    path, ids = source
+    with KnowledgeBase(path, read_only=True) as kb:
+        past = PastRuns.from_kb(kb)
+    space = default_cash_space(["knn"])
+    p3 = {"n_neighbors": 3, "weights": "uniform", "p": 2}
+    recorded = 0.05 + 0.01 * abs(3 - 3)  # ids[0]'s value at n_neighbors 3
+    runs = [{"task": ids[0], "configs": [["knn", p3], ["knn", {**p3, "n_neighbors": 20}]],
+             "values": [recorded + 0.25, 0.5]}]
+    out = transfer_live.reproduced(runs, past, space)
+    assert (out["n_trials"], out["n_at_recorded"]) == (2, 1) and out["max_abs_diff"] == pytest.approx(0.25)
+    runs[0]["values"][0] = recorded
+    assert transfer_live.reproduced(runs, past, space)["max_abs_diff"] == pytest.approx(0.0)
