@@ -51,6 +51,12 @@ member from one generator: the transform of
 per member: cheap at the M = n_target observations RLGP samples at, seconds at M = 1000.
 
 Members fitted with a knowledge base are cached in it (:mod:`metabo.surrogates.bank_cache`).
+In memory, a bank keeps (bounded, most recent first) the stacked arrays of the member
+selections it predicted with and the sampling factors ``(m + k0 (sigma_a^2 alpha), C)`` at
+the points it sampled at: RLGP predicts with the same weighted members at every step of a
+search and samples at each algorithm's observations, unchanged between suggestions but for
+one algorithm. A repeated call then does no factorization (sample) or copy (predict), with
+bit-identical results.
 """
 
 from __future__ import annotations
