@@ -133,7 +133,7 @@ class MetaMatrix:
                       "ORDER BY config_id", [prefix])
         if cf.empty:
             raise InputDataError(f"no configuration of an algorithm named {prefix}...; ingest the meta-dataset "
-                                 "first (metabo ingest metadataset pmf)")
+                                 "first (metabo ingest pmf)")
         res = kb.connection.execute(
             "WITH c AS (SELECT config_id, row_number() OVER (ORDER BY config_id) - 1 AS j FROM configurations "
             "WHERE starts_with(algorithm, ?)), "
@@ -334,7 +334,7 @@ def build_context(kb_path: str, *, n_base: int, max_candidates: int | None, seed
 
 # ----------------------------------------------------------------- the CLI protocol
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--kb", required=True, help="knowledge base with PMF ingested (metabo ingest metadataset pmf)")
+    p.add_argument("--kb", required=True, help="knowledge base with PMF ingested (metabo ingest pmf)")
     p.add_argument("--methods", type=lambda s: s.split(","), default=list(METHODS))
     p.add_argument("--datasets", type=int, default=50, help="held-out datasets (paper: 50)")
     p.add_argument("--repetitions", type=int, default=20, help="repetitions per dataset (paper: 20)")
