@@ -42,10 +42,12 @@ the bank keeps its members' posterior factors at each algorithm's observations (
 normal draws are new) and its stacked arrays of the members with weight. Within a
 suggestion, BLAS is limited once (``blas_threads``), and each target GP is predicted from
 its posterior arrays by the bank's batched path (:func:`~metabo.surrogates.bank.state_predictor`).
-Measured on the shipped knowledge base (41 tasks x 12 algorithms, one core, shared
-machine): 1.4-1.8x less time per suggestion than recomputing it all; what is left is
-mostly the acquisition search's own work (neighbours, decoding) and the base GPs'
-predictions at its candidates (``reports/transfer/rlgp_speed.txt``).
+Measured on the shipped knowledge base (41 tasks x 12 algorithms, one BLAS thread, a
+shared machine at load ~6 on 2 cores; 30 suggestions each, old and new code interleaved):
+median CPU seconds per suggestion 0.280 -> 0.247 at 10 target observations and 0.295 ->
+0.237 at 50. What is left is mostly the acquisition search's own work (one-exchange
+neighbours, decoding and ids of candidates: ~40%) and the base GPs' predictions at its
+candidates (~35%; ``reports/transfer/rlgp_speed.txt``).
 """
 
 from __future__ import annotations
