@@ -18,7 +18,8 @@ also holds every other algorithm at its default (``CASHSpace.neighbours``).
 On a :class:`~metabo.space.finite.FiniteCASHSpace` (the recorded configurations of a
 lookup benchmark) every candidate not evaluated is scored and the best returned.
 
-Everything runs on encoded rows (``CASHSpace.neighbours_encoded``); a row is decoded to a
+Everything runs on encoded rows (``CASHSpace.neighbours_encoded_many``: the neighbourhoods of
+every running search in one call per step); a row is decoded to a
 configuration only to check its id. The other algorithms' defaults are scored once per
 call, not once per step. Deterministic for a seed (given a deterministic ``score``).
 """
@@ -192,9 +193,9 @@ def maximize(
     steps = 0
     while running and steps < max_steps:
         steps += 1
-        rows = [space.neighbours_encoded(current[k], rng, n_per_numeric, other_algorithms=False) for k in running]
-        owner = np.concatenate([np.full(len(r), k) for r, k in zip(rows, running)])
-        batch = np.vstack(rows)
+        batch, local = space.neighbours_encoded_many(np.vstack([current[k] for k in running]), rng, n_per_numeric,
+                                                     other_algorithms=False)
+        owner = np.asarray(running, dtype=np.intp)[local]
         s = _call(score, batch)
         seen.add(batch, s)
         still = []

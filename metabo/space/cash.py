@@ -162,16 +162,59 @@ class CASHSpace:
         with one parameter of its algorithm changed (``SearchSpace.neighbours_encoded``),
         then (``other_algorithms``) every other algorithm at its default."""
         x = np.asarray(x, dtype=float)
-        k = int(np.argmax(x[: len(self._algorithms)]))
-        algorithm = self._algorithms[k]
-        block = self._slices[algorithm]
-        own = self._spaces[algorithm].neighbours_encoded(x[block], rng, n_per_numeric)
-        rows = np.tile(x, (len(own), 1))
-        rows[:, block] = own
-        if not other_algorithms:
-            return rows
-        others = [self.encode(*self.default_configuration(a)) for a in self._algorithms if a != algorithm]
-        return np.vstack([rows, *others]) if others else rows
+        if x.shape != (self.n_dims,):
+            raise InputDataError(f"a CASH vector must have shape ({self.n_dims},), got {x.shape}")
+        return self.neighbours_encoded_many(x[None, :], rng, n_per_numeric, other_algorithms=other_algorithms)[0]
+
+    def neighbours_encoded_many(
+        self, X: Any, rng: Seed, n_per_numeric: int = 4, *, other_algorithms: bool = True
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`neighbours_encoded` of every row of ``X`` (m, :attr:`n_dims`) in one pass:
+        the rows of all neighbourhoods, ``X[0]``'s first, and the index (into ``X``) of the
+        row each comes from. The same draws in the same order as calling
+        :meth:`neighbours_encoded` on each row in turn (rows of different algorithms
+        interleaved as they come); snapping is batched per algorithm
+        (``SearchSpace.neighbours_from_draws``)."""
+        gen = as_generator(rng)
+        X = np.asarray(X, dtype=float)
+        if X.ndim != 2 or X.shape[1] != self.n_dims:
+            raise InputDataError(f"CASH vectors must have shape (m, {self.n_dims}), got {X.shape}")
+        m = len(self._algorithms)
+        chosen = np.argmax(X[:, :m], axis=1)
+        groups = {k: np.flatnonzero(chosen == k) for k in np.unique(chosen)}
+        active = {k: self._spaces[self._algorithms[k]].active_encoded(X[rows][:, self._slices[self._algorithms[k]]])
+                  for k, rows in groups.items()}
+        position = np.empty(len(X), dtype=np.intp)
+        for rows in groups.values():
+            position[rows] = np.arange(len(rows))
+        draws: dict[int, list[dict[int, np.ndarray]]] = {k: [] for k in groups}
+        for r in range(len(X)):  # the generator's draws in row order
+            k = int(chosen[r])
+            space, block = self._spaces[self._algorithms[k]], self._slices[self._algorithms[k]]
+            draws[k].append(space.draw_neighbours(X[r, block], active[k][position[r]], gen, n_per_numeric))
+        blocks, owners = [], []
+        for k, rows in groups.items():
+            a = self._algorithms[k]
+            own, local = self._spaces[a].neighbours_from_draws(X[rows][:, self._slices[a]], active[k], draws[k],
+                                                               n_per_numeric)
+            full = X[rows[local]]
+            full[:, self._slices[a]] = own
+            blocks.append(full)
+            owners.append(rows[local])
+        if other_algorithms:
+            defaults = self._default_rows()
+            for r in range(len(X)):
+                others = [j for j in range(m) if j != chosen[r]]
+                blocks.append(defaults[others])
+                owners.append(np.full(len(others), r))
+        rows_all = np.vstack(blocks) if blocks else np.empty((0, self.n_dims))
+        owner = np.concatenate(owners) if owners else np.empty(0, dtype=np.intp)
+        order = np.argsort(owner, kind="stable")  # each row's own neighbours, then the defaults
+        return rows_all[order], owner[order]
+
+    def _default_rows(self) -> np.ndarray:
+        """The encodings of every algorithm's default, in algorithm order (m, n_dims)."""
+        return np.vstack([self.encode(*self.default_configuration(a)) for a in self._algorithms])
 
     # -- encoding -------------------------------------------------------------------
     def encode(self, algorithm: str, params: Mapping[str, Any]) -> np.ndarray:

@@ -80,6 +80,10 @@ class FiniteCASHSpace(CASHSpace):
                            other_algorithms: bool = True) -> np.ndarray:
         return np.empty((0, self.n_dims))
 
+    def neighbours_encoded_many(self, X: Any, rng: Seed, n_per_numeric: int = 4, *,
+                                other_algorithms: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        return np.empty((0, self.n_dims)), np.empty(0, dtype=np.intp)
+
     def unevaluated(self, evaluated: Sequence[str] | set[str] | frozenset[str]) -> tuple[list[Config], np.ndarray]:
         """The candidates whose id is not in ``evaluated``, and their encodings."""
         done = set(evaluated)

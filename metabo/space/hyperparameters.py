@@ -28,6 +28,7 @@ for numbers (the (geometric) midpoint) and the first choice for categoricals.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import KW_ONLY, dataclass
 from typing import Any, TypeAlias
 
@@ -49,13 +50,18 @@ NEIGHBOUR_SD = 0.2  # SMAC's standard deviation of numeric neighbours, in unit s
 _TRIES_PER_NEIGHBOUR = 10
 
 
-def _unit_neighbour_codes(hp: Float | Integer, centre: float, rng: Seed, n: int) -> list[float]:
-    """Codes of up to ``n`` distinct values decoded from ``N(centre, 0.2^2)`` draws clipped
-    to [0, 1], all different from the value at ``centre`` (``n x 10`` draws at most)."""
-    gen = as_generator(rng)
-    draws = gen.normal(centre, NEIGHBOUR_SD, n * _TRIES_PER_NEIGHBOUR + 1)
+def neighbour_draws(centre: float, rng: Seed, n: int) -> np.ndarray:
+    """The ``n x 10 + 1`` unit values behind :func:`_unit_neighbour_codes`: ``centre``, then
+    ``N(centre, 0.2^2)`` draws, clipped to [0, 1] (one ``normal`` call of ``rng``)."""
+    draws = as_generator(rng).normal(centre, NEIGHBOUR_SD, n * _TRIES_PER_NEIGHBOUR + 1)
     draws[0] = centre
-    own, *codes = hp.snap_unit(np.clip(draws, 0.0, 1.0)).tolist()  # own: the centre's code
+    return np.clip(draws, 0.0, 1.0)
+
+
+def _distinct_codes(snapped: Sequence[float], n: int) -> list[float]:
+    """Up to ``n`` distinct codes of ``snapped[1:]``, in order, all different from
+    ``snapped[0]`` (the centre's own code)."""
+    own, *codes = snapped
     out: list[float] = []
     for c in codes:
         if len(out) >= n:
@@ -63,6 +69,12 @@ def _unit_neighbour_codes(hp: Float | Integer, centre: float, rng: Seed, n: int)
         if c != own and c not in out:
             out.append(c)
     return out
+
+
+def _unit_neighbour_codes(hp: Float | Integer, centre: float, rng: Seed, n: int) -> list[float]:
+    """Codes of up to ``n`` distinct values decoded from ``N(centre, 0.2^2)`` draws clipped
+    to [0, 1], all different from the value at ``centre`` (``n x 10`` draws at most)."""
+    return _distinct_codes(hp.snap_unit(neighbour_draws(centre, rng, n)).tolist(), n)
 
 
 class _Numeric:
@@ -177,6 +189,11 @@ class Float(_Numeric):
         """Codes of ``n`` values around the one at ``u`` (Gaussian in unit space, sd 0.2, clipped)."""
         return np.array(_unit_neighbour_codes(self, u, rng, n))
 
+    def codes_from_snapped(self, u: float, snapped: Sequence[float], *, n: int = 4) -> np.ndarray:
+        """:meth:`neighbour_codes` from ``snap_unit(neighbour_draws(u, rng, n))`` computed
+        elsewhere (a batch of searches snapped at once)."""
+        return np.array(_distinct_codes(snapped, n))
+
     def neighbours(self, value: Any, rng: Seed, *, n: int = 4) -> list[float]:
         """``n`` values around ``value``: :meth:`neighbour_codes` decoded."""
         return [self.from_unit(c) for c in self.neighbour_codes(self.to_unit(value), rng, n=n)]
@@ -235,8 +252,13 @@ class Integer(_Numeric):
 
     def neighbour_codes(self, u: float, rng: Seed, *, n: int = 4) -> np.ndarray:
         """Codes of up to ``n`` distinct integers: rounded Gaussian draws, then the nearest ones."""
+        return self.codes_from_snapped(u, self.snap_unit(neighbour_draws(u, rng, n)).tolist(), n=n)
+
+    def codes_from_snapped(self, u: float, snapped: Sequence[float], *, n: int = 4) -> np.ndarray:
+        """:meth:`neighbour_codes` from ``snap_unit(neighbour_draws(u, rng, n))`` computed
+        elsewhere (a batch of searches snapped at once)."""
         v = self.from_unit(u)
-        out = _unit_neighbour_codes(self, u, rng, n)
+        out = _distinct_codes(snapped, n)
         step = 1
         while len(out) < n and (v - step >= self.low or v + step <= self.high):
             for w in (v - step, v + step):

@@ -23,7 +23,7 @@ from metabo._typing import Seed, as_generator
 from metabo.exceptions import InputDataError
 from metabo.space._graph import Graph
 from metabo.space.conditions import InCondition
-from metabo.space.hyperparameters import Hyperparameter
+from metabo.space.hyperparameters import Float, Hyperparameter, Integer, neighbour_draws
 
 if TYPE_CHECKING:
     from ConfigSpace import ConfigurationSpace
@@ -155,26 +155,74 @@ class SearchSpace:
 
     def neighbours_encoded(self, x: Any, rng: Seed, n_per_numeric: int = 4) -> np.ndarray:
         """:meth:`neighbours` in the encoding: rows (k, D) for the encoding ``x`` of a
-        configuration (from :meth:`encode` or :meth:`sample_encoded`), each changing one active coordinate to another value's code
-        (``neighbour_codes``); a changed parent is followed by its children (inactive
-        coordinates already hold their defaults' codes, so newly active children take
-        their defaults)."""
-        gen = as_generator(rng)
+        configuration (from :meth:`encode` or :meth:`sample_encoded`), each changing one
+        active coordinate to another value's code (``neighbour_codes``); a changed parent is
+        followed by its children (inactive coordinates already hold their defaults' codes,
+        so newly active children take their defaults)."""
         x = np.asarray(x, dtype=float)
         if x.shape != (len(self),):
             raise InputDataError(f"space {self.name!r} takes encodings of shape ({len(self)},), got {x.shape}")
-        active = self._graph.snap_active(x.reshape(1, -1))[1][0]
-        blocks = []
+        return self.neighbours_encoded_many(x[None, :], rng, n_per_numeric)[0]
+
+    def neighbours_encoded_many(self, X: Any, rng: Seed, n_per_numeric: int = 4) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`neighbours_encoded` of every row of ``X`` (m, D) in one pass: the rows of
+        all neighbourhoods, row ``X[0]``'s first, and the index (into ``X``) of the row each
+        comes from. Equal to calling :meth:`neighbours_encoded` on each row in turn with the
+        same generator (the same draws in the same order); the codes are snapped and the
+        children completed for all rows at once."""
+        gen = as_generator(rng)
+        X = np.asarray(X, dtype=float)
+        if X.ndim != 2 or X.shape[1] != len(self):
+            raise InputDataError(f"space {self.name!r} takes encodings of shape (m, {len(self)}), got {X.shape}")
+        active = self.active_encoded(X)
+        draws = [self.draw_neighbours(X[k], active[k], gen, n_per_numeric) for k in range(len(X))]
+        return self.neighbours_from_draws(X, active, draws, n_per_numeric)
+
+    def active_encoded(self, X: np.ndarray) -> np.ndarray:
+        """The boolean (m, D) matrix of the active coordinates of encoded rows ``X``."""
+        return self._graph.snap_active(np.asarray(X, dtype=float))[1]
+
+    def draw_neighbours(self, x: np.ndarray, active: np.ndarray, rng: np.random.Generator,
+                        n_per_numeric: int) -> dict[int, np.ndarray]:
+        """The random part of one row's neighbourhood: for each active numeric coordinate
+        ``i``, ``neighbour_draws(x[i], rng, n)`` (one ``normal`` call each, in coordinate
+        order, as ``neighbour_codes`` draws them)."""
+        return {i: neighbour_draws(float(x[i]), rng, n_per_numeric)
+                for i, hp in enumerate(self.hyperparameters) if active[i] and isinstance(hp, (Float, Integer))}
+
+    def neighbours_from_draws(self, X: np.ndarray, active: np.ndarray, draws: Sequence[Mapping[int, np.ndarray]],
+                              n_per_numeric: int) -> tuple[np.ndarray, np.ndarray]:
+        """The neighbourhoods of the rows of ``X`` from their :meth:`draw_neighbours`
+        (:meth:`neighbours_encoded_many`)."""
+        snapped: dict[tuple[int, int], list[float]] = {}
         for i, hp in enumerate(self.hyperparameters):
-            if not active[i]:
-                continue
-            codes = hp.neighbour_codes(x[i], gen, n=n_per_numeric)
-            if len(codes) == 0:
-                continue
-            rows = np.tile(x, (len(codes), 1))
-            rows[:, i] = codes
-            blocks.append(self._graph.snap(rows) if hp.name in self._graph.parents else rows)
-        return np.vstack(blocks) if blocks else np.empty((0, len(self)))
+            keys = [k for k in range(len(X)) if i in draws[k]]
+            if keys:
+                codes = hp.snap_unit(np.vstack([draws[k][i] for k in keys])).tolist()
+                snapped.update({(k, i): c for k, c in zip(keys, codes)})
+        owners, columns, values = [], [], []
+        for k in range(len(X)):
+            for i, hp in enumerate(self.hyperparameters):
+                if not active[k, i]:
+                    continue
+                if (k, i) in snapped:
+                    codes = hp.codes_from_snapped(float(X[k, i]), snapped[k, i], n=n_per_numeric)
+                else:
+                    codes = hp.neighbour_codes(float(X[k, i]), None, n=n_per_numeric)
+                if len(codes):
+                    owners.append(np.full(len(codes), k))
+                    columns.append(np.full(len(codes), i))
+                    values.append(codes)
+        if not owners:
+            return np.empty((0, len(self))), np.empty(0, dtype=np.intp)
+        owner, column = np.concatenate(owners), np.concatenate(columns)
+        rows = X[owner]
+        rows[np.arange(len(rows)), column] = np.concatenate(values)
+        parents = np.array([hp.name in self._graph.parents for hp in self.hyperparameters], dtype=bool)
+        changed_parent = parents[column]
+        if changed_parent.any():
+            rows[changed_parent] = self._graph.snap(rows[changed_parent])
+        return rows, owner
 
     # -- ConfigSpace and JSON -----------------------------------------------------
     def to_configspace(self) -> ConfigurationSpace:

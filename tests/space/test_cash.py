@@ -243,3 +243,20 @@ def test_encoded_neighbours_keep_the_algorithm_then_list_the_other_defaults():
             cash.validate(a, p)
         others = [cash.encode(*cash.default_configuration(b)) for b in cash.algorithms if b != algorithm]
         np.testing.assert_array_equal(both[len(own):], np.array(others))
+
+
+@settings(max_examples=25, deadline=None)
+@given(SEEDS, st.booleans())
+def test_neighbours_of_many_rows_equal_one_row_at_a_time(seed, others):
+    """The batched neighbourhoods (one call per local-search step) are the rows' own
+    neighbourhoods in row order, drawn from the generator in the same order, whatever the
+    mix of algorithms and active conditions."""
+    cash = default_cash_space()
+    X = cash.sample_encoded(seed, 7)
+    rows, owner = cash.neighbours_encoded_many(X, np.random.default_rng(seed), 3, other_algorithms=others)
+    gen = np.random.default_rng(seed)
+    one = [cash.neighbours_encoded(x, gen, 3, other_algorithms=others) for x in X]
+    np.testing.assert_array_equal(rows, np.vstack(one))
+    np.testing.assert_array_equal(owner, np.concatenate([np.full(len(r), k) for k, r in enumerate(one)]))
+    with pytest.raises(InputDataError):
+        cash.neighbours_encoded_many(X[:, 1:], 0)
