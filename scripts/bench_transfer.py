@@ -15,7 +15,7 @@ appended to ``lookup_runs.jsonl`` as they finish, so an interrupted run resumes
 
 Methods: ``random``, ``gp`` (GP-BO, 3 random first), ``knn`` (kNN warm start), ``rgpe``,
 ``rlgp`` (the RLGP paper's protocol: 3 random first), ``rlgp-warm`` (RLGP as the project
-runs it by default: the first pick from the base GPs), ``scot``, ``global-default``,
+runs it by default: the first pick from the base GPs), ``rgpe-warm`` (RGPE started the same way), ``scot``, ``global-default``,
 ``collab-default`` and ``optuna-tpe`` (Optuna's TPE, each proposal snapped to the nearest
 recorded candidate: :class:`metabo.benchmarks.lookup.OptunaOnCandidates`).
 
@@ -46,6 +46,7 @@ from metabo.benchmarks.transfer_methods import (  # noqa: F401 - SCOT_SETTINGS, 
     ALL_METHODS,
     SCOT_SETTINGS,
     SINGLE_PICK,
+    TRANSFER_ENSEMBLES,
     load_runs,
     make_method,
     run_one,
@@ -93,7 +94,7 @@ def run_lookup(args: argparse.Namespace, command: str) -> int:
     space = default_cash_space([a for a in default_cash_space().algorithms if a in past.algorithms])
     tasks = list(past.tasks)[: args.tasks] if args.tasks else list(past.tasks)
     shared: dict[str, Any] = {"space": space, "meta_features": past.meta_features}
-    if {"rgpe", "rlgp", "rlgp-warm"} & set(args.methods):
+    if set(TRANSFER_ENSEMBLES) & set(args.methods):
         from metabo.surrogates.bank import SurrogateBank, space_encoder
 
         start = time.perf_counter()

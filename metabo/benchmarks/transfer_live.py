@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from metabo.benchmarks.transfer_methods import load_runs, make_method, run_one, shipped_kb_file
+from metabo.benchmarks.transfer_methods import TRANSFER_ENSEMBLES, load_runs, make_method, run_one, shipped_kb_file
 from metabo.data.dataset import Dataset
 from metabo.evaluation.protocols import Holdout, Split
 from metabo.exceptions import InputDataError
@@ -215,7 +215,7 @@ def prepare(kb_path: str, methods: Sequence[str]) -> tuple[PastRuns, dict[str, A
         past = PastRuns.from_kb(kb)
     space = default_cash_space([a for a in default_cash_space().algorithms if a in past.algorithms])
     shared: dict[str, Any] = {"space": space, "meta_features": past.meta_features}
-    if {"rgpe", "rlgp", "rlgp-warm"} & set(methods):
+    if set(TRANSFER_ENSEMBLES) & set(methods):
         from metabo.surrogates.bank import SurrogateBank, space_encoder
 
         shared["bank"] = SurrogateBank.fit(past, space_encoder(space), seed=0)

@@ -6,7 +6,7 @@ and the knowledge base benchmarked (:func:`shipped_kb_file`).
 
 Methods: ``random``, ``gp`` (GP-BO, 3 random first), ``knn`` (kNN warm start), ``rgpe``,
 ``rlgp`` (the RLGP paper's protocol: 3 random first), ``rlgp-warm`` (RLGP as the project
-runs it by default: the first pick from the base GPs), ``scot``, ``global-default``,
+runs it by default: the first pick from the base GPs), ``rgpe-warm`` (RGPE started the same way), ``scot``, ``global-default``,
 ``collab-default`` (SCoT's first pick) and ``optuna-tpe`` (Optuna's TPE, each proposal
 snapped to the nearest recorded candidate). ``shared`` holds the CASH ``space``, the tasks'
 ``meta_features`` and, for rgpe/rlgp, the surrogate ``bank`` of every past task.
@@ -32,8 +32,10 @@ SINGLE_PICK = ("global-default", "collab-default")
 #: SCoT made cheaper for a benchmark of thousands of suggestions (each retrains the ranker).
 SCOT_SETTINGS = {"max_points_per_task": 50, "max_gp_points": 150,
                  "ranker": {"n_components": 150, "max_pairs_per_group": 150}}
-ALL_METHODS = ("random", "gp", "knn", "rgpe", "rlgp", "rlgp-warm", "scot", "global-default", "collab-default",
-               "optuna-tpe")
+ALL_METHODS = ("random", "gp", "knn", "rgpe", "rgpe-warm", "rlgp", "rlgp-warm", "scot", "global-default",
+               "collab-default", "optuna-tpe")
+#: The methods that need the surrogate bank.
+TRANSFER_ENSEMBLES = ("rgpe", "rgpe-warm", "rlgp", "rlgp-warm")
 
 
 # ----------------------------------------------------------------- methods
@@ -54,13 +56,13 @@ def make_method(name: str, past: PastRuns, task: str, seed: int, bank: Any) -> A
         from metabo.strategies.knn import KNNWarmStart
 
         return KNNWarmStart(past, meta, k=5, then=GPBO(n_init=0, seed=seed), seed=seed)
-    if name in ("rgpe", "rlgp", "rlgp-warm"):
+    if name in TRANSFER_ENSEMBLES:
         from metabo.strategies.rgpe import RGPE
         from metabo.strategies.rlgp import RLGP
 
-        cls = RGPE if name == "rgpe" else RLGP
-        # rlgp: the paper's protocol (3 random picks first); rlgp-warm: the default, no random start
-        return cls(bank["bank"].without(task), n_init=0 if name == "rlgp-warm" else 3, seed=seed)
+        cls = RGPE if name.startswith("rgpe") else RLGP
+        # rgpe/rlgp: the paper's protocol (3 random picks first); -warm: the default, no random start
+        return cls(bank["bank"].without(task), n_init=0 if name.endswith("-warm") else 3, seed=seed)
     if name in ("scot", "collab-default"):  # collab-default: SCoT's first pick only (SINGLE_PICK)
         from metabo.strategies.scot import SCoT
 
