@@ -49,6 +49,7 @@ import numpy as np
 import pandas as pd
 
 from metabo.benchmarks.lookup import LookupTask
+from metabo.benchmarks.transfer_methods import load_runs
 from metabo.exceptions import InputDataError
 from metabo.kb.past import PastRuns, TaskAlgorithmRuns
 from metabo.space.inferred import InferredSpace
@@ -351,23 +352,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=Path("reports/transfer/pmf"))
 
 
-def _load(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    out = []
-    for line in path.read_text().splitlines():
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:  # a line cut by a killed run
-            continue
-    return out
-
-
 def report(args: argparse.Namespace, command: str, tasks: Sequence[str]) -> str:
     """Recompute the summary files from pmf_runs.jsonl (the runs finished so far)."""
     from metabo.benchmarks.compare import format_table, plot_curves, regret_table, summarize
 
-    runs = [r for r in _load(args.out / "pmf_runs.jsonl") if r["task"] in set(tasks)
+    runs = [r for r in load_runs(args.out / "pmf_runs.jsonl") if r["task"] in set(tasks)
             and r["method"] in args.methods and r["seed"] < args.repetitions]
     # only (task, repetition) pairs every method finished, so that methods are compared on the same runs
     done: dict[tuple[str, int], set[str]] = {}
@@ -409,7 +398,7 @@ def run(args: argparse.Namespace, command: str) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     runs_path = args.out / "pmf_runs.jsonl"
     if args.report_only:  # the held-out datasets: those of the runs so far, in their order
-        tasks = list(dict.fromkeys(r["task"] for r in _load(runs_path)))
+        tasks = list(dict.fromkeys(r["task"] for r in load_runs(runs_path)))
         print(report(args, command, tasks))
         return 0
     if not args.resume and runs_path.exists():
@@ -420,7 +409,7 @@ def run(args: argparse.Namespace, command: str) -> int:
     tasks = held_out_tasks(ctx.matrix, args.datasets, args.seed)
     print(f"PMF: {len(ctx.matrix.tasks)} tasks x {len(ctx.matrix.config_ids)} pipelines, knowledge "
           f"{ctx.knowledge.n_runs()} runs, bank {ctx.bank!r}, ready in {time.perf_counter() - start:.0f} s", flush=True)
-    have = {(r["method"], r["task"], r["seed"]) for r in _load(runs_path)}
+    have = {(r["method"], r["task"], r["seed"]) for r in load_runs(runs_path)}
     # repetition-major: every dataset gets a first repetition before any gets a second
     keys = [(m, t, s) for s in range(args.repetitions) for t in tasks for m in args.methods if (m, t, s) not in have]
     print(f"{len(keys)} runs to do ({len(have)} kept)", flush=True)
