@@ -30,6 +30,7 @@ import argparse
 import importlib
 import importlib.util
 import json
+import logging
 import math
 import os
 import sys
@@ -162,6 +163,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, (help_, add, _) in PROTOCOLS.items():
         add(sub.add_parser(name, help=help_))
     args = parser.parse_args(argv)
+    # the protocols report their progress and tables by logging (library code does not print)
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    bench_logger = logging.getLogger("metabo.benchmarks")
+    bench_logger.addHandler(handler)
+    bench_logger.setLevel(logging.INFO)
     return PROTOCOLS[args.protocol][2](args, " ".join(["bench_transfer.py", *argv]))
 
 

@@ -399,7 +399,7 @@ def run(args: argparse.Namespace, command: str) -> int:
     runs_path = args.out / "pmf_runs.jsonl"
     if args.report_only:  # the held-out datasets: those of the runs so far, in their order
         tasks = list(dict.fromkeys(r["task"] for r in load_runs(runs_path)))
-        print(report(args, command, tasks))
+        logger.info(report(args, command, tasks))
         return 0
     if not args.resume and runs_path.exists():
         runs_path.unlink()
@@ -407,12 +407,12 @@ def run(args: argparse.Namespace, command: str) -> int:
     ctx = build_context(args.kb, n_base=args.base_points, max_candidates=args.max_candidates, seed=args.seed,
                         bank=bool({"rgpe", "rlgp"} & set(args.methods)), bank_cache=args.bank_cache)
     tasks = held_out_tasks(ctx.matrix, args.datasets, args.seed)
-    print(f"PMF: {len(ctx.matrix.tasks)} tasks x {len(ctx.matrix.config_ids)} pipelines, knowledge "
-          f"{ctx.knowledge.n_runs()} runs, bank {ctx.bank!r}, ready in {time.perf_counter() - start:.0f} s", flush=True)
+    logger.info(f"PMF: {len(ctx.matrix.tasks)} tasks x {len(ctx.matrix.config_ids)} pipelines, knowledge "
+          f"{ctx.knowledge.n_runs()} runs, bank {ctx.bank!r}, ready in {time.perf_counter() - start:.0f} s")
     have = {(r["method"], r["task"], r["seed"]) for r in load_runs(runs_path)}
     # repetition-major: every dataset gets a first repetition before any gets a second
     keys = [(m, t, s) for s in range(args.repetitions) for t in tasks for m in args.methods if (m, t, s) not in have]
-    print(f"{len(keys)} runs to do ({len(have)} kept)", flush=True)
+    logger.info(f"{len(keys)} runs to do ({len(have)} kept)")
 
     def one(key: tuple[str, str, int]) -> dict[str, Any]:
         return run_one(ctx, key[0], key[1], key[2], args.iterations)
@@ -428,10 +428,10 @@ def run(args: argparse.Namespace, command: str) -> int:
     for n, result in enumerate(results, 1):
         with open(runs_path, "a") as f:
             f.write(json.dumps(result) + "\n")
-        print(f"  {n}/{len(keys)} {result['method']} {result['task']} rep {result['seed']}: regret "
+        logger.info(f"  {n}/{len(keys)} {result['method']} {result['task']} rep {result['seed']}: regret "
               f"{result['regret'][-1]:.4f}, {np.mean(result['seconds']):.2f} s/suggestion "
-              f"({time.perf_counter() - start:.0f} s)", flush=True)
-    print("\n" + report(args, command, tasks))
+              f"({time.perf_counter() - start:.0f} s)")
+    logger.info("\n" + report(args, command, tasks))
     return 0
 
 

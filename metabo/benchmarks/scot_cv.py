@@ -192,24 +192,24 @@ def run(args: argparse.Namespace, command: str) -> int:
         past = PastRuns.from_kb(kb)
     space = default_cash_space([a for a in default_cash_space().algorithms if a in past.algorithms])
     folds = meta_folds(past.tasks, args.folds, args.fold_seed)
-    print(f"{len(past.tasks)} datasets in {len(folds)} meta-folds of sizes {[len(f) for f in folds]}", flush=True)
+    logger.info(f"{len(past.tasks)} datasets in {len(folds)} meta-folds of sizes {[len(f) for f in folds]}")
     have = {(r["method"], r["fold"], r["seed"]) for r in load_runs(runs_path)}
     only = set(range(len(folds)) if getattr(args, "only_folds", None) is None else args.only_folds)
     keys = [(s, k, m) for s in range(args.seeds) for k in range(len(folds)) for m in args.methods
             if (m, k, s) not in have and k in only]
-    print(f"{len(keys)} (seed, fold, method) units to do ({len(have)} kept)", flush=True)
+    logger.info(f"{len(keys)} (seed, fold, method) units to do ({len(have)} kept)")
     start = time.perf_counter()
     for i, (s, k, m) in enumerate(keys):
         t0 = time.perf_counter()
         records = run_fold(m, k, folds[k], s, args.iterations, past, space)
         with open(runs_path, "a") as f:  # one line per dataset, the unit's lines written together
             f.write("".join(json.dumps(r) + "\n" for r in records))
-        print(f"  [{i + 1}/{len(keys)}] seed {s} fold {k} {m}: {time.perf_counter() - t0:.0f} s "
-              f"(total {time.perf_counter() - start:.0f} s)", flush=True)
+        logger.info(f"  [{i + 1}/{len(keys)}] seed {s} fold {k} {m}: {time.perf_counter() - t0:.0f} s "
+              f"(total {time.perf_counter() - start:.0f} s)")
     runs = [r for r in load_runs(runs_path) if r["method"] in args.methods and r["seed"] < args.seeds]
     summary, text = summarize_runs(runs, args.methods, args.iterations)
     text = protocol_note(args, folds, past) + "\n" + text
-    print("\n" + text)
+    logger.info("\n" + text)
     (args.out / "summary.txt").write_text(text)
     (args.out / "summary.json").write_text(json.dumps(
         {"command": command, "folds": folds, "methods": args.methods, "seeds": args.seeds,
@@ -218,7 +218,7 @@ def run(args: argparse.Namespace, command: str) -> int:
         _, R = regret_table(runs, args.methods, args.iterations)
         plot_curves(R, args.methods, args.out / "curves.png",
                     title=f"SCoT {len(folds)}-fold meta-cross-validation, lookup")
-    print(f"wrote {args.out}/summary.txt, summary.json, curves.png")
+    logger.info(f"wrote {args.out}/summary.txt, summary.json, curves.png")
     return 0
 
 

@@ -232,23 +232,23 @@ def run(args: argparse.Namespace, command: str) -> int:
         raise InputDataError("--scratch must not be the source knowledge base: the live runs go to another store")
     start = time.perf_counter()
     past, shared = prepare(kb_path, args.methods)
-    print(f"past: {len(past.tasks)} tasks ({time.perf_counter() - start:.0f} s to load and fit the bank)", flush=True)
+    logger.info(f"past: {len(past.tasks)} tasks ({time.perf_counter() - start:.0f} s to load and fit the bank)")
     with KnowledgeBase(kb_path, read_only=True) as kb:
         tasks = choose_datasets(kb, past.tasks, names=args.datasets, n=args.n_datasets, seed=args.dataset_seed,
                                 max_instances=args.max_instances)
         specs = {t: dataset_spec(kb, t) for t in tasks}
-    print(f"live datasets: {specs}", flush=True)
+    logger.info(f"live datasets: {specs}")
     have = {(r["method"], r["task"], r["seed"]) for r in load_runs(runs_path)}
     keys = [(t, s, m) for t in tasks for s in range(args.seeds) for m in args.methods if (m, t, s) not in have]
-    print(f"{len(keys)} live runs to do ({len(have)} kept), scratch store {args.scratch}", flush=True)
+    logger.info(f"{len(keys)} live runs to do ({len(have)} kept), scratch store {args.scratch}")
     with KnowledgeBase(args.scratch) as scratch:
         for i, (t, s, m) in enumerate(keys):
             record = live_run(m, t, s, args.iterations, past, shared, scratch, specs[t])
             with open(runs_path, "a") as f:
                 f.write(json.dumps(record) + "\n")
-            print(f"  [{i + 1}/{len(keys)}] {t} {m} seed {s}: best valid {record['valid_error']:.4f}, test "
+            logger.info(f"  [{i + 1}/{len(keys)}] {t} {m} seed {s}: best valid {record['valid_error']:.4f}, test "
                   f"{record['test_error']}, {record['n_failed']} failed, {record['seconds']:.0f} s "
-                  f"(total {time.perf_counter() - start:.0f} s)", flush=True)
+                  f"(total {time.perf_counter() - start:.0f} s)")
     live_runs = [r for r in load_runs(runs_path) if r["task"] in tasks and r["method"] in args.methods
                  and r["seed"] < args.seeds]
     lookup_runs = lookup_for(args, tasks, past, shared, lookup_path)
@@ -258,13 +258,13 @@ def run(args: argparse.Namespace, command: str) -> int:
              f"of {rep['n_trials']}, largest |live - recorded| validation error {rep['max_abs_diff']:.2g} "
              "(0: the live evaluation reproduces the knowledge base's runs)\n")
     text = protocol_note(args, specs, lookup_runs) + "\n" + text
-    print("\n" + text)
+    logger.info("\n" + text)
     (args.out / "summary.txt").write_text(text)
     (args.out / "summary.json").write_text(json.dumps(
         {"command": command, "datasets": specs, "methods": args.methods, "seeds": args.seeds,
          "iterations": args.iterations, "evaluation": KB_EVALUATION, "summary": summary}, indent=1))
     plot_live(live_runs, lookup_runs, tasks, args.methods, args.iterations, args.out / "curves.png")
-    print(f"wrote {args.out}/summary.txt, summary.json, curves.png")
+    logger.info(f"wrote {args.out}/summary.txt, summary.json, curves.png")
     return 0
 
 
@@ -278,7 +278,7 @@ def lookup_for(args: argparse.Namespace, tasks: Sequence[str], past: PastRuns, s
     found = {(r["method"], r["task"], r["seed"]): r for r in pool}
     missing = sorted(want - set(found))
     if missing:
-        print(f"running {len(missing)} lookup runs not in {args.lookup_runs}", flush=True)
+        logger.info(f"running {len(missing)} lookup runs not in {args.lookup_runs}")
     for m, t, s in missing:
         r = run_one(m, t, s, args.iterations, past, shared)
         with open(own_path, "a") as f:

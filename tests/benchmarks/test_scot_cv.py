@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import math
 
 import numpy as np
@@ -135,7 +136,7 @@ def write_kb(path, n_tasks: int = 6) -> list[str]:
     return ids
 
 
-def test_run_end_to_end_and_resume(tmp_path, capsys, monkeypatch):
+def test_run_end_to_end_and_resume(tmp_path, caplog, monkeypatch):
     monkeypatch.setattr(scot_cv, "SCOT_SETTINGS", FAST)
     path = tmp_path / "kb.duckdb"
     ids = write_kb(path)  # 6 tasks: scipy's exact Wilcoxon with zero differences is slow beyond ~9
@@ -154,10 +155,11 @@ def test_run_end_to_end_and_resume(tmp_path, capsys, monkeypatch):
     assert (tmp_path / "out" / "curves.png").exists()
     lines = (tmp_path / "out" / "runs.jsonl").read_text().splitlines()
     assert len(lines) == 2 * 6
-    capsys.readouterr()
+    caplog.clear()
     args.resume = True  # resuming runs nothing more
-    assert scot_cv.run(args, "test") == 0
-    assert "0 (seed, fold, method) units to do (10 kept)" in capsys.readouterr().out
+    with caplog.at_level(logging.INFO, logger="metabo.benchmarks"):
+        assert scot_cv.run(args, "test") == 0
+    assert "0 (seed, fold, method) units to do (10 kept)" in caplog.text
     assert (tmp_path / "out" / "runs.jsonl").read_text().splitlines() == lines
 
 
