@@ -1,0 +1,161 @@
+"""ESMBO: the Agnostic Bayes ensemble built with SMBO (Lacoste, Larochelle, Marchand and
+Laviolette 2014, Algorithm 2), as a strategy of the ask/tell optimizer.
+
+Notation: the validation set ``S`` (n rows, true codes ``y``); ``N`` bootstrap replicates
+``S'_j`` of ``S`` (row multisets drawn with replacement, seeded), ``M`` the budget of
+trained models. For every trained model ``h`` (trial ``k``), its validation probabilities
+``P_k`` (n, K) are given once (:meth:`ESMBO.observe`) and its empirical risk on each
+replicate ``R_{S'_j}(h) = L(y[S'_j], P_k[S'_j])`` is computed from them; for the metrics
+that are means of per-example losses (error rate, log loss) the per-example losses are
+cached and ``R_{S'_j}`` is a weighted mean with the replicate's row counts (the paper's
+cache of ``L(h(x_i), y_i)``).
+
+- Suggestion ``k`` (0-based): replicate ``v = k mod N`` (round robin), and the suggestion
+  of replicate ``v``'s own SMBO (``base(v)``, any strategy of the project: GP-BO, a warm
+  start, ...) on the history ``R_v``: every trial so far with its value replaced by
+  ``R_{S'_v}`` (each history holds every trained model, "tricking" each SMBO with points
+  it did not suggest, as the paper does).
+- Final ensemble (:meth:`ESMBO.members`): for each ``j``, ``h_j = argmin_k R_{S'_j}(h_k)``
+  (ties: the earliest); the uniform distribution over ``{h_1..h_N}`` (a multiset: a model
+  chosen by several replicates weighs more). :meth:`ESMBO.predict_proba` averages their
+  probabilities, :meth:`ESMBO.predict` takes their majority vote (ties: the lowest class
+  code).
+- ``N = floor(M / 2)`` by default (sec. 4), which needs the budget ``M``.
+
+``bootstrap=False`` uses ``S`` itself for every replicate: with ``N = 1`` ESMBO is then
+SMBO with the base strategy and its final "ensemble" SMBO's arg min.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from metabo.evaluation.metrics import get_metric
+from metabo.exceptions import InputDataError
+from metabo.optimizer.history import History
+from metabo.strategies.base import Config, Strategy
+
+if TYPE_CHECKING:
+    from metabo.space.cash import CASHSpace
+
+
+def _per_example(metric: str, y: np.ndarray, P: np.ndarray) -> np.ndarray | None:
+    """Per-example losses of the mean-decomposable metrics (None for the others)."""
+    if metric == "error_rate":
+        return (P.argmax(axis=1) != y).astype(float)
+    if metric == "log_loss":
+        return -np.log(np.clip(P[np.arange(len(y)), y], 1e-15, 1.0))
+    return None
+
+
+class ESMBO:
+    """ESMBO (module docstring).
+
+    Args:
+        base: replicate index -> a fresh strategy (one per replicate, so each keeps its own
+            surrogate state).
+        y_valid: the validation set's true class codes.
+        n_replicates: ``N``; None: ``floor(budget / 2)``.
+        budget: ``M``, the number of models to train (for the default ``N``).
+        metric: the empirical risk ``L`` (any metric of :mod:`metabo.evaluation.metrics`).
+        bootstrap: False: every replicate is ``S`` itself.
+        seed: seeds the bootstrap replicates.
+    """
+
+    name = "esmbo"
+
+    def __init__(self, base: Callable[[int], Strategy], y_valid: Sequence[int] | np.ndarray, *,
+                 n_replicates: int | None = None, budget: int | None = None, metric: str = "error_rate",
+                 bootstrap: bool = True, seed: int = 0) -> None:
+        if n_replicates is None:
+            if budget is None or budget < 2:
+                raise InputDataError("ESMBO needs n_replicates or a budget >= 2 (N = floor(budget / 2))")
+            n_replicates = budget // 2
+        if n_replicates < 1:
+            raise InputDataError(f"n_replicates must be >= 1, got {n_replicates}")
+        self.y = np.asarray(y_valid)
+        if self.y.ndim != 1 or len(self.y) == 0:
+            raise InputDataError("y_valid must be a non-empty 1-D array of class codes")
+        self.metric, self.loss = metric, get_metric(metric)
+        self.n_replicates, self.bootstrap, self.seed = n_replicates, bootstrap, int(seed)
+        n = len(self.y)
+        rng = np.random.default_rng(self.seed)
+        self.rows = [rng.integers(n, size=n) if bootstrap else np.arange(n) for _ in range(n_replicates)]
+        self.counts = np.stack([np.bincount(r, minlength=n) for r in self.rows]).astype(float)  # (N, n)
+        self.strategies = [base(j) for j in range(n_replicates)]
+        self.risks: dict[int, np.ndarray] = {}  # trial number -> (N,) R_{S'_j}
+        self.probas: dict[int, np.ndarray] = {}
+
+    def __repr__(self) -> str:
+        return (f"ESMBO(N={self.n_replicates}, metric={self.metric!r}, bootstrap={self.bootstrap}, "
+                f"base={self.strategies[0]!r}, seed={self.seed})")
+
+    # ------------------------------------------------------------------ observations
+    def observe(self, number: int, valid_proba: np.ndarray) -> np.ndarray:
+        """Record trial ``number``'s validation probabilities; returns its risks (N,)."""
+        P = np.asarray(valid_proba, dtype=float)
+        if P.ndim != 2 or len(P) != len(self.y) or not np.all(np.isfinite(P)):
+            raise InputDataError(f"trial {number}: validation probabilities must be finite, shape ({len(self.y)}, K);"
+                                 f" got {P.shape}")
+        losses = _per_example(self.metric, self.y, P)
+        if losses is not None:
+            risks = self.counts @ losses / len(self.y)
+        else:
+            risks = np.array([self.loss(self.y[r], P[r]) for r in self.rows])
+        self.risks[int(number)], self.probas[int(number)] = risks, P
+        return risks
+
+    def _replicate_history(self, history: History, j: int) -> History:
+        """``R_j``: the history with each observed trial's value replaced by its risk on
+        replicate ``j`` (trials without observed predictions keep their status, as failures)."""
+        records = []
+        for r in history:
+            if r.complete and r.number in self.risks:
+                records.append(replace(r, value=float(self.risks[r.number][j])))
+            elif r.complete and r.ok:
+                raise InputDataError(f"trial {r.number} was told without its validation predictions: call observe")
+            else:
+                records.append(r)
+        return History(records)
+
+    # ------------------------------------------------------------------ strategy
+    def suggest(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Config:
+        """Replicate ``k mod N``'s SMBO suggestion on its history (module docstring)."""
+        v = len(history) % self.n_replicates
+        return self.strategies[v].suggest(self._replicate_history(history, v), space, rng)
+
+    # ------------------------------------------------------------------ the ensemble
+    def members(self) -> list[int]:
+        """The trial numbers ``h_1..h_N``, each replicate's arg min (module docstring)."""
+        if not self.risks:
+            raise InputDataError("no trained model observed yet")
+        numbers = sorted(self.risks)
+        R = np.stack([self.risks[k] for k in numbers])  # (trials, N)
+        return [numbers[int(i)] for i in np.argmin(R, axis=0)]
+
+    def predict_proba(self, probas: dict[int, np.ndarray] | None = None) -> np.ndarray:
+        """The members' average probabilities (on the validation rows, or on ``probas``:
+        trial number -> that model's probabilities on other rows)."""
+        source = self.probas if probas is None else probas
+        return np.mean([np.asarray(source[k], dtype=float) for k in self.members()], axis=0)
+
+    def predict(self, probas: dict[int, np.ndarray] | None = None) -> np.ndarray:
+        """The members' majority vote (each member votes its arg max; ties: lowest code)."""
+        source = self.probas if probas is None else probas
+        votes = np.stack([np.asarray(source[k]).argmax(axis=1) for k in self.members()])  # (N, n)
+        K = max(int(votes.max()) + 1, np.asarray(source[self.members()[0]]).shape[1])
+        counts = np.stack([(votes == c).sum(axis=0) for c in range(K)])
+        return counts.argmax(axis=0)
+
+
+def default_replicates(budget: int) -> int:
+    """``N = floor(M / 2)`` (sec. 4), at least 1."""
+    return max(1, math.floor(budget / 2))
+
+
+__all__ = ["ESMBO", "default_replicates"]
