@@ -13,6 +13,7 @@ strategies are tuned for.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -42,6 +43,16 @@ class PosteriorModel(Protocol):
     """A strategy that can give its surrogate's posterior mean (thesis 3.4 selection)."""
 
     def posterior_mean(self, history: History, space: CASHSpace, configs: Sequence[Config]) -> np.ndarray: ...
+
+
+def thread_limits(threads: int | None) -> AbstractContextManager[Any]:
+    """BLAS / OpenMP limited to ``threads`` while suggesting (threadpoolctl; None: as they
+    are): the small GPs of a suggestion run faster on one thread."""
+    if threads is None:
+        return nullcontext()
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=threads)
 
 
 def random_configuration(

@@ -28,14 +28,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from metabo.exceptions import InputDataError
 from metabo.space.cash import CASHSpace
-from metabo.strategies.base import Config, random_configuration
+from metabo.strategies.base import Config, random_configuration, thread_limits
 from metabo.surrogates.warping import WARPINGS, Warping, warp
 
 if TYPE_CHECKING:
@@ -129,20 +128,13 @@ class GPSettings:
 
     def suggest(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Config:
         """The next configuration (BLAS limited to ``threads``: small GPs run faster on one)."""
-        with self._limits():
+        with thread_limits(self.threads):
             return self._suggest(history, space, rng)
 
     def posterior_mean(self, history: History, space: CASHSpace, configs: Sequence[Config]) -> np.ndarray:
         """The surrogate's posterior mean at ``configs``, refitted on the whole history."""
-        with self._limits():
+        with thread_limits(self.threads):
             return self._posterior_mean(history, space, configs)
-
-    def _limits(self) -> AbstractContextManager[Any]:
-        if self.threads is None:
-            return nullcontext()
-        from threadpoolctl import threadpool_limits
-
-        return threadpool_limits(limits=self.threads)
 
     def _suggest(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Config:
         raise NotImplementedError

@@ -69,7 +69,7 @@ from metabo.exceptions import InputDataError, InvalidConfigurationError, Unknown
 from metabo.kb.canonical import config_id
 from metabo.kb.past import PastRuns
 from metabo.space.cash import CASHSpace
-from metabo.strategies.base import Config, random_configuration
+from metabo.strategies.base import Config, random_configuration, thread_limits
 from metabo.surrogates.ranker import RankSVM
 
 if TYPE_CHECKING:
@@ -283,7 +283,7 @@ class SCoT:
     # ------------------------------------------------------------------ strategy
     def suggest(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Config:
         """The next configuration (module docstring, step 4)."""
-        with self._limits():
+        with thread_limits(self.threads):
             return self._suggest(history, space, rng)
 
     def _suggest(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Config:
@@ -311,21 +311,13 @@ class SCoT:
 
     def posterior_mean(self, history: History, space: CASHSpace, configs: Sequence[Config]) -> np.ndarray:
         """The GP's posterior mean of ``f^`` at ``(D_new, x)`` for ``configs`` (lower is better)."""
-        with self._limits():
+        with thread_limits(self.threads):
             built = self.model(history, space)
             if built is None:
                 raise InputDataError("SCoT has no preference pair to learn from yet: observe two distinct values")
             gp, at_new, _ = built
             return gp.predict(at_new(space.encode_many(list(configs))))[0]
 
-    def _limits(self) -> Any:
-        from contextlib import nullcontext
-
-        if self.threads is None:
-            return nullcontext()
-        from threadpoolctl import threadpool_limits
-
-        return threadpool_limits(limits=self.threads)
 
 
 # ---------------------------------------------------------------------- collaborative mode
