@@ -75,7 +75,7 @@ class ESMBO:
         if n_replicates is None:
             if budget is None or budget < 2:
                 raise InputDataError("ESMBO needs n_replicates or a budget >= 2 (N = floor(budget / 2))")
-            n_replicates = budget // 2
+            n_replicates = default_replicates(budget)
         if n_replicates < 1:
             raise InputDataError(f"n_replicates must be >= 1, got {n_replicates}")
         self.y = np.asarray(y_valid)
