@@ -19,6 +19,7 @@ peer learns only from what was observed.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -77,6 +78,24 @@ class LookupTask:
         if cid not in self.values:
             raise InputDataError(f"{algorithm} {dict(params)} was not recorded on task {self.task!r}")
         return self.values[cid]
+
+    def play(self, strategy: Any, *, seed: int, n: int) -> tuple[list[float], list[float], list[str]]:
+        """``strategy`` picking ``min(n, |C_t|)`` candidates through the ask/tell optimizer
+        (seeded by ``seed``): the recorded value of each pick, the seconds of each ask and
+        the picks' configuration ids."""
+        from metabo.optimizer import Optimizer
+
+        opt = Optimizer(self.space, strategy, seed=seed)
+        values, seconds, picks = [], [], []
+        for _ in range(min(n, len(self.values))):
+            start = time.perf_counter()
+            trial = opt.ask()
+            seconds.append(time.perf_counter() - start)
+            value = self(trial.algorithm, trial.params)
+            opt.tell(trial, value)
+            values.append(value)
+            picks.append(trial.config_id)
+        return values, seconds, picks
 
     def regret(self, values: Sequence[float]) -> np.ndarray:
         """Normalized regret of the best value so far after each pick (module docstring)."""

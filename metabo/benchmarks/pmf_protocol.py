@@ -291,21 +291,10 @@ def make_method(name: str, ctx: Context, task: str, pool: np.ndarray, seed: int)
 
 def run_one(ctx: Context, method: str, task: str, repetition: int, iterations: int) -> dict[str, Any]:
     """Method ``method`` tuning held-out ``task`` in repetition ``repetition`` (seed = repetition)."""
-    from metabo.optimizer import Optimizer
-
     pool = candidate_pool(ctx.matrix, task, repetition, max_candidates=ctx.max_candidates, seed=ctx.seed)
     lookup = LookupTask.from_past(ctx.matrix.past([(ctx.matrix.row(task), pool)]), task, ctx.matrix.space)
     strategy = make_method(method, ctx, task, pool, repetition)
-    opt = Optimizer(lookup.space, strategy, seed=repetition)
-    values, seconds, picks = [], [], []
-    for _ in range(min(iterations, len(lookup.values))):
-        start = time.perf_counter()
-        trial = opt.ask()
-        seconds.append(time.perf_counter() - start)
-        value = lookup(trial.algorithm, trial.params)
-        opt.tell(trial, value)
-        values.append(value)
-        picks.append(trial.config_id)
+    values, seconds, picks = lookup.play(strategy, seed=repetition, n=iterations)
     return {"method": method, "task": task, "seed": repetition, "values": values, "seconds": seconds,
             "regret": lookup.regret(values).tolist(), "picks": picks, "n_candidates": len(lookup.values)}
 

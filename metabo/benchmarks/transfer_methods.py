@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,6 @@ import numpy as np
 from metabo.benchmarks.lookup import LookupTask
 from metabo.kb import KnowledgeBase
 from metabo.kb.past import PastRuns
-from metabo.optimizer import Optimizer
 
 #: The SCoT paper's non-tuning baselines: one configuration each, their curve flat after it.
 SINGLE_PICK = ("global-default", "collab-default")
@@ -85,16 +83,7 @@ def run_one(method: str, task: str, seed: int, iterations: int, past_all: PastRu
     lookup = LookupTask.from_past(past_all, task, space)
     past = past_all.without(task)
     strategy = make_method(method, past, task, seed, shared)
-    opt = Optimizer(lookup.space, strategy, seed=seed)
-    values, seconds = [], []
-    n = min(1 if method in SINGLE_PICK else iterations, len(lookup.values))
-    for _ in range(n):
-        start = time.perf_counter()
-        trial = opt.ask()
-        seconds.append(time.perf_counter() - start)
-        value = lookup(trial.algorithm, trial.params)
-        opt.tell(trial, value)
-        values.append(value)
+    values, seconds, _ = lookup.play(strategy, seed=seed, n=1 if method in SINGLE_PICK else iterations)
     return {"method": method, "task": task, "seed": seed, "values": values, "seconds": seconds,
             "regret": lookup.regret(values).tolist()}
 
