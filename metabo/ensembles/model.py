@@ -1,0 +1,303 @@
+"""The deployable ensemble an ensemble search finds: a scikit-learn classifier over member
+configurations.
+
+Notation: ``m`` distinct members ``(a_j, theta_j)`` (algorithm, params) with weights
+``w_j >= 0``, ``sum_j w_j = 1``; ``K`` classes; ``P_j`` the (n, K) probabilities of member
+``j`` (column k = class k, as :func:`metabo.evaluation.evaluate.evaluate` computes them).
+
+- Members are built and fitted exactly as ``evaluate`` runs one configuration (registry
+  factory, the algorithm's preprocessing pipeline, seeded, thread-limited, warnings
+  captured), and refitted on the training and validation rows together, as in Levesque
+  (2018) thesis sec. 4.4.1: "Selected hyperparameters are retrained on the whole training
+  and validation data, and combined directly on the testing split".
+- Repeated members are allowed (ensemble selection picks with replacement): the given
+  weights (uniform over the given list by default) are normalized, then the weights of
+  identical configurations (same :func:`~metabo.kb.canonical.config_id`) are summed and
+  each is fitted once.
+- ``combine="average"``: ``P = sum_j w_j P_j`` and the label is ``argmax_k P[:, k]``
+  (ensemble selection, Caruana et al. 2004). ``combine="vote"``: each member votes its
+  ``argmax_k P_j[:, k]`` with weight ``w_j``, the label is the class of most votes, ties to
+  the lowest class index (the majority vote of EO and ESMBO, Lacoste et al. 2014).
+  :meth:`EnsembleModel.predict_proba` is ``P`` under both.
+
+:meth:`EnsembleModel.save` writes a joblib pickle (atomically); :meth:`EnsembleModel.load`
+unpickles, so load only files you trust.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import joblib
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.utils.validation import check_is_fitted
+from threadpoolctl import threadpool_limits
+
+from metabo.data.dataset import Dataset, _as_feature
+from metabo.evaluation.evaluate import _proba, _summarize
+from metabo.evaluation.factories import registry_factory
+from metabo.evaluation.metrics import get_metric
+from metabo.evaluation.preprocessing import make_pipeline
+from metabo.evaluation.protocols import (
+    EvaluationProtocol,
+    RefitOnTrainValid,
+    class_codes,
+    class_labels,
+)
+from metabo.evaluation.runner import describe
+from metabo.exceptions import EvaluationError, InputDataError
+from metabo.kb.canonical import config_id
+
+logger = logging.getLogger(__name__)
+
+FORMAT = "metabo-ensemble"
+VERSION = 1
+Combine = Literal["average", "vote"]
+
+
+def resolve_members(
+    members: Sequence[tuple[str, Mapping[str, Any]]], weights: Sequence[float] | None
+) -> tuple[list[tuple[str, dict[str, Any]]], np.ndarray]:
+    """The distinct members (first-seen order) and their summed, normalized weights.
+
+    Raises :class:`InputDataError` for no members, a weight count that differs from the
+    member count, or weights that are not finite, >= 0 and of positive sum.
+    """
+    members = [(str(a), dict(p)) for a, p in members]
+    if not members:
+        raise InputDataError("an ensemble needs at least one member (algorithm, params)")
+    w = np.ones(len(members)) if weights is None else np.asarray(weights, dtype=np.float64).ravel()
+    if len(w) != len(members):
+        raise InputDataError(f"{len(w)} weights for {len(members)} members; give one weight per member")
+    if not np.isfinite(w).all() or (w < 0).any() or w.sum() <= 0:
+        raise InputDataError(f"ensemble weights must be finite, >= 0 and of positive sum, got {w.tolist()}")
+    w = w / w.sum()
+    merged: dict[str, tuple[tuple[str, dict[str, Any]], float]] = {}
+    for (a, p), wj in zip(members, w):
+        key = config_id(a, p)
+        merged[key] = (merged[key][0], merged[key][1] + wj) if key in merged else ((a, p), wj)
+    distinct = [m for m, _ in merged.values()]
+    return distinct, np.array([wj for _, wj in merged.values()])
+
+
+def _features(X: Any) -> pd.DataFrame:
+    """``X`` as a :class:`Dataset` feature frame: string column names, float64 or
+    Categorical columns (others converted as :meth:`Dataset.from_frame` does)."""
+    frame = X if isinstance(X, pd.DataFrame) else pd.DataFrame(np.asarray(X))
+    if frame.ndim != 2:
+        raise InputDataError(f"X must be 2-dimensional, got shape {frame.shape}")
+    out = {}
+    for c in frame.columns:
+        col = frame[c]
+        ok = isinstance(col.dtype, pd.CategoricalDtype) or col.dtype == np.float64
+        out[str(c)] = col if ok else _as_feature(col, force_nominal=False, name="X")
+    return pd.DataFrame(out, index=frame.index)
+
+
+def _weighted_vote(codes: np.ndarray, weights: np.ndarray, n_classes: int) -> np.ndarray:
+    """(n,) the class of most weighted votes among ``codes`` (m, n); ties (up to rounding of
+    the summed weights, 1e-12): the lowest class."""
+    counts = np.stack([weights @ (codes == k) for k in range(n_classes)])  # (K, n)
+    return (counts >= counts.max(axis=0) - 1e-12).argmax(axis=0)
+
+
+class EnsembleModel(ClassifierMixin, BaseEstimator):
+    """A weighted ensemble of registered configurations (see module docstring).
+
+    Args:
+        members: ``(algorithm, params)`` pairs of :mod:`metabo.space.algorithms`; repeats allowed.
+        weights: one per member (default uniform over the list); normalized to sum 1.
+        combine: ``"average"`` (arg max of averaged probabilities) or ``"vote"``
+            (weighted majority vote of the members' labels).
+        seed: the seed of every member's estimator.
+        threads: BLAS / OpenMP threads while fitting and predicting (None: library default).
+
+    Fitted attributes: ``classes_`` (K labels), ``members_`` and ``weights_`` (distinct
+    members, summed weights), ``pipelines_``, ``feature_names_in_``, ``n_features_in_``.
+    """
+
+    def __init__(
+        self,
+        members: Sequence[tuple[str, Mapping[str, Any]]] = (),
+        weights: Sequence[float] | None = None,
+        combine: Combine = "average",
+        seed: int = 0,
+        threads: int | None = 1,
+    ) -> None:
+        self.members = members
+        self.weights = weights
+        self.combine = combine
+        self.seed = seed
+        self.threads = threads
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, X: Any, y: Any) -> EnsembleModel:
+        """Fit every member's pipeline on ``(X, y)``; ``y`` holds class labels."""
+        frame = _features(X)
+        categorical = isinstance(y, pd.Series) and isinstance(y.dtype, pd.CategoricalDtype)
+        labels = y.array if categorical else pd.Categorical(np.asarray(y).ravel())
+        if len(labels) != len(frame):
+            raise InputDataError(f"X has {len(frame)} rows but y has {len(labels)} labels")
+        target = pd.Series(labels, index=frame.index, name="y")
+        return self.fit_dataset(Dataset(name="fit", X=frame, y=target, source="array"))
+
+    def fit_dataset(self, dataset: Dataset, rows: Sequence[int] | np.ndarray | None = None) -> EnsembleModel:
+        """Fit every member on ``dataset`` (its rows ``rows``, all by default).
+
+        ``classes_`` are all the dataset's classes, also those absent from ``rows``
+        (probability 0). Raises :class:`UnknownAlgorithmError` /
+        :class:`InvalidConfigurationError` from the factory before fitting anything, and
+        :class:`EvaluationError` naming the member whose fit raises.
+        """
+        if self.combine not in ("average", "vote"):
+            raise InputDataError(f"combine must be 'average' or 'vote', got {self.combine!r}")
+        dataset.require_clean()
+        members, weights = resolve_members(self.members, self.weights)
+        codes = class_codes(dataset)
+        idx = np.arange(dataset.n_instances) if rows is None else np.asarray(rows, dtype=np.int64)
+        X, y = dataset.X.iloc[idx], codes[idx]
+        built = []
+        for algorithm, params in members:  # as evaluate(): configuration errors before any fit
+            spec, estimator = registry_factory(algorithm, params, self.seed)
+            built.append(make_pipeline(spec, dataset, clone(estimator, safe=False)))
+        for j, ((algorithm, params), pipeline) in enumerate(zip(members, built)):
+            with threadpool_limits(limits=self.threads), warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                try:
+                    pipeline.fit(X, y)
+                except Exception as e:
+                    raise EvaluationError(
+                        f"ensemble member {j} ({algorithm} {params}) failed to fit: {describe(e)}"
+                    ) from e
+            if caught:
+                logger.info("ensemble member %d (%s): %s", j, algorithm, _summarize(caught))
+        self.members_, self.weights_, self.pipelines_ = members, weights, built
+        self.classes_ = np.asarray(class_labels(dataset))
+        self.feature_names_in_ = np.asarray(dataset.X.columns, dtype=object)
+        self.n_features_in_ = len(self.feature_names_in_)
+        return self
+
+    # ------------------------------------------------------------------ prediction
+    def _member_probas(self, X: Any) -> np.ndarray:
+        """(m, n, K) the members' probabilities on ``X``."""
+        check_is_fitted(self, "pipelines_")
+        frame = _features(X)
+        missing = [c for c in self.feature_names_in_ if c not in frame.columns]
+        if missing:
+            raise InputDataError(f"X lacks the columns {missing[:10]} the ensemble was fitted on")
+        frame = frame[list(self.feature_names_in_)]
+        with threadpool_limits(limits=self.threads), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return np.stack([_proba(p, frame, len(self.classes_)) for p in self.pipelines_])
+
+    def _codes(self, P: np.ndarray) -> np.ndarray:
+        """(n,) class indices from the members' probabilities ``P`` (m, n, K), by ``combine``."""
+        if self.combine == "vote":
+            return _weighted_vote(P.argmax(axis=2), self.weights_, len(self.classes_))
+        return np.tensordot(self.weights_, P, axes=1).argmax(axis=1)
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """(n, K) ``sum_j w_j P_j``; column k is ``classes_[k]``."""
+        return np.tensordot(self.weights_, self._member_probas(X), axes=1)
+
+    def predict_codes(self, X: Any) -> np.ndarray:
+        """(n,) predicted class indices into ``classes_`` (by ``combine``)."""
+        return self._codes(self._member_probas(X))
+
+    def predict(self, X: Any) -> np.ndarray:
+        """(n,) predicted labels, values of ``classes_``."""
+        return self.classes_[self.predict_codes(X)]
+
+    @property
+    def configurations(self) -> list[dict[str, Any]]:
+        """The distinct members with their summed, normalized weights."""
+        if hasattr(self, "members_"):
+            members, weights = self.members_, self.weights_
+        else:
+            members, weights = resolve_members(self.members, self.weights)
+        return [{"algorithm": a, "params": dict(p), "weight": float(w)} for (a, p), w in zip(members, weights)]
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the fitted ensemble to ``path`` (joblib), atomically: a temporary file in
+        the same directory, then :func:`os.replace`."""
+        check_is_fitted(self, "pipelines_")
+        payload = {
+            "format": FORMAT, "version": VERSION, "members": self.members_,
+            "weights": self.weights_.tolist(), "combine": self.combine, "seed": self.seed,
+            "threads": self.threads, "classes": self.classes_, "pipelines": self.pipelines_,
+            "feature_names": self.feature_names_in_.tolist(),
+        }
+        path = Path(path)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                joblib.dump(payload, f)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> EnsembleModel:
+        """The ensemble :meth:`save` wrote to ``path``; :class:`InputDataError` for a
+        missing, corrupt or foreign file."""
+        path = Path(path)
+        if not path.is_file():
+            raise InputDataError(f"no ensemble file at {path}")
+        try:
+            payload = joblib.load(path)
+        except Exception as e:  # any unpickling failure means a bad file
+            raise InputDataError(f"{path} is not a readable metabo ensemble file: {describe(e)}") from e
+        if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+            raise InputDataError(f"{path} is not a metabo ensemble file (saved by EnsembleModel.save)")
+        if payload.get("version") != VERSION:
+            raise InputDataError(f"{path} has ensemble format version {payload.get('version')!r}; "
+                                 f"this metabo reads version {VERSION}")
+        model = cls(members=payload["members"], weights=payload["weights"], combine=payload["combine"],
+                    seed=payload["seed"], threads=payload.get("threads", 1))
+        model.members_ = [(a, dict(p)) for a, p in payload["members"]]
+        model.weights_ = np.asarray(payload["weights"], dtype=np.float64)
+        model.pipelines_ = payload["pipelines"]
+        model.classes_ = np.asarray(payload["classes"])
+        model.feature_names_in_ = np.asarray(payload["feature_names"], dtype=object)
+        model.n_features_in_ = len(model.feature_names_in_)
+        return model
+
+
+def refit_test_error(
+    members: Sequence[tuple[str, Mapping[str, Any]]],
+    weights: Sequence[float] | None,
+    combine: Combine,
+    dataset: Dataset,
+    protocol: EvaluationProtocol,
+    *,
+    seed: int,
+    metric: str = "error_rate",
+) -> tuple[EnsembleModel, float]:
+    """Fit the ensemble on the train + validation rows of ``protocol``'s first split
+    (:class:`~metabo.evaluation.protocols.RefitOnTrainValid`, thesis sec. 4.4.1) and
+    score it with ``metric`` on that split's test rows.
+
+    The metric gets the test codes, the ensemble's probabilities and its predicted codes
+    (so an error rate counts the majority vote's mistakes under ``combine="vote"``).
+    """
+    dataset.require_clean()
+    fn = get_metric(metric)
+    split = RefitOnTrainValid(protocol).splits(dataset, seed)[0]
+    model = EnsembleModel(members, weights, combine, seed).fit_dataset(dataset, split.train_idx)
+    P = model._member_probas(dataset.X.iloc[split.test_idx])
+    proba = np.tensordot(model.weights_, P, axes=1)
+    return model, float(fn(class_codes(dataset)[split.test_idx], proba, model._codes(P)))
+
+__all__ = ["EnsembleModel", "refit_test_error", "resolve_members"]

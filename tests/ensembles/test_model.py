@@ -1,0 +1,212 @@
+"""EnsembleModel: one member is that member's pipeline, repeats are weights, the vote is a
+hand-computed weighted majority, save/load round trips, a refit on train + validation
+scores as evaluate() does."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import joblib
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import clone
+from sklearn.datasets import make_classification
+from sklearn.naive_bayes import GaussianNB
+
+import metabo.ensembles.model as model_module
+from metabo.data.loaders import load_dataset
+from metabo.ensembles.model import EnsembleModel, refit_test_error
+from metabo.evaluation.evaluate import evaluate
+from metabo.evaluation.metrics import get_metric
+from metabo.evaluation.preprocessing import PreprocessingSpec
+from metabo.evaluation.protocols import Holdout, RefitOnTrainValid, class_codes
+from metabo.exceptions import (
+    EvaluationError,
+    InputDataError,
+    InvalidConfigurationError,
+    UnknownAlgorithmError,
+)
+from metabo.space.algorithms import default_cash_space
+
+SPACE = default_cash_space(["gaussian_nb", "decision_tree", "knn", "random_forest", "lda"])
+NB, TREE, KNN, FOREST, LDA = (SPACE.default_configuration(a) for a in SPACE.algorithms)
+
+
+@pytest.fixture(scope="module")
+def noisy():
+    """Three noisy classes ("a", "b", "c"), 200 training and 100 test rows: members disagree."""
+    X, y = make_classification(n_samples=300, n_features=6, n_informative=3, n_classes=3, flip_y=0.2,
+                               random_state=0)
+    X = pd.DataFrame(X, columns=[f"x{i}" for i in range(6)])
+    y = pd.Series(np.array(["a", "b", "c"])[y])
+    return X[:200], y[:200], X[200:]
+
+
+@pytest.fixture(scope="module")
+def iris():
+    return load_dataset("sklearn:iris")
+
+
+def test_one_member_is_that_members_model(noisy):
+    X, y, X_test = noisy
+    model = EnsembleModel([NB]).fit(X, y)
+    reference = GaussianNB(**NB[1]).fit(X.to_numpy(), y.to_numpy())  # no missing values: no preprocessing
+    np.testing.assert_allclose(model.predict_proba(X_test), reference.predict_proba(X_test.to_numpy()), rtol=1e-10)
+    np.testing.assert_array_equal(model.predict(X_test), reference.predict(X_test.to_numpy()))
+    assert list(model.classes_) == ["a", "b", "c"]
+    assert model.configurations == [{"algorithm": NB[0], "params": NB[1], "weight": 1.0}]
+
+
+def test_weights_are_repeats(noisy):
+    X, y, X_test = noisy
+    weighted = EnsembleModel([NB, KNN], weights=[2, 1]).fit(X, y)
+    repeated = EnsembleModel([NB, NB, KNN]).fit(X, y)
+    np.testing.assert_allclose(weighted.predict_proba(X_test), repeated.predict_proba(X_test), rtol=1e-12)
+    assert len(repeated.pipelines_) == 2  # the repeated configuration is fitted once
+    for c, d in zip(weighted.configurations, repeated.configurations):
+        assert (c["algorithm"], c["params"]) == (d["algorithm"], d["params"])
+        assert c["weight"] == pytest.approx(d["weight"])
+    assert [c["weight"] for c in repeated.configurations] == pytest.approx([2 / 3, 1 / 3])
+
+
+def test_average_is_the_weighted_mean_and_its_argmax(noisy):
+    X, y, X_test = noisy
+    w = [0.5, 0.3, 0.2]
+    model = EnsembleModel([NB, TREE, KNN], weights=w).fit(X, y)
+    single = [EnsembleModel([m]).fit(X, y).predict_proba(X_test) for m in (NB, TREE, KNN)]
+    P = model.predict_proba(X_test)
+    np.testing.assert_allclose(P, sum(wj * Pj for wj, Pj in zip(w, single)), rtol=1e-12)
+    np.testing.assert_allclose(P.sum(axis=1), 1.0)
+    np.testing.assert_array_equal(model.predict(X_test), model.classes_[P.argmax(axis=1)])
+
+
+@pytest.mark.parametrize("weights", [None, [0.5, 0.3, 0.2]])
+def test_vote_is_the_weighted_majority(noisy, weights):
+    X, y, X_test = noisy
+    members = [NB, TREE, KNN]
+    model = EnsembleModel(members, weights=weights, combine="vote").fit(X, y)
+    labels = [EnsembleModel([m]).fit(X, y).predict(X_test) for m in members]
+    w = [1.0, 1.0, 1.0] if weights is None else weights
+    expected = []
+    for row in zip(*labels):
+        tally: Counter[str] = Counter()
+        for label, wj in zip(row, w):
+            tally[label] += wj
+        best = max(tally.values())
+        expected.append(min(c for c in tally if tally[c] == best))  # ties: the lowest class
+    disagree = sum(len(set(row)) > 1 for row in zip(*labels))
+    assert disagree >= 10 and sum(len(set(row)) == 3 for row in zip(*labels)) >= 1  # ties are exercised
+    np.testing.assert_array_equal(model.predict(X_test), expected)
+    avg = EnsembleModel(members, weights=weights).fit(X, y)
+    np.testing.assert_allclose(model.predict_proba(X_test), avg.predict_proba(X_test))
+
+
+def test_save_load_round_trip(noisy, tmp_path: Path):
+    X, y, X_test = noisy
+    model = EnsembleModel([NB, TREE, TREE], combine="vote", seed=3).fit(X, y)
+    path = tmp_path / "ens.joblib"
+    model.save(path)
+    loaded = EnsembleModel.load(path)
+    np.testing.assert_array_equal(loaded.predict_proba(X_test), model.predict_proba(X_test))
+    np.testing.assert_array_equal(loaded.predict(X_test), model.predict(X_test))
+    assert loaded.configurations == model.configurations
+    assert (loaded.combine, loaded.seed) == ("vote", 3)
+
+
+def test_load_refuses_bad_files(tmp_path: Path):
+    corrupt = tmp_path / "corrupt.joblib"
+    corrupt.write_bytes(np.random.default_rng(0).bytes(2048))
+    with pytest.raises(InputDataError, match="not a readable"):
+        EnsembleModel.load(corrupt)
+    foreign = tmp_path / "foreign.joblib"
+    joblib.dump({"format": "something-else"}, foreign)
+    with pytest.raises(InputDataError, match="not a metabo ensemble"):
+        EnsembleModel.load(foreign)
+    with pytest.raises(InputDataError, match="no ensemble file"):
+        EnsembleModel.load(tmp_path / "missing.joblib")
+
+
+def test_a_failed_save_keeps_the_old_file(noisy, tmp_path: Path, monkeypatch):
+    X, y, X_test = noisy
+    model = EnsembleModel([NB]).fit(X, y)
+    path = tmp_path / "ens.joblib"
+    model.save(path)
+
+    def crash(obj, f):
+        f.write(b"half a pickle")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(model_module.joblib, "dump", crash)
+    with pytest.raises(OSError, match="disk full"):
+        EnsembleModel([KNN]).fit(X, y).save(path)
+    assert [p.name for p in tmp_path.iterdir()] == ["ens.joblib"]  # no temporary file left
+    np.testing.assert_array_equal(EnsembleModel.load(path).predict_proba(X_test), model.predict_proba(X_test))
+
+
+def test_seed_reproduces_and_varies(noisy):
+    X, y, X_test = noisy
+    P1 = EnsembleModel([FOREST, TREE], seed=7).fit(X, y).predict_proba(X_test)
+    P2 = EnsembleModel([FOREST, TREE], seed=7).fit(X, y).predict_proba(X_test)
+    P3 = EnsembleModel([FOREST, TREE], seed=8).fit(X, y).predict_proba(X_test)
+    np.testing.assert_array_equal(P1, P2)
+    assert not np.array_equal(P1, P3)
+
+
+def test_errors(noisy, monkeypatch):
+    X, y, _ = noisy
+    with pytest.raises(UnknownAlgorithmError, match="no_such_algorithm"):
+        EnsembleModel([NB, ("no_such_algorithm", {})]).fit(X, y)
+    with pytest.raises(InvalidConfigurationError):
+        EnsembleModel([("knn", {"n_neighbors": -3})]).fit(X, y)
+    with pytest.raises(InputDataError, match="at least one member"):
+        EnsembleModel().fit(X, y)
+    for bad in ([1.0, -1.0], [0.0, 0.0], [1.0, np.nan], [1.0, np.inf], [1.0]):
+        with pytest.raises(InputDataError):
+            EnsembleModel([NB, KNN], weights=bad).fit(X, y)
+    with pytest.raises(InputDataError, match="combine"):
+        EnsembleModel([NB], combine="median").fit(X, y)
+
+    class Broken(GaussianNB):
+        def fit(self, X, y):
+            raise ArithmeticError("boom")
+
+    monkeypatch.setattr(model_module, "registry_factory",
+                        lambda a, p, seed: (PreprocessingSpec(), Broken() if a == "knn" else GaussianNB()))
+    with pytest.raises(EvaluationError, match=r"member 1 \(knn .*boom"):
+        EnsembleModel([NB, KNN]).fit(X, y)
+
+
+def test_plain_arrays_and_sklearn_clone():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    y = (X[:, 0] > 0).astype(int) + 1
+    model = clone(EnsembleModel([NB, LDA], weights=[1, 3])).fit(X, y)
+    assert list(model.classes_) == [1, 2]
+    assert set(model.predict(X)) <= {1, 2} and model.score(X, y) > 0.8
+    with pytest.raises(InputDataError, match="lacks the columns"):
+        model.predict_proba(pd.DataFrame(X, columns=["a", "b", "c"]))
+
+
+def test_refit_test_error_matches_evaluate(iris):
+    protocol = Holdout(train=0.5, valid=0.25, test=0.25)
+    model, error = refit_test_error([TREE, NB, KNN], None, "average", iris, protocol, seed=4)
+    split = RefitOnTrainValid(protocol).splits(iris, 4)[0]
+    assert 0.0 <= error <= 1.0
+    codes = class_codes(iris)[split.test_idx]
+    P = model.predict_proba(iris.X.iloc[split.test_idx])
+    assert error == get_metric("error_rate")(codes, P)
+    y_test = iris.y.to_numpy()[split.test_idx]
+    assert error == pytest.approx(np.mean(model.predict(iris.X.iloc[split.test_idx]) != y_test), abs=1e-12)
+    assert set(split.train_idx) | set(split.test_idx) == set(range(iris.n_instances))  # trained on train + valid
+
+    # a vote ensemble is scored by its vote
+    voter, vote_error = refit_test_error([TREE, NB, KNN], [1, 1, 3], "vote", iris, protocol, seed=4)
+    assert vote_error == pytest.approx(np.mean(voter.predict(iris.X.iloc[split.test_idx]) != y_test), abs=1e-12)
+
+    # one member: the ensemble is evaluate()'s refit of that configuration
+    single, single_error = refit_test_error([TREE], None, "average", iris, protocol, seed=4, metric="log_loss")
+    (ev,) = evaluate(*TREE, iris, protocol=RefitOnTrainValid(protocol), seed=4, metrics=["log_loss"])
+    np.testing.assert_array_equal(single.predict_proba(iris.X.iloc[split.test_idx]), ev.test_proba)
+    assert single_error == pytest.approx(ev.test["log_loss"], rel=1e-12)
