@@ -30,11 +30,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from metabo.ensembles.base import Combine, EnsembleSearch, weights_of
+from metabo.ensembles.combine import relabel
 from metabo.evaluation.metrics import get_metric
 from metabo.exceptions import InputDataError
 from metabo.optimizer.history import History
@@ -53,7 +54,7 @@ def _per_example(metric: str, y: np.ndarray, P: np.ndarray) -> np.ndarray | None
     return None
 
 
-class ESMBO:
+class ESMBO(EnsembleSearch):
     """ESMBO (module docstring).
 
     Args:
@@ -64,6 +65,7 @@ class ESMBO:
         budget: ``M``, the number of models to train (for the default ``N``).
         metric: the empirical risk ``L`` (any metric of :mod:`metabo.evaluation.metrics`).
         bootstrap: False: every replicate is ``S`` itself.
+        combine: ``vote`` (the paper's majority vote) or ``average`` (of probabilities).
         seed: seeds the bootstrap replicates.
     """
 
@@ -71,17 +73,18 @@ class ESMBO:
 
     def __init__(self, base: Callable[[int], Strategy], y_valid: Sequence[int] | np.ndarray, *,
                  n_replicates: int | None = None, budget: int | None = None, metric: str = "error_rate",
-                 bootstrap: bool = True, seed: int = 0) -> None:
+                 bootstrap: bool = True, combine: Combine = "vote", n_classes: int | None = None,
+                 seed: int = 0) -> None:
+        super().__init__(y_valid, n_classes)
         if n_replicates is None:
             if budget is None or budget < 2:
                 raise InputDataError("ESMBO needs n_replicates or a budget >= 2 (N = floor(budget / 2))")
             n_replicates = default_replicates(budget)
         if n_replicates < 1:
             raise InputDataError(f"n_replicates must be >= 1, got {n_replicates}")
-        self.y = np.asarray(y_valid)
-        if self.y.ndim != 1 or len(self.y) == 0:
-            raise InputDataError("y_valid must be a non-empty 1-D array of class codes")
-        self.metric, self.loss = metric, get_metric(metric)
+        if combine not in ("vote", "average"):
+            raise InputDataError(f"combine must be 'vote' or 'average', got {combine!r}")
+        self.metric, self.loss, self.combine = metric, get_metric(metric), combine
         self.n_replicates, self.bootstrap, self.seed = n_replicates, bootstrap, int(seed)
         n = len(self.y)
         rng = np.random.default_rng(self.seed)
@@ -89,68 +92,37 @@ class ESMBO:
         self.counts = np.stack([np.bincount(r, minlength=n) for r in self.rows]).astype(float)  # (N, n)
         self.strategies = [base(j) for j in range(n_replicates)]
         self.risks: dict[int, np.ndarray] = {}  # trial number -> (N,) R_{S'_j}
-        self.probas: dict[int, np.ndarray] = {}
 
     def __repr__(self) -> str:
         return (f"ESMBO(N={self.n_replicates}, metric={self.metric!r}, bootstrap={self.bootstrap}, "
                 f"base={self.strategies[0]!r}, seed={self.seed})")
 
-    # ------------------------------------------------------------------ observations
-    def observe(self, number: int, valid_proba: np.ndarray) -> np.ndarray:
-        """Record trial ``number``'s validation probabilities; returns its risks (N,)."""
-        P = np.asarray(valid_proba, dtype=float)
-        if P.ndim != 2 or len(P) != len(self.y) or not np.all(np.isfinite(P)):
-            raise InputDataError(f"trial {number}: validation probabilities must be finite, shape ({len(self.y)}, K);"
-                                 f" got {P.shape}")
-        losses = _per_example(self.metric, self.y, P)
+    def _observed(self, number: int, proba: np.ndarray | None) -> None:
+        """Trial ``number``'s risks on every replicate, ``R_{S'_j}`` (N,)."""
+        if proba is None:
+            return
+        losses = _per_example(self.metric, self.y, proba)
         if losses is not None:
             risks = self.counts @ losses / len(self.y)
         else:
-            risks = np.array([self.loss(self.y[r], P[r]) for r in self.rows])
-        self.risks[int(number)], self.probas[int(number)] = risks, P
-        return risks
+            risks = np.array([self.loss(self.y[r], proba[r]) for r in self.rows])
+        self.risks[number] = risks
 
-    def _replicate_history(self, history: History, j: int) -> History:
-        """``R_j``: the history with each observed trial's value replaced by its risk on
-        replicate ``j`` (trials without observed predictions keep their status, as failures)."""
-        records = []
-        for r in history:
-            if r.complete and r.number in self.risks:
-                records.append(replace(r, value=float(self.risks[r.number][j])))
-            elif r.complete and r.ok:
-                raise InputDataError(f"trial {r.number} was told without its validation predictions: call observe")
-            else:
-                records.append(r)
-        return History(records)
-
-    # ------------------------------------------------------------------ strategy
     def suggest(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Config:
         """Replicate ``k mod N``'s SMBO suggestion on its history (module docstring)."""
         v = len(history) % self.n_replicates
-        return self.strategies[v].suggest(self._replicate_history(history, v), space, rng)
+        values = {k: float(r[v]) for k, r in self.risks.items()}
+        return self.strategies[v].suggest(relabel(history, values), space, rng)
 
-    # ------------------------------------------------------------------ the ensemble
     def members(self) -> list[int]:
         """The trial numbers ``h_1..h_N``, each replicate's arg min (module docstring)."""
-        if not self.risks:
-            raise InputDataError("no trained model observed yet")
-        numbers = sorted(self.risks)
+        numbers = self._require_models()
         R = np.stack([self.risks[k] for k in numbers])  # (trials, N)
         return [numbers[int(i)] for i in np.argmin(R, axis=0)]
 
-    def predict_proba(self, probas: dict[int, np.ndarray] | None = None) -> np.ndarray:
-        """The members' average probabilities (on the validation rows, or on ``probas``:
-        trial number -> that model's probabilities on other rows)."""
-        source = self.probas if probas is None else probas
-        return np.mean([np.asarray(source[k], dtype=float) for k in self.members()], axis=0)
-
-    def predict(self, probas: dict[int, np.ndarray] | None = None) -> np.ndarray:
-        """The members' majority vote (each member votes its arg max; ties: lowest code)."""
-        source = self.probas if probas is None else probas
-        votes = np.stack([np.asarray(source[k]).argmax(axis=1) for k in self.members()])  # (N, n)
-        K = max(int(votes.max()) + 1, np.asarray(source[self.members()[0]]).shape[1])
-        counts = np.stack([(votes == c).sum(axis=0) for c in range(K)])
-        return counts.argmax(axis=0)
+    def ensemble(self) -> dict[int, float]:
+        """The uniform distribution over the multiset of :meth:`members`."""
+        return weights_of(self.members())
 
 
 def default_replicates(budget: int) -> int:

@@ -30,6 +30,7 @@ Losses (lower is better), each a mean over the samples unless said:
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -83,6 +84,7 @@ def _sigmoid(x: np.ndarray, a: float) -> np.ndarray:
     return 0.5 * (1.0 + np.tanh(0.5 * a * np.asarray(x, dtype=float)))  # 1 / (1 + e^{-a x}), stable
 
 
+@functools.lru_cache(maxsize=256)
 def sigmoid_scale(m: int, epsilon: float = SIGMOID_EPSILON) -> float:
     """The sigmoid's ``a`` for ensembles of ``m`` members: the root ``a > 1`` of
     ``d_min(a | m) = s(1, a) - s(1 - 2/m, a) = epsilon`` (thesis sec. 4.3.3)."""

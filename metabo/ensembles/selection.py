@@ -22,11 +22,18 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from metabo.ensembles.base import EnsembleSearch
 from metabo.evaluation.metrics import get_metric
 from metabo.exceptions import InputDataError
+from metabo.strategies.base import Config, Strategy
+
+if TYPE_CHECKING:
+    from metabo.optimizer.history import History
+    from metabo.space.cash import CASHSpace
 
 
 @dataclass(frozen=True)
@@ -78,4 +85,33 @@ def ensemble_selection(probas: Sequence[np.ndarray] | np.ndarray, y: np.ndarray,
     return EnsembleSelection(tuple(order[: best + 1]), trajectory[best], tuple(trajectory), tuple(order))
 
 
-__all__ = ["EnsembleSelection", "ensemble_selection"]
+
+class PostHocSelection(EnsembleSearch):
+    """A plain search (any strategy's suggestions, untouched) whose final ensemble is
+    ensemble selection over every model it trained: BO-post / RS-post (Caruana et al.;
+    auto-sklearn's post-hoc design)."""
+
+    name = "posthoc"
+    combine = "average"
+
+    def __init__(self, base: Strategy, y_valid: Sequence[int] | np.ndarray, *, metric: str = "error_rate",
+                 ensemble_size: int = 50, n_init: int = 3, n_classes: int | None = None) -> None:
+        super().__init__(y_valid, n_classes)
+        if ensemble_size < 1:
+            raise InputDataError(f"ensemble_size must be >= 1, got {ensemble_size}")
+        self.base, self.metric, self.ensemble_size, self.n_init = base, metric, int(ensemble_size), int(n_init)
+
+    def __repr__(self) -> str:
+        return f"PostHocSelection(size={self.ensemble_size}, metric={self.metric!r}, base={self.base!r})"
+
+    def suggest(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Config:
+        return self.base.suggest(history, space, rng)
+
+    def ensemble(self) -> dict[int, float]:
+        numbers = self._require_models()
+        chosen = ensemble_selection([self.probas[k] for k in numbers], self.y, metric=self.metric,
+                                    max_size=self.ensemble_size, n_init=self.n_init)
+        return {numbers[h]: w for h, w in chosen.weights.items()}
+
+
+__all__ = ["EnsembleSelection", "PostHocSelection", "ensemble_selection"]

@@ -149,6 +149,78 @@ def _start(
                      seed=seed, settings=settings)
 
 
+@dataclass(frozen=True)
+class Setup:
+    """A dataset ready to tune on: as stored and as trained on, its id in the knowledge
+    base, the protocol and the metrics recorded."""
+
+    stored: Dataset
+    data: Dataset
+    dataset_id: str | None
+    protocol: EvaluationProtocol
+    metrics: tuple[str, ...]
+
+    def settings(self, budget: int, time_limit: float | None, memory_limit_mb: int | None) -> dict[str, Any]:
+        """The session settings stored with the optimizer."""
+        return {"protocol": repr(self.protocol), "budget": budget, "metrics": list(self.metrics),
+                "time_limit": time_limit, "memory_limit_mb": memory_limit_mb, "dataset": self.data.name}
+
+
+def prepare(
+    dataset: Dataset | str, *, kb: KnowledgeBase | None, target: str | None = None,
+    protocol: EvaluationProtocol | None = None, reshuffle: bool = False, metric: str = "error_rate",
+    metrics: tuple[str, ...] = DEFAULT_METRICS, meta_features: bool = True, seed: int = 0,
+) -> Setup:
+    """Load ``dataset``, store it in ``kb`` (with its meta-features unless
+    ``meta_features=False``) and fix the protocol (see :func:`tune`)."""
+    stored, data = _load(dataset, target)
+    protocol = _protocol(protocol, reshuffle)
+    metrics = tuple(dict.fromkeys((metric, *metrics)))
+    dataset_id = None
+    if kb is not None:
+        from metabo.ingest.datasets import has_own_meta_features, ingest_dataset
+
+        dataset_id = (ingest_dataset(kb, stored, seed=seed)
+                      if meta_features and not has_own_meta_features(kb, stored) else kb.add_dataset(stored))
+    return Setup(stored, data, dataset_id, protocol, metrics)
+
+
+def build_strategy(strategy: Strategy | str, kb: KnowledgeBase | None, dataset_id: str | None,
+                   space: CASHSpace | SearchSpace, *, metric: str, seed: int) -> Strategy:
+    """A strategy, or the one named: cold (:func:`~metabo.strategies.make_strategy`) or a
+    warm start from ``kb`` for the stored ``dataset_id`` (:func:`~metabo.strategies.warm.warm_strategy`)."""
+    if not isinstance(strategy, str):
+        return strategy
+    if strategy not in WARM_STRATEGIES:
+        return make_strategy(strategy, seed=seed)
+    if kb is None or dataset_id is None:
+        raise InputDataError(f"strategy {strategy!r} warm-starts from a knowledge base: pass kb")
+    if not isinstance(space, CASHSpace):
+        raise InputDataError(f"strategy {strategy!r} needs a CASH space")
+    return warm_strategy(strategy, kb, dataset_id, space, metric=metric, seed=seed)
+
+
+def run_trials(
+    opt: Optimizer, setup: Setup, *, budget: int, seed: int, time_limit: float | None = None,
+    memory_limit_mb: int | None = None, keep_predictions: bool = True,
+    progress: Callable[[TrialRecord], None] | None = None,
+    on_evaluated: Callable[[TrialRecord, list[Evaluation]], None] | None = None,
+) -> None:
+    """Ask, evaluate and tell until ``budget`` trials of the session are complete;
+    ``on_evaluated`` sees each told trial with its evaluations (before ``progress``)."""
+    while len(opt.history.completed) < budget:
+        trial = opt.ask()
+        evaluations = _evaluate(trial, setup.data, setup.dataset_id, setup.protocol, seed=seed,
+                                metrics=setup.metrics, time_limit=time_limit, memory_limit_mb=memory_limit_mb,
+                                keep_predictions=keep_predictions)
+        record = opt.tell(trial, evaluations=evaluations, **_outcome(evaluations, opt.metric))
+        logger.info("trial %d %s: %s %.4g", record.number, record.algorithm, record.status, record.value)
+        if on_evaluated is not None:
+            on_evaluated(record, evaluations)
+        if progress is not None:
+            progress(record)
+
+
 def tune(
     dataset: Dataset | str,
     *,
@@ -195,44 +267,18 @@ def tune(
     """
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
         raise InputDataError(f"budget must be a positive integer, got {budget!r}")
-    stored, data = _load(dataset, target)
+    setup = prepare(dataset, kb=kb, target=target, protocol=protocol, reshuffle=reshuffle, metric=metric,
+                    metrics=metrics, meta_features=meta_features, seed=seed)
     if space is None:
         from metabo.space.algorithms import default_cash_space
 
         space = default_cash_space()
-    warm = isinstance(strategy, str) and strategy in WARM_STRATEGIES
-    if warm and kb is None:
-        raise InputDataError(f"strategy {strategy!r} warm-starts from a knowledge base: pass kb")
-    if isinstance(strategy, str) and not warm:
-        strategy = make_strategy(strategy, seed=seed)
-    protocol = _protocol(protocol, reshuffle)
-    metrics = tuple(dict.fromkeys((metric, *metrics)))
-    dataset_id = None
-    if kb is not None:
-        from metabo.ingest.datasets import has_own_meta_features, ingest_dataset
-
-        dataset_id = (ingest_dataset(kb, stored, seed=seed)
-                      if meta_features and not has_own_meta_features(kb, stored) else kb.add_dataset(stored))
-    if warm:  # built once the dataset (and its meta-features) is stored
-        assert kb is not None and dataset_id is not None
-        if not isinstance(space, CASHSpace):
-            raise InputDataError(f"strategy {strategy!r} needs a CASH space")
-        strategy = warm_strategy(str(strategy), kb, dataset_id, space, metric=metric, seed=seed)
-    assert not isinstance(strategy, str)
-    settings = {"protocol": repr(protocol), "budget": budget, "metrics": list(metrics), "time_limit": time_limit,
-                "memory_limit_mb": memory_limit_mb, "dataset": data.name}
-    opt = _start(kb, space, strategy, session_id=session_id, dataset_id=dataset_id, metric=metric, seed=seed,
-                 settings=settings)
-
-    while len(opt.history.completed) < budget:
-        trial = opt.ask()
-        evaluations = _evaluate(trial, data, dataset_id, protocol, seed=seed, metrics=metrics,
-                                time_limit=time_limit, memory_limit_mb=memory_limit_mb,
-                                keep_predictions=keep_predictions)
-        record = opt.tell(trial, evaluations=evaluations, **_outcome(evaluations, metric))
-        logger.info("trial %d %s: %s %.4g", record.number, record.algorithm, record.status, record.value)
-        if progress is not None:
-            progress(record)
+    strategy = build_strategy(strategy, kb, setup.dataset_id, space, metric=metric, seed=seed)
+    opt = _start(kb, space, strategy, session_id=session_id, dataset_id=setup.dataset_id, metric=metric, seed=seed,
+                 settings=setup.settings(budget, time_limit, memory_limit_mb))
+    run_trials(opt, setup, budget=budget, seed=seed, time_limit=time_limit, memory_limit_mb=memory_limit_mb,
+               keep_predictions=keep_predictions, progress=progress)
+    data, dataset_id, protocol, metrics = setup.data, setup.dataset_id, setup.protocol, setup.metrics
     opt.finish()
     best = opt.best(select)
     refit_error = None

@@ -209,6 +209,129 @@ class GPBO(GPSettings):
         groups = self._groups(space, X)
         return model.predict(X) if groups is None else model.predict(X, groups=groups)
 
+    def acquisition(self, history: History, space: CASHSpace, rng: np.random.Generator | None = None
+                    ) -> Callable[[np.ndarray], np.ndarray] | None:
+        """log EI of encoded rows (higher is better) under the GP of ``history``; None during
+        the initial design (fewer than ``n_init`` trials, or fewer than 2 completed, none ok).
+        The ensemble searches (:mod:`metabo.ensembles`) rank their candidates with it."""
+        with thread_limits(self.threads):
+            score = self._acquisition(history, space)
+        if score is None:
+            return None
+
+        def limited(X: np.ndarray) -> np.ndarray:
+            with thread_limits(self.threads):
+                return score(X)
+
+        return limited
+
+    def _acquisition(self, history: History, space: CASHSpace) -> Callable[[np.ndarray], np.ndarray] | None:
+        done = history.completed
+        if len(history) < self.n_init or len(done) < 2 or not any(r.ok for r in done):
+            return None
+        model, z = self._fit(history, space)
+        best = float(z.min())  # warping is increasing: the incumbent is the same
+
+        def score(X: np.ndarray) -> np.ndarray:
+            return self._log_ei(*self._predict(model, space, X), best)
+
+        return score
+
+    def _suggest(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Config:
+        score = self._acquisition(history, space)
+        if score is None:
+            return random_configuration(space, rng, history.config_ids)
+        starts = top_configurations(history.completed, history.y, self.n_starts)
+        config, _ = self._maximize(space, score, starts, history, rng)
+        return config
+
+    def _posterior_mean(self, history: History, space: CASHSpace, configs: Sequence[Config]) -> np.ndarray:
+        raise NotImplementedError
+
+    def _log_ei(self, mean: np.ndarray, var: np.ndarray, best: float) -> np.ndarray:
+        from metabo.acquisition.ei import log_expected_improvement
+
+        return log_expected_improvement(mean, var, best, self.xi)
+
+    def _maximize(self, space: CASHSpace, score: Callable[[np.ndarray], np.ndarray], starts: list[Config],
+                  history: History, rng: np.random.Generator) -> tuple[Config, float]:
+        from metabo.acquisition.search import maximize
+
+        return maximize(space, score, starts=starts, evaluated=history.config_ids, n_random=self.n_random,
+                        n_local=self.n_local, seed=rng)
+
+
+class GPBO(GPSettings):
+    """GP-based Bayesian optimization over the joint CASH space (module docstring).
+
+    Args:
+        kernel: ``"conditional"`` (thesis 5.4.1) or ``"dense"`` (imputation only, 5.3.1).
+        n_init: random configurations before the first GP (and until 2 trials are told).
+        gp_kernel: the GP's covariance, ``"matern52"`` or ``"laplace"`` (thesis 5.4.2).
+        noise: fixed noise variance, or None to learn it.
+        refit_every, warm_refit: hyperparameters fitted from scratch every ``refit_every``
+            trials, warm-started refits in between (module docstring).
+        xi: EI's exploration margin; n_random, n_local: the acquisition search;
+        n_starts: best observed configurations the local search also starts from.
+        seed: seeds the GP fits (the optimizer's seed drives the rest).
+        threads: BLAS threads while suggesting (None: the libraries' default).
+        warping: ``"yeo-johnson"`` (default) or ``"none"``: the monotone transform of the
+            observed values the GP models (:mod:`metabo.surrogates.warping`, a deviation
+            from the thesis, which models raw errors).
+    """
+
+    def __init__(
+        self, *, kernel: Literal["conditional", "dense"] = "conditional", n_init: int = 5,
+        gp_kernel: str = "matern52", noise: float | None = None, n_restarts: int = 2, refit_every: int = 10,
+        warm_refit: bool = True, xi: float = 0.0, n_random: int = 1000, n_local: int = 10, n_starts: int = 10,
+        seed: int = 0, threads: int | None = 1, warping: Warping = "yeo-johnson",
+    ) -> None:
+        if kernel not in ("conditional", "dense"):
+            raise InputDataError(f"kernel must be 'conditional' or 'dense', got {kernel!r}")
+        super().__init__(n_init=n_init, gp_kernel=gp_kernel, noise=noise, n_restarts=n_restarts,
+                         refit_every=refit_every, warm_refit=warm_refit, xi=xi, n_random=n_random,
+                         n_local=n_local, n_starts=n_starts, seed=seed, threads=threads, warping=warping)
+        self.kernel = kernel
+        self.name = "gp" if kernel == "conditional" else "gp-dense"
+        self._cache = ModelCache(make_gp(kernel == "conditional", gp_kernel, noise, n_restarts), seed,
+                                  refit_every, warm_refit, warping)
+
+    def __repr__(self) -> str:
+        return (f"GPBO(kernel={self.kernel!r}, n_init={self.n_init}, gp_kernel={self.gp_kernel!r}, "
+                f"noise={self.noise}, n_restarts={self.n_restarts}, refit_every={self.refit_every}, "
+                f"warm_refit={self.warm_refit}, xi={self.xi}, n_random={self.n_random}, n_local={self.n_local}, "
+                f"n_starts={self.n_starts}, seed={self.seed}, warping={self.warping!r})")
+
+    def _groups(self, space: CASHSpace, X: np.ndarray) -> np.ndarray | None:
+        """Algorithm index of encoded rows (the one-hot block), for the conditional kernel."""
+        return np.argmax(X[:, : len(space)], axis=1) if self.kernel == "conditional" else None
+
+    def _fit(self, history: History, space: CASHSpace, *, refit: bool = False) -> tuple[Any, np.ndarray]:
+        """The GP and the (warped) values it models."""
+        X = history.X(space)
+        return self._cache.model(X, history.y, self._groups(space, X), refit=refit)
+
+    def _predict(self, model: Any, space: CASHSpace, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        groups = self._groups(space, X)
+        return model.predict(X) if groups is None else model.predict(X, groups=groups)
+
+    def acquisition(self, history: History, space: CASHSpace, rng: np.random.Generator | None = None
+                    ) -> Callable[[np.ndarray], np.ndarray] | None:
+        """log EI of encoded rows (higher is better) under the GP of ``history``; None during
+        the initial design (fewer than ``n_init`` trials, or fewer than 2 completed, none ok)."""
+        done = history.completed
+        if len(history) < self.n_init or len(done) < 2 or not any(r.ok for r in done):
+            return None
+        with thread_limits(self.threads):
+            model, z = self._fit(history, space)
+        best = float(z.min())  # warping is increasing: the incumbent is the same
+
+        def score(X: np.ndarray) -> np.ndarray:
+            with thread_limits(self.threads):
+                return self._log_ei(*self._predict(model, space, X), best)
+
+        return score
+
     def _suggest(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Config:
         done = history.completed
         if len(history) < self.n_init or len(done) < 2 or not any(r.ok for r in done):

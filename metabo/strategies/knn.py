@@ -19,7 +19,7 @@ design may hold fewer than ``k`` configurations.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -104,6 +104,15 @@ class KNNWarmStart:
                 best = (float(runs.values[i]), config)
                 break
         return best
+
+    def acquisition(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Any:
+        """None while the design has configurations not asked yet, then ``then``'s
+        acquisition (for the ensemble searches that rank candidates, :mod:`metabo.ensembles`)."""
+        asked = history.config_ids
+        if any(config_id(*config) not in asked for config, _, _ in self.design(space)):
+            return None
+        acquisition = getattr(self.then, "acquisition", None)
+        return acquisition(history, space, rng) if callable(acquisition) else None
 
     def suggest(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Config:
         """The first design configuration not asked yet, then ``then``'s suggestion."""

@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -289,11 +289,15 @@ class WeightedGPEnsembles:
         with self._blas_context():
             return self._suggest(history, space, rng)
 
-    def _suggest(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Config:
+    def _scores(self, history: History, space: CASHSpace, rng: np.random.Generator
+                ) -> tuple[dict[str, Callable[[np.ndarray], np.ndarray]], bool] | None:
+        """Per algorithm, the acquisition of rows of its own block (log EI of its ensemble,
+        or minus the base models' mean before any target observation), and whether it is
+        that prior; None while the initial design is random."""
         done = history.completed
         prior = not any(r.ok for r in done)  # nothing of the target yet
         if len(history) < self.n_init or (prior and (self.n_init > 0 or done)):
-            return random_configuration(space, rng, history.config_ids)
+            return None
         y = history.y if not prior else np.zeros(0)
         ybar, scale = (float(y.mean()), float(y.std()) or 1.0) if not prior else (0.0, 1.0)
         best = float(((y - ybar) / scale).min()) if not prior else 0.0
@@ -305,21 +309,61 @@ class WeightedGPEnsembles:
         if self.one_per_algorithm:
             algorithms = [space.algorithms[len(done) % len(space.algorithms)]]
         from metabo.acquisition.ei import log_expected_improvement
-        from metabo.acquisition.search import maximize
 
-        winner: tuple[float, Config] | None = None
+        scores: dict[str, Callable[[np.ndarray], np.ndarray]] = {}
         for a in algorithms:
-            if _exhausted(space, a, history):
-                continue
             predict = self._ensemble(a, weights.get(a, {}), targets.get(a), ybar, scale)
             if predict is None:
                 continue
-            block = slice(1, None)  # the one-algorithm space: [one-hot (1), a's block]
 
-            def score(Xc: np.ndarray, predict: Any = predict) -> np.ndarray:
+            def score(Xb: np.ndarray, predict: Any = predict) -> np.ndarray:
                 if prior:  # the base models' mean alone: its minimizer (no incumbent for EI yet)
-                    return -predict(Xc[:, block])[0]
-                return log_expected_improvement(*predict(Xc[:, block]), best)
+                    return -predict(Xb)[0]
+                return log_expected_improvement(*predict(Xb), best)
+
+            scores[a] = score
+        return scores, prior
+
+    def acquisition(self, history: History, space: CASHSpace, rng: np.random.Generator
+                    ) -> Callable[[np.ndarray], np.ndarray] | None:
+        """The acquisition of encoded rows of the whole CASH ``space`` (higher is better;
+        ``-inf`` for an algorithm without a model); None while the design is random. The
+        ensemble searches (:mod:`metabo.ensembles`) rank their candidates with it."""
+        with self._blas_context():
+            found = self._scores(history, space, rng)
+        if found is None:
+            return None
+        scores = found[0]
+        index = {a: k for k, a in enumerate(space.algorithms)}
+
+        def score(X: np.ndarray) -> np.ndarray:
+            out = np.full(len(X), -np.inf)
+            owner = np.argmax(X[:, : len(space)], axis=1)
+            with self._blas_context():
+                for a, f in scores.items():
+                    rows = np.flatnonzero(owner == index[a])
+                    if len(rows):
+                        out[rows] = f(X[rows][:, space.slices[a]])
+            return out
+
+        return score
+
+    def _suggest(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Config:
+        found = self._scores(history, space, rng)
+        if found is None:
+            return random_configuration(space, rng, history.config_ids)
+        scores, prior = found
+        done = history.completed
+        y = history.y if not prior else np.zeros(0)
+        from metabo.acquisition.search import maximize
+
+        winner: tuple[float, Config] | None = None
+        for a, f in scores.items():
+            if _exhausted(space, a, history):
+                continue
+
+            def score(Xc: np.ndarray, f: Any = f) -> np.ndarray:
+                return f(Xc[:, 1:])  # the one-algorithm space: [one-hot (1), a's block]
 
             rows = [i for i, r in enumerate(done) if r.algorithm == a]
             starts = top_configurations([done[i] for i in rows], y[rows], self.n_starts) if not prior else []
@@ -332,7 +376,8 @@ class WeightedGPEnsembles:
                 winner = (value, config)
         if winner is None:
             if self.one_per_algorithm:
-                return random_configuration(space, rng, history.config_ids, algorithm=algorithms[0])
+                algorithm = space.algorithms[len(done) % len(space.algorithms)]
+                return random_configuration(space, rng, history.config_ids, algorithm=algorithm)
             return random_configuration(space, rng, history.config_ids)
         return winner[1]
 

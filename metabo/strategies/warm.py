@@ -18,6 +18,7 @@ the algorithms of the space:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from metabo.exceptions import InputDataError
@@ -57,10 +58,12 @@ def _meta_features(kb: KnowledgeBase, dataset_id: str) -> dict[str, float]:
     return {str(k): float(v) for k, v in row.items() if v == v}
 
 
-def warm_strategy(name: str, kb: KnowledgeBase, dataset_id: str, space: CASHSpace, *, metric: str = "error_rate",
-                  seed: int = 0, **kw: Any) -> Strategy:
-    """The warm-start strategy ``name`` for the stored dataset ``dataset_id`` (module
-    docstring); ``kw`` go to the strategy's constructor."""
+def warm_factory(name: str, kb: KnowledgeBase, dataset_id: str, space: CASHSpace, *, metric: str = "error_rate",
+                 **kw: Any) -> Callable[[int], Strategy]:
+    """Seed -> a fresh warm-start strategy ``name`` for the stored dataset ``dataset_id``
+    (module docstring); what transfers (the past runs, the meta-features, the surrogate
+    bank) is read once and shared by every strategy made (ESMBO makes one per replicate).
+    ``kw`` go to the strategy's constructor."""
     if name not in WARM_STRATEGIES:
         raise InputDataError(f"unknown warm-start strategy {name!r}; use one of {', '.join(WARM_STRATEGIES)}")
     if not isinstance(space, CASHSpace):
@@ -74,17 +77,30 @@ def warm_strategy(name: str, kb: KnowledgeBase, dataset_id: str, space: CASHSpac
         from metabo.strategies.gp import GPBO
         from metabo.strategies.knn import KNNWarmStart
 
-        return KNNWarmStart(past, meta, then=GPBO(n_init=0, seed=seed), seed=seed, **kw)
+        return lambda seed: KNNWarmStart(past, meta, then=GPBO(n_init=0, seed=seed), seed=seed, **kw)
     if name == "scot":
         from metabo.strategies.scot import SCoT
 
-        return SCoT(past, meta, seed=seed, **kw)
+        return lambda seed: SCoT(past, meta, seed=seed, **kw)
     from metabo.strategies.rgpe import RGPE
     from metabo.strategies.rlgp import RLGP
     from metabo.surrogates.bank import SurrogateBank, space_encoder
 
-    bank = SurrogateBank.fit(past, space_encoder(space), seed=seed, kb=kb)
-    return (RLGP if name == "rlgp" else RGPE)(bank, seed=seed, **kw)
+    bank: list[SurrogateBank] = []  # fitted on first use, with the first seed asked for
+
+    def make(seed: int) -> Strategy:
+        if not bank:
+            bank.append(SurrogateBank.fit(past, space_encoder(space), seed=seed, kb=kb))
+        return (RLGP if name == "rlgp" else RGPE)(bank[0], seed=seed, **kw)
+
+    return make
 
 
-__all__ = ["WARM_STRATEGIES", "past_for", "warm_strategy"]
+def warm_strategy(name: str, kb: KnowledgeBase, dataset_id: str, space: CASHSpace, *, metric: str = "error_rate",
+                  seed: int = 0, **kw: Any) -> Strategy:
+    """The warm-start strategy ``name`` for the stored dataset ``dataset_id`` (module
+    docstring); ``kw`` go to the strategy's constructor."""
+    return warm_factory(name, kb, dataset_id, space, metric=metric, **kw)(seed)
+
+
+__all__ = ["WARM_STRATEGIES", "past_for", "warm_factory", "warm_strategy"]

@@ -1,0 +1,58 @@
+"""Combining members' predictions, and the history an ensemble search shows its base strategy.
+
+- :func:`votes`: each member's predicted class code, the arg max of its probabilities
+  (as :mod:`metabo.evaluation.evaluate` predicts labels).
+- :func:`majority_vote`: the (weighted) majority vote of members' codes, ties to the
+  lowest code (Lacoste et al. 2014 and the thesis' EO combine by majority vote).
+- :func:`relabel`: a history whose trained trials carry another value (a replicate's risk
+  in ESMBO, an ensemble's loss in EO), the rest as they are: the base strategy of an
+  ensemble search models that value instead of the single model's error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from metabo.exceptions import InputDataError
+from metabo.optimizer.history import History
+
+
+def votes(probas: Sequence[np.ndarray] | np.ndarray) -> np.ndarray:
+    """(m, n) class codes of ``m`` members from their (m, n, K) probabilities."""
+    P = np.asarray(probas, dtype=float)
+    if P.ndim != 3:
+        raise InputDataError(f"probas must be (members, n, K), got {P.shape}")
+    return P.argmax(axis=2)
+
+
+def majority_vote(codes: np.ndarray, n_classes: int, weights: Sequence[float] | None = None) -> np.ndarray:
+    """(n,) the class with the most (weighted) votes among the rows of ``codes`` (m, n);
+    ties: the lowest code."""
+    codes = np.asarray(codes)
+    if codes.ndim != 2 or codes.shape[0] < 1:
+        raise InputDataError(f"codes must be (m >= 1, n), got {codes.shape}")
+    w = np.ones(codes.shape[0]) if weights is None else np.asarray(weights, dtype=float)
+    counts = np.zeros((n_classes, codes.shape[1]))
+    for c in range(n_classes):
+        counts[c] = w @ (codes == c)
+    return counts.argmax(axis=0)
+
+
+def relabel(history: History, values: Mapping[int, float]) -> History:
+    """``history`` with the value of each completed trial in ``values`` replaced; a
+    successful trial missing from ``values`` is an error (its predictions were never given)."""
+    records = []
+    for r in history:
+        if r.complete and r.number in values:
+            records.append(replace(r, value=float(values[r.number])))
+        elif r.complete and r.ok:
+            raise InputDataError(f"trial {r.number} was told without its validation predictions: call observe")
+        else:
+            records.append(r)
+    return History(records)
+
+
+__all__ = ["majority_vote", "relabel", "votes"]
