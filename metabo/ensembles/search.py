@@ -70,7 +70,11 @@ class EnsembleResult:
     diversity: float
     refit_test_error: float | None = None
     model: EnsembleModel | None = field(default=None, repr=False)
+    valid_probas: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
     test_probas: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
+    y_valid: np.ndarray | None = field(default=None, repr=False)
+    y_test: np.ndarray | None = field(default=None, repr=False)
+    n_classes: int = 0
 
     @property
     def members(self) -> list[tuple[str, dict[str, Any], float]]:
@@ -211,7 +215,8 @@ def tune_ensemble(
     test_error = combined_error(weights, test_probas, y_test, combine=combine, metric=metric, n_classes=n_classes)
     result = EnsembleResult(
         opt.session_id, setup.dataset_id, method, metric, weights, combine, opt.history, valid_error, test_error,
-        opt.best(), mean_pairwise_diversity([search.probas[k] for k in weights]), test_probas=test_probas,
+        opt.best(), mean_pairwise_diversity([search.probas[k] for k in weights]), valid_probas=dict(search.probas),
+        test_probas=test_probas, y_valid=y_valid, y_test=y_test, n_classes=n_classes,
     )
     if not refit:
         return result
