@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+from pathlib import Path
 
 from tqdm import tqdm
 
@@ -18,8 +19,51 @@ def _fmt(value: float | None) -> str:
     return "n/a" if value is None or not math.isfinite(value) else f"{value:.4f}"
 
 
+def cmd_tune_ensemble(args: argparse.Namespace) -> int:
+    """``metabo tune --ensemble METHOD``: an ensemble search (:func:`metabo.ensembles.tune_ensemble`)."""
+    from metabo.ensembles import tune_ensemble
+    from metabo.space.algorithms import default_cash_space
+
+    if args.reshuffle or args.select != "argmin":
+        raise SystemExit("--ensemble keeps one validation part and builds its own ensemble: drop --reshuffle/--select")
+    options = {} if args.ensemble_size is None else {"ensemble_size": args.ensemble_size}
+    if args.ensemble == "eo":
+        options["loss"] = args.eo_loss
+    refit = args.refit or args.save_model is not None
+    with open_kb(args) as kb, tqdm(total=args.budget, desc="trials", unit="trial") as bar:
+        def progress(record: TrialRecord) -> None:
+            bar.set_postfix_str(f"{record.algorithm} {record.status} {_fmt(record.value)}", refresh=False)
+            bar.update(1)
+
+        result = tune_ensemble(
+            args.data, method=args.ensemble, target=args.target, budget=args.budget, strategy=args.strategy,
+            space=default_cash_space(args.algorithms), kb=kb, seed=args.seed, metric=args.metric,
+            time_limit=args.time_limit, session_id=args.session, meta_features=not args.no_meta_features,
+            refit=refit, progress=progress, **options,
+        )
+    done = len(result.history.completed)
+    print(f"session {result.session_id}: {done} trials on {result.dataset_id} ({args.ensemble} around "
+          f"{args.strategy}, seed {args.seed})")
+    print(f"ensemble of {len(result.weights)} distinct members ({result.combine}):")
+    for number, (algorithm, params, weight) in zip(result.weights, result.members):
+        print(f"  {weight:.3f}  trial {number} {algorithm} {json.dumps(params, sort_keys=True)}")
+    print(f"validation {result.metric}: {_fmt(result.valid_error)} (best single model {_fmt(result.best.value)})")
+    print(f"test {result.metric}: {_fmt(result.test_error)} (best single model {_fmt(result.best.test_value)})")
+    print(f"mean pairwise diversity of the members: {result.diversity:.4f}")
+    if refit:
+        print(f"test {result.metric} after refitting the members on training + validation rows: "
+              f"{_fmt(result.refit_test_error)}")
+    if args.save_model is not None and result.model is not None:
+        result.model.save(args.save_model)
+        print(f"saved the ensemble to {args.save_model} (metabo.ensembles.EnsembleModel.load)")
+    return 0
+
+
 def cmd_tune(args: argparse.Namespace) -> int:
     from metabo.optimizer import tune
+
+    if args.ensemble is not None:
+        return cmd_tune_ensemble(args)
     from metabo.space.algorithms import default_cash_space
 
     space = default_cash_space(args.algorithms)
@@ -67,4 +111,12 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--refit", action="store_true",
                    help="also train the selected configuration on training + validation rows and report its test error")
     p.add_argument("--no-meta-features", action="store_true", help="store the dataset without meta-features")
+    p.add_argument("--ensemble", choices=("esmbo", "eo", "divbo", "posthoc"),
+                   help="build an ensemble: ESMBO, EO, DivBO, or post-hoc ensemble selection, around --strategy")
+    p.add_argument("--ensemble-size", type=int,
+                   help="EO's slots m (12), DivBO's and post-hoc selection's size limit (25, 50)")
+    p.add_argument("--eo-loss", choices=("squared_margin", "c_bound", "sigmoid"), default="squared_margin",
+                   help="EO's ensemble loss (thesis sec. 4.3)")
+    p.add_argument("--save-model", type=Path, metavar="PATH",
+                   help="refit the ensemble's members on training + validation rows and save it (joblib)")
     p.set_defaults(func=cmd_tune)

@@ -30,7 +30,7 @@ def votes(probas: Sequence[np.ndarray] | np.ndarray) -> np.ndarray:
 
 def majority_vote(codes: np.ndarray, n_classes: int, weights: Sequence[float] | None = None) -> np.ndarray:
     """(n,) the class with the most (weighted) votes among the rows of ``codes`` (m, n);
-    ties: the lowest code."""
+    ties (up to rounding of the summed weights, 1e-12): the lowest code."""
     codes = np.asarray(codes)
     if codes.ndim != 2 or codes.shape[0] < 1:
         raise InputDataError(f"codes must be (m >= 1, n), got {codes.shape}")
@@ -38,7 +38,7 @@ def majority_vote(codes: np.ndarray, n_classes: int, weights: Sequence[float] | 
     counts = np.zeros((n_classes, codes.shape[1]))
     for c in range(n_classes):
         counts[c] = w @ (codes == c)
-    return counts.argmax(axis=0)
+    return (counts >= counts.max(axis=0) - 1e-12).argmax(axis=0)
 
 
 def relabel(history: History, values: Mapping[int, float]) -> History:

@@ -42,6 +42,7 @@ from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
 from metabo.data.dataset import Dataset, _as_feature
+from metabo.ensembles.combine import majority_vote
 from metabo.evaluation.evaluate import _proba, _summarize
 from metabo.evaluation.factories import registry_factory
 from metabo.evaluation.metrics import get_metric
@@ -100,13 +101,6 @@ def _features(X: Any) -> pd.DataFrame:
         ok = isinstance(col.dtype, pd.CategoricalDtype) or col.dtype == np.float64
         out[str(c)] = col if ok else _as_feature(col, force_nominal=False, name="X")
     return pd.DataFrame(out, index=frame.index)
-
-
-def _weighted_vote(codes: np.ndarray, weights: np.ndarray, n_classes: int) -> np.ndarray:
-    """(n,) the class of most weighted votes among ``codes`` (m, n); ties (up to rounding of
-    the summed weights, 1e-12): the lowest class."""
-    counts = np.stack([weights @ (codes == k) for k in range(n_classes)])  # (K, n)
-    return (counts >= counts.max(axis=0) - 1e-12).argmax(axis=0)
 
 
 class EnsembleModel(ClassifierMixin, BaseEstimator):
@@ -201,7 +195,7 @@ class EnsembleModel(ClassifierMixin, BaseEstimator):
     def _codes(self, P: np.ndarray) -> np.ndarray:
         """(n,) class indices from the members' probabilities ``P`` (m, n, K), by ``combine``."""
         if self.combine == "vote":
-            return _weighted_vote(P.argmax(axis=2), self.weights_, len(self.classes_))
+            return majority_vote(P.argmax(axis=2), len(self.classes_), self.weights_)
         return np.tensordot(self.weights_, P, axes=1).argmax(axis=1)
 
     def predict_proba(self, X: Any) -> np.ndarray:
