@@ -1,0 +1,67 @@
+"""``metabo tune --ensemble``: prints the ensemble found, stores the session's runs, saves a
+loadable EnsembleModel; EO with another loss; flags that make no sense with an ensemble."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_iris
+
+from metabo.cli.main import main
+from metabo.ensembles import EnsembleModel
+from metabo.kb import KnowledgeBase
+
+ALGORITHMS = ["gaussian_nb", "lda", "knn"]
+
+
+def test_posthoc_ensemble_saved_and_loaded(tmp_path, capsys):
+    kb_path, model_path = str(tmp_path / "kb.duckdb"), tmp_path / "m.joblib"
+    code = main(["tune", "sklearn:iris", "--budget", "6", "--ensemble", "posthoc", "--kb", kb_path,
+                 "--save-model", str(model_path), "--algorithms", *ALGORITHMS, "--session", "ens", "--seed", "1"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "session ens: 6 trials" in out and "(posthoc around gp, seed 1)" in out
+    assert "ensemble of " in out and "distinct members (average)" in out
+    assert "validation error_rate: 0." in out and "test error_rate: 0." in out
+    assert "test error_rate after refitting the members on training + validation rows: " in out
+    assert "mean pairwise diversity of the members: 0." in out
+    assert f"saved the ensemble to {model_path}" in out
+    assert model_path.is_file()
+
+    model = EnsembleModel.load(model_path)
+    n_members = int(out.split("ensemble of ")[1].split()[0])
+    assert len(model.configurations) <= n_members  # identical configurations are merged
+    assert {c["algorithm"] for c in model.configurations} <= set(ALGORITHMS)
+    assert sum(c["weight"] for c in model.configurations) == pytest.approx(1.0)
+    X = load_iris(as_frame=True).data
+    P = model.predict_proba(X)
+    assert P.shape == (150, 3)
+    np.testing.assert_allclose(P.sum(axis=1), 1.0)
+    assert np.mean(model.predict_codes(X) == load_iris().target) > 0.8
+
+    with KnowledgeBase(kb_path) as kb:
+        runs = kb.query("SELECT algorithm, source FROM runs WHERE metric = 'error_rate'")
+        n_predictions = kb.stats()["predictions"]
+    assert len(runs) == 6 and set(runs["source"]) == {"session:ens"}
+    assert set(runs["algorithm"]) <= set(ALGORITHMS) and n_predictions == 12  # valid + test of each trial
+
+
+def test_eo_with_the_c_bound(tmp_path, capsys):
+    code = main(["tune", "sklearn:iris", "--budget", "6", "--ensemble", "eo", "--eo-loss", "c_bound",
+                 "--ensemble-size", "3", "--algorithms", *ALGORITHMS, "--kb", str(tmp_path / "kb.duckdb")])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "(eo around gp, seed 0)" in out and "distinct members (vote)" in out
+    assert "test error_rate: 0." in out and "after refitting" not in out
+
+
+def test_ensemble_refuses_a_reshuffled_protocol_and_a_used_session(tmp_path, capsys):
+    kb_path = str(tmp_path / "kb.duckdb")
+    with pytest.raises(SystemExit, match="reshuffle"):
+        main(["tune", "sklearn:iris", "--budget", "4", "--ensemble", "esmbo", "--reshuffle", "--kb", kb_path])
+    args = ["tune", "sklearn:iris", "--budget", "2", "--ensemble", "esmbo", "--algorithms", "knn",
+            "--session", "s", "--kb", kb_path]
+    assert main(args) == 0
+    capsys.readouterr()
+    assert main(args) == 2
+    assert "session 's' exists" in capsys.readouterr().err
