@@ -116,7 +116,16 @@ def base_factory(strategy: str | Strategy | Callable[[int], Strategy], kb: Knowl
     if callable(strategy) and not hasattr(strategy, "suggest"):
         return strategy
     fixed = strategy
-    return lambda seed: fixed  # type: ignore[return-value]
+    shared: list[int] = []
+
+    def once(seed: int) -> Strategy:  # one instance keeps one surrogate state: never two searches on it
+        if shared:
+            raise InputDataError("a strategy instance cannot serve several replicates (ESMBO): pass its name or a "
+                                 "callable seed -> strategy")
+        shared.append(seed)
+        return fixed  # type: ignore[return-value]
+
+    return once
 
 
 def make_search(method: str, base: Callable[[int], Strategy], y_valid: np.ndarray, n_classes: int, *, budget: int,
@@ -130,6 +139,13 @@ def make_search(method: str, base: Callable[[int], Strategy], y_valid: np.ndarra
     from metabo.ensembles.esmbo import ESMBO
     from metabo.ensembles.selection import PostHocSelection
 
+    given = {"ensemble_size": ensemble_size, "loss": None if loss == "squared_margin" else loss,
+             "n_replicates": n_replicates, "combine": combine, "n_init": n_init}
+    applies = {"posthoc": {"ensemble_size"}, "esmbo": {"n_replicates", "combine"}, "eo": {"ensemble_size", "loss"},
+               "divbo": {"ensemble_size", "n_init"}}
+    ignored = [k for k, v in given.items() if v is not None and k not in applies.get(method, set(given))]
+    if ignored:
+        raise InputDataError(f"{', '.join(ignored)} do not apply to the {method} search")
     if method == "posthoc":
         return PostHocSelection(base(seed), y_valid, metric=metric, ensemble_size=ensemble_size or 50,
                                 n_classes=n_classes, **options)

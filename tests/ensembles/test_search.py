@@ -190,3 +190,17 @@ def test_esmbo_with_one_replicate_on_the_validation_set_is_smbo_and_its_arg_min(
     # the base GP-BO saw the same values as plain SMBO: the same trials in the same order
     smbo = tune(cancer, budget=8, space=SPACE, strategy="gp", seed=5)
     assert [(t.algorithm, t.params) for t in r.history] == [(t.algorithm, t.params) for t in smbo.history]
+
+
+def test_options_of_another_search_and_a_shared_instance_are_refused():
+    from metabo.ensembles.search import base_factory, make_search
+    from metabo.strategies import GPBO
+
+    y = np.array([0, 1, 0, 1])
+    with pytest.raises(InputDataError, match="loss"):
+        make_search("esmbo", lambda s: GPBO(seed=s), y, 2, budget=4, seed=0, loss="c_bound")
+    with pytest.raises(InputDataError, match="n_replicates"):
+        make_search("divbo", lambda s: GPBO(seed=s), y, 2, budget=4, seed=0, n_replicates=2)
+    factory = base_factory(GPBO(seed=0), None, None, None, metric="error_rate")
+    with pytest.raises(InputDataError, match="several replicates"):
+        make_search("esmbo", factory, y, 2, budget=4, seed=0, n_replicates=2)
