@@ -20,7 +20,7 @@ predicts the average ``P_S = 1/|S| sum_{h in S} P_h`` (repeated members weigh mo
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -70,13 +70,13 @@ def ensemble_selection(probas: Sequence[np.ndarray] | np.ndarray, y: np.ndarray,
         raise InputDataError(f"max_size and n_init must be >= 1, got {max_size}, {n_init}")
     loss = get_metric(metric)
     H = P.shape[0]
-    single = np.array([loss(y, P[h]) for h in range(H)])
+    single = _losses(metric, loss, y, P)
     order = [int(h) for h in np.argsort(single, kind="stable")[: min(n_init, H, max_size)]]
     total = P[order].sum(axis=0)
     trajectory = [float(loss(y, P[order[: k + 1]].mean(axis=0))) for k in range(len(order))]
     while len(order) < max_size:
         size = len(order) + 1
-        scores = np.array([loss(y, (total + P[h]) / size) for h in range(H)])
+        scores = _losses(metric, loss, y, (total[None] + P) / size)
         h = int(np.argmin(scores))  # ties: the lowest index
         order.append(h)
         total += P[h]
@@ -84,6 +84,15 @@ def ensemble_selection(probas: Sequence[np.ndarray] | np.ndarray, y: np.ndarray,
     best = int(np.argmin(trajectory))  # the earliest prefix of lowest loss
     return EnsembleSelection(tuple(order[: best + 1]), trajectory[best], tuple(trajectory), tuple(order))
 
+
+
+def _losses(metric: str, loss: Callable[..., float], y: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    """``L(y, candidates[h])`` for every ``h`` of (H, n, K): the error rate in one vectorized
+    step (arg max, first maximum, as :func:`metabo.evaluation.metrics.error_rate`), any
+    other metric one call each."""
+    if metric == "error_rate":
+        return np.mean(candidates.argmax(axis=2) != y[None, :], axis=1)
+    return np.array([loss(y, c) for c in candidates])
 
 
 class PostHocSelection(EnsembleSearch):

@@ -56,3 +56,14 @@ def test_diversity_properties():
         diversity(P[0], P[0][:, :2])
     with pytest.raises(InputDataError):
         ensemble_selection(P[:, :5], np.zeros(4))
+
+
+def test_vectorized_error_rate_matches_the_metric():
+    from metabo.evaluation.metrics import error_rate
+
+    rng = np.random.default_rng(5)
+    y = rng.integers(3, size=40)
+    P = rng.dirichlet(np.ones(3), size=(12, 40))
+    chosen = ensemble_selection(P, y, metric="error_rate", max_size=15)
+    by_hand = [error_rate(y, P[list(chosen.order[: k + 1])].mean(axis=0)) for k in range(len(chosen.order))]
+    np.testing.assert_allclose(chosen.trajectory, by_hand)
