@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from metabo.ensembles.search import combined_error, mean_pairwise_diversity
-from metabo.ensembles.selection import ensemble_selection
+from metabo.ensembles.selection import select_from
 
 logger = logging.getLogger(__name__)
 
@@ -104,19 +104,12 @@ def run_search(search: str, spec: str, task: str, seed: int, budget: int, past: 
         }
 
     numbers = sorted(r.valid_probas)
-    best = min(numbers, key=lambda k: (r.history[k].value, k))
-
-    def post() -> dict[int, float]:
-        chosen = ensemble_selection([r.valid_probas[k] for k in numbers], y_valid, metric="error_rate",
-                                    max_size=EVALUATION["post_size"])
-        return {numbers[h]: w for h, w in chosen.weights.items()}
-
-    names = outputs_of(search)
-    for name in names:
+    for name in outputs_of(search):
         if name.endswith("-best"):
-            add(name, {best: 1.0}, "average")
+            add(name, {r.best.number: 1.0}, "average")
         elif name.endswith("-post") and search not in ("bo", "rs"):
-            add(name, post(), "average")
+            add(name, select_from(r.valid_probas, y_valid, metric="error_rate", max_size=EVALUATION["post_size"]),
+                "average")
         else:
             add(name, r.weights, r.combine)
     record: dict[str, Any] = {

@@ -37,7 +37,7 @@ from scipy.stats import kendalltau, rankdata
 
 from metabo.ensembles.base import EnsembleSearch
 from metabo.ensembles.diversity import diversity_matrix
-from metabo.ensembles.selection import ensemble_selection
+from metabo.ensembles.selection import select_from
 from metabo.exceptions import InputDataError
 from metabo.kb.canonical import config_id
 from metabo.strategies.base import Config, Strategy, random_configuration
@@ -167,10 +167,8 @@ class DivBO(EnsembleSearch):
 
     def pool(self, max_size: int | None = None) -> dict[int, float]:
         """Ensemble selection over the observed models: trial number -> weight."""
-        numbers = self._require_models()
-        chosen = ensemble_selection([self.probas[k] for k in numbers], self.y, metric=self.metric,
-                                    max_size=self.ensemble_size if max_size is None else max_size)
-        return {numbers[h]: w for h, w in chosen.weights.items()}
+        return select_from(self.probas, self.y, metric=self.metric,
+                           max_size=self.ensemble_size if max_size is None else max_size)
 
     def ensemble(self) -> dict[int, float]:
         """The final ensemble: ensemble selection of size ``E`` (Algorithm 1, line 13)."""

@@ -20,7 +20,7 @@ predicts the average ``P_S = 1/|S| sum_{h in S} P_h`` (repeated members weigh mo
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -86,6 +86,17 @@ def ensemble_selection(probas: Sequence[np.ndarray] | np.ndarray, y: np.ndarray,
 
 
 
+def select_from(probas: Mapping[int, np.ndarray], y: np.ndarray, *, metric: str = "error_rate",
+                max_size: int = 50, n_init: int = 3) -> dict[int, float]:
+    """:func:`ensemble_selection` over a library keyed by trial number: trial number ->
+    weight in the selected ensemble."""
+    if not probas:
+        raise InputDataError("no trained model observed yet")
+    numbers = sorted(probas)
+    chosen = ensemble_selection([probas[k] for k in numbers], y, metric=metric, max_size=max_size, n_init=n_init)
+    return {numbers[h]: w for h, w in chosen.weights.items()}
+
+
 def _losses(metric: str, loss: Callable[..., float], y: np.ndarray, candidates: np.ndarray) -> np.ndarray:
     """``L(y, candidates[h])`` for every ``h`` of (H, n, K): the error rate in one vectorized
     step (arg max, first maximum, as :func:`metabo.evaluation.metrics.error_rate`), any
@@ -117,10 +128,7 @@ class PostHocSelection(EnsembleSearch):
         return self.base.suggest(history, space, rng)
 
     def ensemble(self) -> dict[int, float]:
-        numbers = self._require_models()
-        chosen = ensemble_selection([self.probas[k] for k in numbers], self.y, metric=self.metric,
-                                    max_size=self.ensemble_size, n_init=self.n_init)
-        return {numbers[h]: w for h, w in chosen.weights.items()}
+        return select_from(self.probas, self.y, metric=self.metric, max_size=self.ensemble_size, n_init=self.n_init)
 
 
-__all__ = ["EnsembleSelection", "PostHocSelection", "ensemble_selection"]
+__all__ = ["EnsembleSelection", "PostHocSelection", "ensemble_selection", "select_from"]
