@@ -15,7 +15,7 @@ from typing import Literal
 
 import numpy as np
 
-from metabo.ensembles.combine import majority_vote, votes
+from metabo.ensembles.combine import combined_codes, weighted_average
 from metabo.exceptions import InputDataError
 
 Combine = Literal["vote", "average"]
@@ -33,13 +33,11 @@ class EnsembleSearch:
             raise InputDataError("y_valid must be a non-empty 1-D array of class codes 0..K-1")
         self.n_classes = int(self.y.max()) + 1 if n_classes is None else int(n_classes)
         self.probas: dict[int, np.ndarray] = {}  # trial number -> (n, K) validation probabilities
-        self.failed: set[int] = set()
 
     def observe(self, number: int, valid_proba: np.ndarray | None) -> None:
         """Trial ``number``'s validation probabilities (None: the trial failed)."""
         number = int(number)
         if valid_proba is None:
-            self.failed.add(number)
             self._observed(number, None)
             return
         P = np.asarray(valid_proba, dtype=float)
@@ -59,20 +57,15 @@ class EnsembleSearch:
     def predict_proba(self, probas: Mapping[int, np.ndarray] | None = None) -> np.ndarray:
         """The ensemble's weighted average of its members' probabilities, on the validation
         rows or on ``probas`` (trial number -> that model's probabilities on other rows)."""
-        source = self.probas if probas is None else probas
-        weights = self.ensemble()
-        return sum(w * np.asarray(source[k], dtype=float) for k, w in weights.items())  # type: ignore[return-value]
+        return weighted_average(self.ensemble(), self.probas if probas is None else probas)
 
     def predict(self, probas: Mapping[int, np.ndarray] | None = None) -> np.ndarray:
         """Class codes: the weighted majority vote of the members (``combine="vote"``) or
         the arg max of :meth:`predict_proba` (``"average"``)."""
         source = self.probas if probas is None else probas
         weights = self.ensemble()
-        if self.combine == "average":
-            return self.predict_proba(source).argmax(axis=1)
-        codes = votes([source[k] for k in weights])
-        return majority_vote(codes, max(self.n_classes, np.asarray(source[next(iter(weights))]).shape[1]),
-                             list(weights.values()))
+        n_classes = max(self.n_classes, np.asarray(source[next(iter(weights))]).shape[1])
+        return combined_codes(weights, source, self.combine, n_classes)
 
     def _require_models(self) -> list[int]:
         if not self.probas:

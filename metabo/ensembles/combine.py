@@ -41,6 +41,21 @@ def majority_vote(codes: np.ndarray, n_classes: int, weights: Sequence[float] | 
     return (counts >= counts.max(axis=0) - 1e-12).argmax(axis=0)
 
 
+def weighted_average(weights: Mapping[int, float], probas: Mapping[int, np.ndarray]) -> np.ndarray:
+    """``sum_k w_k P_k`` over the members ``weights`` (key -> weight) of ``probas``."""
+    return sum(w * np.asarray(probas[k], dtype=float) for k, w in weights.items())  # type: ignore[return-value]
+
+
+def combined_codes(weights: Mapping[int, float], probas: Mapping[int, np.ndarray], combine: str,
+                   n_classes: int) -> np.ndarray:
+    """(n,) the ensemble's class codes: the weighted majority vote of the members'
+    (``combine="vote"``) or the arg max of :func:`weighted_average` (``"average"``)."""
+    if combine == "average":
+        return weighted_average(weights, probas).argmax(axis=1)
+    members = list(weights)
+    return majority_vote(votes([probas[k] for k in members]), n_classes, [weights[k] for k in members])
+
+
 def relabel(history: History, values: Mapping[int, float]) -> History:
     """``history`` with the value of each completed trial in ``values`` replaced; a
     successful trial missing from ``values`` is an error (its predictions were never given)."""
@@ -55,4 +70,4 @@ def relabel(history: History, values: Mapping[int, float]) -> History:
     return History(records)
 
 
-__all__ = ["majority_vote", "relabel", "votes"]
+__all__ = ["combined_codes", "majority_vote", "relabel", "votes", "weighted_average"]

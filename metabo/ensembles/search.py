@@ -34,7 +34,7 @@ import numpy as np
 
 from metabo.data.dataset import Dataset
 from metabo.ensembles.base import EnsembleSearch
-from metabo.ensembles.combine import majority_vote, votes
+from metabo.ensembles.combine import combined_codes, weighted_average
 from metabo.ensembles.diversity import diversity_matrix
 from metabo.evaluation.metrics import get_metric
 from metabo.evaluation.protocols import Holdout, class_codes, class_labels
@@ -87,12 +87,9 @@ def combined_error(weights: Mapping[int, float], probas: Mapping[int, np.ndarray
     """``metric`` of the ensemble ``weights`` on rows with true codes ``y``: the error rate of
     the weighted majority vote for ``combine="vote"``, else the metric of the weighted
     average of probabilities."""
-    members = list(weights)
     if combine == "vote" and metric == "error_rate":
-        codes = votes([probas[k] for k in members])
-        return float(np.mean(majority_vote(codes, n_classes, [weights[k] for k in members]) != y))
-    P = sum(weights[k] * np.asarray(probas[k], dtype=float) for k in members)
-    return float(get_metric(metric)(y, P))
+        return float(np.mean(combined_codes(weights, probas, combine, n_classes) != y))
+    return float(get_metric(metric)(y, weighted_average(weights, probas)))
 
 
 def mean_pairwise_diversity(probas: list[np.ndarray]) -> float:
