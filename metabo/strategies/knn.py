@@ -108,19 +108,20 @@ class KNNWarmStart:
     def acquisition(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Any:
         """None while the design has configurations not asked yet, then ``then``'s
         acquisition (for the ensemble searches that rank candidates, :mod:`metabo.ensembles`)."""
-        asked = history.config_ids
-        if any(config_id(*config) not in asked for config, _, _ in self.design(space)):
+        if self._next_design(history, space) is not None:
             return None
         acquisition = getattr(self.then, "acquisition", None)
         return acquisition(history, space, rng) if callable(acquisition) else None
 
     def suggest(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Config:
         """The first design configuration not asked yet, then ``then``'s suggestion."""
+        config = self._next_design(history, space)
+        return config if config is not None else self.then.suggest(history, space, rng)
+
+    def _next_design(self, history: History, space: CASHSpace) -> Config | None:
+        """The first design configuration not asked yet (None once all are)."""
         asked = history.config_ids
-        for config, _, _ in self.design(space):
-            if config_id(*config) not in asked:
-                return config
-        return self.then.suggest(history, space, rng)
+        return next((config for config, _, _ in self.design(space) if config_id(*config) not in asked), None)
 
 
 __all__ = ["KNNWarmStart"]
