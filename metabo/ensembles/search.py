@@ -40,8 +40,7 @@ from metabo.evaluation.metrics import get_metric
 from metabo.evaluation.protocols import Holdout, class_codes, class_labels
 from metabo.exceptions import InputDataError
 from metabo.optimizer.history import History, TrialRecord
-from metabo.strategies import Strategy, make_strategy
-from metabo.strategies.warm import WARM_STRATEGIES, warm_factory
+from metabo.strategies import Strategy
 
 if TYPE_CHECKING:
     from metabo.ensembles.model import EnsembleModel
@@ -104,12 +103,9 @@ def base_factory(strategy: str | Strategy | Callable[[int], Strategy], kb: Knowl
                  dataset_id: str | None, space: CASHSpace, *, metric: str) -> Callable[[int], Strategy]:
     """Seed -> a fresh base strategy (cold by name, warm from ``kb``, or given)."""
     if isinstance(strategy, str):
-        if strategy in WARM_STRATEGIES:
-            if kb is None or dataset_id is None:
-                raise InputDataError(f"strategy {strategy!r} warm-starts from a knowledge base: pass kb")
-            return warm_factory(strategy, kb, dataset_id, space, metric=metric)
-        name = strategy
-        return lambda seed: make_strategy(name, seed=seed)
+        from metabo.optimizer.tune import strategy_factory
+
+        return strategy_factory(strategy, kb, dataset_id, space, metric=metric)
     if callable(strategy) and not hasattr(strategy, "suggest"):
         return strategy
     fixed = strategy

@@ -50,7 +50,7 @@ from metabo.optimizer.optimizer import Optimizer, Select, get_session
 from metabo.space.cash import CASHSpace
 from metabo.space.space import SearchSpace
 from metabo.strategies import Strategy, make_strategy
-from metabo.strategies.warm import WARM_STRATEGIES, warm_strategy
+from metabo.strategies.warm import WARM_STRATEGIES, warm_factory
 
 if TYPE_CHECKING:
     from metabo.kb.store import KnowledgeBase
@@ -151,10 +151,9 @@ def _start(
 
 @dataclass(frozen=True)
 class Setup:
-    """A dataset ready to tune on: as stored and as trained on, its id in the knowledge
-    base, the protocol and the metrics recorded."""
+    """A dataset ready to tune on: as trained on, its id in the knowledge base, the
+    protocol and the metrics recorded."""
 
-    stored: Dataset
     data: Dataset
     dataset_id: str | None
     protocol: EvaluationProtocol
@@ -182,22 +181,29 @@ def prepare(
 
         dataset_id = (ingest_dataset(kb, stored, seed=seed)
                       if meta_features and not has_own_meta_features(kb, stored) else kb.add_dataset(stored))
-    return Setup(stored, data, dataset_id, protocol, metrics)
+    return Setup(data, dataset_id, protocol, metrics)
+
+
+def strategy_factory(name: str, kb: KnowledgeBase | None, dataset_id: str | None, space: CASHSpace | SearchSpace,
+                     *, metric: str) -> Callable[[int], Strategy]:
+    """Seed -> a fresh strategy ``name``: cold (:func:`~metabo.strategies.make_strategy`) or a
+    warm start from ``kb`` for the stored ``dataset_id`` (:func:`~metabo.strategies.warm.warm_factory`,
+    which reads what transfers once for every strategy it makes)."""
+    if name not in WARM_STRATEGIES:
+        return lambda seed: make_strategy(name, seed=seed)
+    if kb is None or dataset_id is None:
+        raise InputDataError(f"strategy {name!r} warm-starts from a knowledge base: pass kb")
+    if not isinstance(space, CASHSpace):
+        raise InputDataError(f"strategy {name!r} needs a CASH space")
+    return warm_factory(name, kb, dataset_id, space, metric=metric)
 
 
 def build_strategy(strategy: Strategy | str, kb: KnowledgeBase | None, dataset_id: str | None,
                    space: CASHSpace | SearchSpace, *, metric: str, seed: int) -> Strategy:
-    """A strategy, or the one named: cold (:func:`~metabo.strategies.make_strategy`) or a
-    warm start from ``kb`` for the stored ``dataset_id`` (:func:`~metabo.strategies.warm.warm_strategy`)."""
+    """A strategy, or the one named (:func:`strategy_factory`) made with ``seed``."""
     if not isinstance(strategy, str):
         return strategy
-    if strategy not in WARM_STRATEGIES:
-        return make_strategy(strategy, seed=seed)
-    if kb is None or dataset_id is None:
-        raise InputDataError(f"strategy {strategy!r} warm-starts from a knowledge base: pass kb")
-    if not isinstance(space, CASHSpace):
-        raise InputDataError(f"strategy {strategy!r} needs a CASH space")
-    return warm_strategy(strategy, kb, dataset_id, space, metric=metric, seed=seed)
+    return strategy_factory(strategy, kb, dataset_id, space, metric=metric)(seed)
 
 
 def run_trials(
