@@ -178,11 +178,10 @@ def tune_ensemble(
     ``search_options`` go to :func:`make_search` (``ensemble_size``, ``loss``,
     ``n_replicates``, ``combine``, ``n_init``, and the search's own keyword arguments).
     """
-    from metabo.optimizer.tune import _start, prepare, run_trials
+    from metabo.optimizer.tune import check_budget, open_session, prepare, run_trials
     from metabo.space.algorithms import default_cash_space
 
-    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
-        raise InputDataError(f"budget must be a positive integer, got {budget!r}")
+    check_budget(budget)
     if method not in METHODS:
         raise InputDataError(f"unknown ensemble method {method!r}; use one of {', '.join(METHODS)}")
     if kb is not None and session_id is not None:
@@ -204,7 +203,7 @@ def tune_ensemble(
                          **search_options)
     settings = {**setup.settings(budget, time_limit, memory_limit_mb), "ensemble": method,
                 "search": repr(search)}
-    opt = _start(kb, space, search, session_id=session_id, dataset_id=setup.dataset_id, metric=metric, seed=seed,
+    opt = open_session(kb, space, search, session_id=session_id, dataset_id=setup.dataset_id, metric=metric, seed=seed,
                  settings=settings)
     test_probas: dict[int, np.ndarray] = {}
 

@@ -133,10 +133,18 @@ def _outcome(evaluations: list[Evaluation], metric: str) -> dict[str, Any]:
             "fit_seconds": fit, "predict_seconds": predict}
 
 
-def _start(
+def check_budget(budget: object) -> None:
+    """A budget is a positive integer number of trials."""
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+        raise InputDataError(f"budget must be a positive integer, got {budget!r}")
+
+
+def open_session(
     kb: KnowledgeBase | None, space: CASHSpace | SearchSpace, strategy: Strategy, *, session_id: str | None,
     dataset_id: str | None, metric: str, seed: int, settings: dict[str, Any],
 ) -> Optimizer:
+    """The stored session ``session_id`` resumed (it must have tuned ``metric`` on
+    ``dataset_id``), or a new optimizer."""
     if kb is not None and session_id is not None and get_session(kb, session_id) is not None:
         opt = Optimizer.resume(kb, session_id, space, strategy)
         if opt.dataset_id != dataset_id or opt.metric != metric:
@@ -271,8 +279,7 @@ def tune(
         refit: also train the selected configuration on training + validation rows and
             score it on the test part (module docstring).
     """
-    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
-        raise InputDataError(f"budget must be a positive integer, got {budget!r}")
+    check_budget(budget)
     setup = prepare(dataset, kb=kb, target=target, protocol=protocol, reshuffle=reshuffle, metric=metric,
                     metrics=metrics, meta_features=meta_features, seed=seed)
     if space is None:
@@ -280,7 +287,7 @@ def tune(
 
         space = default_cash_space()
     strategy = build_strategy(strategy, kb, setup.dataset_id, space, metric=metric, seed=seed)
-    opt = _start(kb, space, strategy, session_id=session_id, dataset_id=setup.dataset_id, metric=metric, seed=seed,
+    opt = open_session(kb, space, strategy, session_id=session_id, dataset_id=setup.dataset_id, metric=metric, seed=seed,
                  settings=setup.settings(budget, time_limit, memory_limit_mb))
     run_trials(opt, setup, budget=budget, seed=seed, time_limit=time_limit, memory_limit_mb=memory_limit_mb,
                keep_predictions=keep_predictions, progress=progress)
