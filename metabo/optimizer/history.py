@@ -10,6 +10,15 @@ SMAC and auto-sklearn: the surrogate learns that region is bad without inventing
 With no successful trial yet they are 0.0 (a constant the GP cannot learn from). The
 imputed value changes when a worse successful value arrives, so ``y`` is recomputed from
 the records each time, never stored.
+
+Pending trials (asked, not yet told) are what several workers evaluate at once. A
+strategy asked for one more configuration meanwhile sees :meth:`History.with_lies`: the
+constant-liar heuristic of Ginsbourger, Le Riche & Carraro (2010, "Kriging is well-suited
+to parallelize optimization", section 3.2, CL): every pending trial is taken as observed
+with the same made-up value ``L`` (the ``min``, ``mean`` or ``max`` of the successful
+values), so the surrogate's variance collapses there and the next suggestion moves away.
+``max`` (the pessimistic lie, what Optuna's TPE ``constant_liar`` uses) keeps concurrent
+workers furthest apart.
 """
 
 from __future__ import annotations
@@ -26,6 +35,8 @@ from metabo.exceptions import InputDataError
 from metabo.space.cash import CASHSpace
 
 TrialState = Literal["pending", "complete"]
+Liar = Literal["min", "mean", "max"]
+LIARS: tuple[str, ...] = ("min", "mean", "max")
 
 
 @dataclass(frozen=True)
@@ -138,6 +149,20 @@ class History:
         record = replace(self._records[number], state="complete", **outcome)
         self._records[number] = record
         return record
+
+    def with_lies(self, liar: Liar = "max") -> History:
+        """This history with every pending trial told the constant lie ``L`` (module
+        docstring): status ``ok``, value ``L`` = the ``liar`` statistic (min, mean or max)
+        of the successful values. Itself when nothing is pending or nothing succeeded yet
+        (there is no value to lie with; strategies draw at random then anyway)."""
+        if liar not in LIARS:
+            raise InputDataError(f"liar must be one of {LIARS}, got {liar!r}")
+        values = [r.value for r in self.completed if r.ok and math.isfinite(r.value)]
+        if not values or not self.pending:
+            return self
+        lie = {"min": min, "mean": lambda v: math.fsum(v) / len(v), "max": max}[liar](values)
+        return History([r if r.complete else replace(r, state="complete", status="ok", value=float(lie))
+                        for r in self._records])
 
     # -- views for surrogates ---------------------------------------------------------
     def X(self, space: CASHSpace) -> np.ndarray:  # noqa: N802 - the usual name

@@ -22,6 +22,13 @@ rebuilds the history, numbers and pending trials included, from the store alone.
 Pending trials at resume (asked, never told: the process stopped mid-evaluation) are
 re-asked first, with their numbers and configurations, so nothing is skipped and the
 seeded sequence is kept.
+
+Concurrent trials: ``ask`` may be called again before the earlier trials are told (several
+workers, a batch evaluated in parallel). The strategy then sees the pending trials as
+observed with the constant lie ``liar`` (:meth:`History.with_lies`, Ginsbourger et al.
+2010), so it proposes a configuration away from the ones being evaluated instead of the
+same acquisition maximum again. Sequential use (each trial told before the next ask)
+never lies, so its suggestions are unchanged; ``liar=None`` turns the heuristic off.
 """
 
 from __future__ import annotations
@@ -40,7 +47,7 @@ import numpy as np
 from metabo.exceptions import InputDataError, MetaboError
 from metabo.kb.canonical import config_id
 from metabo.kb.schema import RUN_STATUSES
-from metabo.optimizer.history import History, Trial, TrialRecord
+from metabo.optimizer.history import LIARS, History, Liar, Trial, TrialRecord
 from metabo.space.cash import CASHSpace, as_cash
 from metabo.space.space import SearchSpace
 from metabo.strategies import Strategy, posterior_model
@@ -77,6 +84,9 @@ class Optimizer:
         metric: the name the objective is recorded under (``test_<metric>`` for tests).
         seed: seeds every suggestion (module docstring).
         settings: extra settings stored with the session (protocol, budget, ...).
+        liar: the constant lie told the strategy for pending trials (module docstring),
+            ``min``/``mean``/``max`` of the successful values, or None to show them as
+            pending; stored with the session.
     """
 
     def __init__(
@@ -90,7 +100,11 @@ class Optimizer:
         metric: str = "error_rate",
         seed: int = 0,
         settings: dict[str, Any] | None = None,
+        liar: Liar | None = "max",
     ) -> None:
+        if liar is not None and liar not in LIARS:
+            raise InputDataError(f"liar must be one of {LIARS} or None, got {liar!r}")
+        self.liar = liar
         self.space = as_cash(space)
         self.strategy = strategy
         self.kb = kb
@@ -119,7 +133,7 @@ class Optimizer:
     def _settings(self, extra: dict[str, Any] | None) -> dict[str, Any]:
         return {
             "strategy": self.strategy.name, "strategy_repr": repr(self.strategy), "seed": self.seed,
-            "metric": self.metric, "space": self.space.to_json(), **(extra or {}),
+            "metric": self.metric, "space": self.space.to_json(), "liar": self.liar, **(extra or {}),
         }
 
     # ---------------------------------------------------------------- resume
@@ -151,6 +165,7 @@ class Optimizer:
         self.dataset_id = row["dataset_id"]
         self.metric = settings.get("metric", "error_rate")
         self.seed = int(settings.get("seed", 0))
+        self.liar = settings.get("liar", "max")
         rows = kb.connection.execute(
             "SELECT value FROM ingest_state WHERE starts_with(key, ?) ORDER BY key",
             [f"session:{session_id}:trial:"],
@@ -168,13 +183,15 @@ class Optimizer:
         return self._history
 
     def ask(self) -> Trial:
-        """The next configuration to evaluate (a re-asked pending trial first)."""
+        """The next configuration to evaluate (a re-asked pending trial first; trials
+        still pending are shown to the strategy as constant lies, module docstring)."""
         if self._reask:
             return self._history[self._reask.pop(0)].trial
         number = len(self._history)
         rng = np.random.default_rng(np.random.SeedSequence([self.seed, number]))
         start = time.perf_counter()
-        algorithm, params = self.strategy.suggest(self._history, self.space, rng)
+        seen = self._history if self.liar is None else self._history.with_lies(self.liar)
+        algorithm, params = self.strategy.suggest(seen, self.space, rng)
         seconds = time.perf_counter() - start
         algorithm, params = self.space.normalize(algorithm, params)
         cid = config_id(algorithm, params)

@@ -6,8 +6,9 @@ params)``; it must not repeat an asked configuration (``history.config_ids``). I
 is a function of the history only (caches are allowed, not memory), so a resumed session
 continues the seeded sequence of an uninterrupted one. Failed trials count as the worst
 observed value (:attr:`History.y`). Pending trials (asked, not told) are never suggested
-again but are not modelled either (no "constant liar"): sequential use is what the
-strategies are tuned for.
+again; while trials are pending, :class:`~metabo.optimizer.Optimizer` hands the strategy
+the history with their constant lies (:meth:`History.with_lies`), so a strategy needs no
+notion of pending trials of its own.
 """
 
 from __future__ import annotations
