@@ -139,14 +139,17 @@ class Optimizer:
     # ---------------------------------------------------------------- resume
     @classmethod
     def resume(
-        cls, kb: KnowledgeBase, session_id: str, space: CASHSpace | SearchSpace, strategy: Strategy
+        cls, kb: KnowledgeBase, session_id: str, space: CASHSpace | SearchSpace, strategy: Strategy, *,
+        reask_pending: bool = True,
     ) -> Optimizer:
         """The optimizer of a stored session, its history rebuilt from ``kb``.
 
         The seed, metric and dataset come from the session's settings. The space must
         be the session's (same JSON); a different strategy is allowed (logged): the
         history is the strategy's input, whoever proposed it. Pending trials are
-        re-asked first (module docstring).
+        re-asked first (module docstring); with ``reask_pending=False`` they stay
+        pending, to be told by whoever asked them (a service's clients outlive its
+        restarts), and ``ask`` proposes new trials around them (the constant lie).
         """
         row = get_session(kb, session_id)
         if row is None:
@@ -172,7 +175,7 @@ class Optimizer:
         ).fetchall()
         records = [TrialRecord.from_json(json.loads(text)) for (text,) in rows]
         self._history = History(records)
-        self._reask = [r.number for r in records if not r.complete]
+        self._reask = [r.number for r in records if not r.complete] if reask_pending else []
         kb.set_session_status(session_id, "running")
         logger.info("resumed session %s: %d trials, %d pending", session_id, len(records), len(self._reask))
         return self

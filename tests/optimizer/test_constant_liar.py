@@ -119,3 +119,19 @@ def test_the_liar_is_stored_with_the_session_and_restored_on_resume(tmp_path, qu
         did = kb.register_dataset(name="toy", source="synthetic")
         Optimizer(space, RandomSearch(), kb=kb, session_id="s", dataset_id=did, liar="min").ask()
         assert Optimizer.resume(kb, "s", space, RandomSearch()).liar == "min"
+
+
+def test_resume_can_leave_pending_trials_to_whoever_asked_them(tmp_path, quad):
+    space, objective = quad
+    with KnowledgeBase(tmp_path / "kb.duckdb") as kb:
+        did = kb.register_dataset(name="toy", source="synthetic")
+        opt = Optimizer(space, RandomSearch(), kb=kb, session_id="s", dataset_id=did)
+        told = opt.ask()
+        opt.tell(told, objective(told.algorithm, told.params))
+        held = opt.ask()  # a client holds this trial while the service restarts
+        again = Optimizer.resume(kb, "s", space, RandomSearch(), reask_pending=False)
+        fresh = again.ask()
+        assert fresh.number == 2 and fresh.config_id != held.config_id
+        again.tell(held.number, 0.5)  # the held trial is still tellable
+        assert again.history[held.number].value == 0.5 and [r.number for r in again.history.pending] == [2]
+        assert Optimizer.resume(kb, "s", space, RandomSearch()).ask().number == 2  # default: re-asked
