@@ -1,0 +1,1 @@
+"""Integrations with the libraries people already use: scikit-learn (MetaSearchCV), Optuna (WarmStartSampler)."""
