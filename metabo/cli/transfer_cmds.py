@@ -16,7 +16,7 @@ def cmd_suggest(args: argparse.Namespace) -> int:
     from metabo.data.meta_features import compute_meta_features
     from metabo.kb.past import PastRuns
     from metabo.space.algorithms import default_cash_space
-    from metabo.strategies.knn import KNNWarmStart
+    from metabo.strategies.knn import warm_start_suggestions
 
     dataset = load_dataset(args.data, target=args.target)
     meta = compute_meta_features(dataset, seed=args.seed, landmarkers=not args.no_landmarkers)
@@ -26,13 +26,10 @@ def cmd_suggest(args: argparse.Namespace) -> int:
         same = kb.query("SELECT dataset_id FROM datasets WHERE fingerprint = ?", [dataset.fingerprint])["dataset_id"]
     if args.exclude_same and len(same):
         past = past.without(same.tolist())
-    space = default_cash_space(args.algorithms)
-    strategy = KNNWarmStart(past, meta, k=args.k)
-    near = strategy.neighbours().set_index("dataset_id")
-    rows = []
-    for (algorithm, params), task, value in strategy.design(space):
-        rows.append({"algorithm": algorithm, "params": params, "from_task": task, "task_name": names.get(task, task),
-                     "distance": round(float(near.loc[task, "distance"]), 4), f"{args.metric}_there": round(value, 6)})
+    rows = [{"algorithm": r["algorithm"], "params": r["params"], "from_task": r["from_task"],
+             "task_name": names.get(r["from_task"], r["from_task"]), "distance": round(r["distance"], 4),
+             f"{args.metric}_there": round(r["value"], 6)}
+            for r in warm_start_suggestions(past, meta, default_cash_space(args.algorithms), k=args.k)]
     if args.json:
         print(json.dumps(rows, indent=2, default=str))
         return 0

@@ -124,4 +124,19 @@ class KNNWarmStart:
         return next((config for config, _, _ in self.design(space) if config_id(*config) not in asked), None)
 
 
-__all__ = ["KNNWarmStart"]
+def warm_start_suggestions(
+    past: PastRuns, meta_features: Mapping[str, float], space: CASHSpace, *, k: int = 5
+) -> list[dict[str, Any]]:
+    """What to try first on a new task with ``meta_features``: the design of
+    :class:`KNNWarmStart` (one configuration per nearest task, nearest first), each row
+    with ``algorithm``, ``params``, ``from_task``, its ``distance`` and its ``value`` there."""
+    strategy = KNNWarmStart(past, meta_features, k=k)
+    near = strategy.neighbours().set_index("dataset_id")
+    return [
+        {"algorithm": algorithm, "params": params, "from_task": task,
+         "distance": float(near.loc[task, "distance"]), "value": float(value)}
+        for (algorithm, params), task, value in strategy.design(space)
+    ]
+
+
+__all__ = ["KNNWarmStart", "warm_start_suggestions"]
