@@ -17,7 +17,8 @@ never opened implicitly.
 2004; :func:`metabo.ensembles.selection.select_from`) of at most ``k`` members, with
 replacement, over the trials' out-of-fold class probabilities; ``best_estimator_`` is
 then their weighted soft vote refitted on all the data (an
-:class:`~metabo.ensembles.model.EnsembleModel` under CASH, a scikit-learn
+:class:`~metabo.ensembles.model.EnsembleModel` under CASH, in a
+:class:`~metabo.integrations._sklearn_cash.CASHClassifier`; a scikit-learn
 ``VotingClassifier(voting="soft")`` otherwise) and ``ensemble_weights_`` maps candidate
 indices to weights.
 """
@@ -35,18 +36,19 @@ import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import clone, is_classifier
 from sklearn.ensemble import VotingClassifier
-from sklearn.exceptions import DataConversionWarning, FitFailedWarning
+from sklearn.exceptions import FitFailedWarning
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import check_cv
 from sklearn.model_selection._search import BaseSearchCV
 from sklearn.utils import _safe_indexing, check_random_state, indexable
 from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import column_or_1d
 
-from metabo.ensembles.model import EnsembleModel
 from metabo.ensembles.selection import select_from
 from metabo.evaluation.metrics import align_proba
 from metabo.evaluation.runner import describe
 from metabo.exceptions import InputDataError
+from metabo.integrations._sklearn_cash import CASHClassifier
 from metabo.integrations._sklearn_space import TunedSpace, tuned_space
 from metabo.strategies.warm import WARM_STRATEGIES
 
@@ -111,9 +113,7 @@ class MetaSearchCV(BaseSearchCV):
     def __sklearn_tags__(self) -> Any:
         if self.estimator is not None:
             return super().__sklearn_tags__()
-        tags = EnsembleModel().__sklearn_tags__()
-        tags.input_tags.allow_nan = True  # the CASH pipelines impute
-        return tags
+        return CASHClassifier().__sklearn_tags__()
 
     # ------------------------------------------------------------------ checks
     def _checked(self) -> tuple[TunedSpace, str]:
@@ -149,7 +149,7 @@ class MetaSearchCV(BaseSearchCV):
         """An unfitted estimator for a candidate's parameters (``cv_results_['params']``)."""
         if space.cash:
             params = dict(params)
-            return EnsembleModel([(params.pop("algorithm"), params)], seed=seed)
+            return CASHClassifier([(params.pop("algorithm"), params)], seed=seed)
         return clone(self.estimator).set_params(**clone(params, safe=False))
 
     # ------------------------------------------------------------------ fit
@@ -159,16 +159,12 @@ class MetaSearchCV(BaseSearchCV):
 
         space, strategy = self._checked()
         X, y = indexable(X, y)
-        y = np.asarray(y)
-        if y.ndim == 2 and y.shape[1] == 1:
-            warnings.warn("a column-vector y was passed when a 1d array was expected; it is raveled",
-                          DataConversionWarning, stacklevel=2)
-            y = y.ravel()
+        y = column_or_1d(y, warn=True)
         check_classification_targets(y)
         classes, codes = np.unique(y, return_inverse=True)
         rs = self.random_state
         seed = int(rs) if isinstance(rs, numbers.Integral) else int(check_random_state(rs).randint(2**31 - 1))
-        scorer = check_scoring(self.estimator if self.estimator is not None else EnsembleModel(), self.scoring)
+        scorer = check_scoring(self.estimator if self.estimator is not None else CASHClassifier(), self.scoring)
         splits = list(check_cv(self.cv, y, classifier=True).split(X, y, groups))
         self.n_splits_ = len(splits)
         if self.ensemble is not None and not np.array_equal(np.sort(np.concatenate([t for _, t in splits])),
@@ -190,7 +186,7 @@ class MetaSearchCV(BaseSearchCV):
                 errors = [f["error"] for f in folds if f["error"] is not None]
                 fit_seconds, score_seconds = sum(f["fit_time"] for f in folds), sum(f["score_time"] for f in folds)
                 if errors:
-                    failures.append(errors[0])
+                    failures.append(next(f["exception"] for f in folds if f["exception"] is not None))
                     opt.tell(trial, None, status="crash", message=errors[0], fit_seconds=fit_seconds,
                              predict_seconds=score_seconds)
                     continue
@@ -200,11 +196,12 @@ class MetaSearchCV(BaseSearchCV):
                 if self.ensemble is not None:
                     oof[trial.number] = _out_of_fold(folds, splits, classes, len(y))
             self.session_id_, self.dataset_id_ = opt.session_id, opt.dataset_id
-        if len(failures) == self.n_iter:
-            raise InputDataError(f"all {self.n_iter} candidates failed to fit; the first error: {failures[0]}")
+        if len(failures) == self.n_iter:  # nothing to select: the estimator's own error (data, parameters)
+            failures[0].add_note(f"MetaSearchCV: all {self.n_iter} candidates failed; this is the first error")
+            raise failures[0]
         if failures:
             warnings.warn(f"{len(failures)} of {self.n_iter} candidates failed (score {self.error_score}); the "
-                          f"first error: {failures[0]}", FitFailedWarning, stacklevel=2)
+                          f"first error: {describe(failures[0])}", FitFailedWarning, stacklevel=2)
         self.cv_results_ = self._format_results(candidates, self.n_splits_, outs)
         self.multimetric_ = False
         self.scorer_ = scorer
@@ -230,7 +227,7 @@ class MetaSearchCV(BaseSearchCV):
         members, weights = list(self.ensemble_weights_), list(self.ensemble_weights_.values())
         if space.cash:
             configs = [self._candidate(space, candidates[i], seed).members[0] for i in members]
-            return EnsembleModel(configs, weights, combine="average", seed=seed).fit(X, y)
+            return CASHClassifier(configs, weights, seed=seed).fit(X, y)
         estimators = [(f"candidate_{i}", self._candidate(space, candidates[i], seed)) for i in members]
         return VotingClassifier(estimators, voting="soft", weights=weights).fit(X, y)
 
@@ -241,7 +238,8 @@ def _fit_fold(estimator: Any, X: Any, y: np.ndarray, train: np.ndarray, test: np
     the fields ``BaseSearchCV._format_results`` reads, with ``error`` and ``proba``."""
     X_train, X_test = _safe_indexing(X, train), _safe_indexing(X, test)
     y_train, y_test = y[train], y[test]
-    out = {"fit_time": 0.0, "score_time": 0.0, "error": None, "proba": None, "model_classes": None}
+    out: dict[str, Any] = {"fit_time": 0.0, "score_time": 0.0, "test_scores": np.nan, "train_scores": np.nan,
+                           "error": None, "exception": None, "proba": None, "model_classes": None}
     start = time.perf_counter()
     try:
         estimator.fit(X_train, y_train)
@@ -256,7 +254,7 @@ def _fit_fold(estimator: Any, X: Any, y: np.ndarray, train: np.ndarray, test: np
     except Exception as e:
         if error_score == "raise":
             raise
-        out.update(test_scores=error_score, train_scores=error_score, error=describe(e), proba=None)
+        out.update(test_scores=error_score, train_scores=error_score, error=describe(e), exception=e, proba=None)
         logger.debug("fit failed: %s", out["error"])
     return out
 
