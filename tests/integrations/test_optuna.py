@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import logging
 import math
-import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import optuna
 import pandas as pd
@@ -24,8 +23,16 @@ from metabo.exceptions import InputDataError
 from metabo.integrations.optuna import WarmStartSampler
 from metabo.kb import KnowledgeBase
 
-optuna.logging.set_verbosity(optuna.logging.ERROR)
-warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+pytestmark = pytest.mark.filterwarnings("ignore::optuna.exceptions.ExperimentalWarning")
+
+
+@pytest.fixture(autouse=True)
+def quiet_optuna() -> Iterator[None]:
+    """Optuna's per-trial log lines off for these tests only."""
+    level = optuna.logging.get_verbosity()
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    yield
+    optuna.logging.set_verbosity(level)
 
 #: Warm values the contract tests' distributions hold in part: x = 0.5 is in [-1, 1] but
 #: not an integer; x = 3 is an integer and a choice of (1, 2, 3); "b" a choice of (a, b, c).
