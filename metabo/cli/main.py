@@ -11,7 +11,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from metabo.cli import data_cmds, ingest_cmds, kb_cmds, space_cmds, transfer_cmds, tune_cmds
+from metabo.cli import data_cmds, ingest_cmds, kb_cmds, serve_cmds, space_cmds, transfer_cmds, tune_cmds
 from metabo.exceptions import MetaboError
 
 
@@ -38,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     space_cmds.register(sub, common)
     tune_cmds.register(sub, common)
     transfer_cmds.register(sub, common)
+    serve_cmds.register(sub, common)
     return parser
 
 

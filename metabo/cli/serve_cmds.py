@@ -1,0 +1,37 @@
+"""``metabo serve``: the REST warm-start service (FastAPI + uvicorn) on one knowledge base.
+
+Binds 127.0.0.1 by default; any other host needs a token (``--token`` or ``METABO_TOKEN``).
+One process: the studies' optimizers and the DuckDB connection live in it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+from metabo.service.settings import DEFAULT_HOST, DEFAULT_PORT, TOKEN_ENV
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from metabo.service.app import create_app
+    from metabo.service.settings import ServiceSettings
+
+    settings = ServiceSettings.resolve(host=args.host, port=args.port, token=args.token, kb_path=args.kb)
+    level = logging.getLevelName(logging.getLogger().getEffectiveLevel()).lower()
+    print(f"metabo service on http://{settings.host}:{settings.port} (API docs at /docs), "
+          f"token {'required' if settings.token else 'not required'}", flush=True)
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level=level,
+                access_log=args.verbose > 0)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("serve", parents=[common],
+                       help="run the REST warm-start service (ask/tell studies, knowledge queries, ingestion)")
+    p.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind (default {DEFAULT_HOST}; "
+                   "any other needs a token)")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
+    p.add_argument("--token", default=None, help=f"bearer token clients must send (default: ${TOKEN_ENV})")
+    p.set_defaults(func=cmd_serve)

@@ -1,0 +1,125 @@
+"""The FastAPI application: :func:`create_app` wires the settings, the store, the study
+manager, the routes and the error handlers.
+
+The knowledge base is opened when the application starts (its lifespan) and closed when
+it stops. Errors become JSON ``{"detail": message}`` with a status code: the request
+failed validation (malformed JSON, a missing or extra field, NaN, a wrong type) -> 422,
+refused input (:class:`~metabo.exceptions.InputDataError` and its kin) -> 422, an unknown
+study, trial, dataset or algorithm -> 404, a conflict (study id taken, trial told twice)
+-> 409, a missing or wrong token -> 401. Anything else is logged with its traceback and
+answered 500 with a short message; no traceback leaves the server.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import Depends, FastAPI, Request, status
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+from metabo.exceptions import (
+    DataQualityError,
+    InputDataError,
+    KnowledgeBaseError,
+    MetaboError,
+    UnknownAlgorithmError,
+    UnknownDatasetError,
+)
+from metabo.service.auth import require_token
+from metabo.service.errors import ConflictError, NoResultError, UnknownStudyError, UnknownTrialError
+from metabo.service.settings import ServiceSettings
+
+logger = logging.getLogger(__name__)
+
+#: Library errors -> HTTP status, the first matching class wins (module docstring).
+STATUS: tuple[tuple[type[Exception], int], ...] = (
+    (UnknownStudyError, status.HTTP_404_NOT_FOUND),
+    (UnknownTrialError, status.HTTP_404_NOT_FOUND),
+    (UnknownDatasetError, status.HTTP_404_NOT_FOUND),
+    (UnknownAlgorithmError, status.HTTP_404_NOT_FOUND),
+    (NoResultError, status.HTTP_404_NOT_FOUND),
+    (ConflictError, status.HTTP_409_CONFLICT),
+    (InputDataError, status.HTTP_422_UNPROCESSABLE_CONTENT),
+    (DataQualityError, status.HTTP_422_UNPROCESSABLE_CONTENT),
+    (KnowledgeBaseError, status.HTTP_500_INTERNAL_SERVER_ERROR),
+    (MetaboError, status.HTTP_400_BAD_REQUEST),
+)
+
+
+def _status_of(exc: Exception) -> int:
+    return next(code for cls, code in STATUS if isinstance(exc, cls))
+
+
+async def _metabo_error(request: Request, exc: Exception) -> JSONResponse:
+    code = _status_of(exc)
+    if code >= 500:
+        logger.error("%s %s failed: %s", request.method, request.url.path, exc, exc_info=exc)
+    return JSONResponse({"detail": str(exc)}, status_code=code)
+
+
+def _location(loc: tuple[Any, ...]) -> str:
+    return ".".join(str(part) for part in loc if part != "body") or "body"
+
+
+async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+    """422 with one readable line per problem; the offending input is not echoed (it may
+    be NaN, which JSON cannot carry, or large)."""
+    errors = [{"loc": [str(p) for p in e.get("loc", ())], "msg": str(e.get("msg", "")), "type": str(e.get("type", ""))}
+              for e in exc.errors()]
+    if any(e["type"] == "json_invalid" for e in errors):
+        return JSONResponse({"detail": "malformed JSON body: send a JSON object (standard JSON, UTF-8)",
+                             "errors": errors}, status_code=status.HTTP_422_UNPROCESSABLE_CONTENT)
+    detail = "; ".join(f"{_location(tuple(e['loc']))}: {e['msg']}" for e in errors) or "invalid request"
+    return JSONResponse({"detail": f"invalid request: {detail}", "errors": errors},
+                        status_code=status.HTTP_422_UNPROCESSABLE_CONTENT)
+
+
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    logger.error("%s %s failed unexpectedly", request.method, request.url.path, exc_info=exc)
+    return JSONResponse({"detail": "internal server error (logged by the service)"},
+                        status_code=status.HTTP_500_INTERNAL_SERVER_ERROR)
+
+
+def create_app(settings: ServiceSettings | None = None) -> FastAPI:
+    """The service for ``settings`` (default: loopback, no token, the embedded store)."""
+    from metabo.service import routes_knowledge, routes_studies
+
+    settings = settings or ServiceSettings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        from metabo.kb.store import KnowledgeBase
+        from metabo.service.store import SerializedStore
+        from metabo.service.studies import StudyManager
+
+        store = SerializedStore(KnowledgeBase(settings.kb_path))
+        app.state.manager = StudyManager(store)
+        logger.info("serving knowledge base %s", store.kb.path)
+        try:
+            yield
+        finally:
+            store.close()
+
+    app = FastAPI(
+        title="metabo warm-start service",
+        version="1",
+        description="Ask/tell hyperparameter optimization warm-started from a meta-learning knowledge base.",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.add_exception_handler(MetaboError, _metabo_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)  # type: ignore[arg-type]
+    app.add_exception_handler(Exception, _unexpected)
+    secured = [Depends(require_token)]
+    app.include_router(routes_studies.router, dependencies=secured)
+    app.include_router(routes_knowledge.router, dependencies=secured)
+
+    @app.get("/health", tags=["service"], summary="Liveness (no token needed)")
+    def health() -> dict[str, str]:
+        return {"status": "ok"}
+
+    return app

@@ -1,0 +1,78 @@
+"""The dataset of a study: stored from client-sent meta-features, or from uploaded data
+whose meta-features are computed here.
+
+A dataset known by its meta-features only is registered with source ``service`` (id
+``service-<name>``; the same name maps onto the same row, its meta-features replaced);
+uploaded data (CSV or Parquet bytes) are read by the project's file loader
+(:func:`metabo.data.files.load_file`), described by
+:func:`~metabo.data.meta_features.compute_meta_features` and stored like ``metabo data
+add`` stores a file (same content, same row). Parsing and meta-features are computed
+before the store is touched, so a bad upload stores nothing.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from metabo.exceptions import InputDataError
+
+if TYPE_CHECKING:
+    from metabo.data.dataset import Dataset
+    from metabo.kb.store import KnowledgeBase
+
+SOURCE = "service"
+
+
+@dataclass(frozen=True)
+class PreparedDataset:
+    """What is written for a study's dataset: the uploaded data (None when known by its
+    meta-features only) and the meta-features (NaN: undefined)."""
+
+    name: str
+    meta_features: Mapping[str, float]
+    data: Dataset | None = None
+
+    def store(self, kb: KnowledgeBase) -> str:
+        """Write the dataset and its meta-features (call inside a transaction); its id."""
+        if self.data is not None:
+            return kb.add_dataset(self.data, self.meta_features)
+        with kb.transaction():
+            dataset_id = kb.register_dataset(name=self.name, source=SOURCE)
+            kb.add_meta_features(dataset_id, self.meta_features)
+        return dataset_id
+
+
+def from_meta_features(name: str, meta_features: Mapping[str, float | None]) -> PreparedDataset:
+    """A dataset described by client-sent meta-features (null: undefined, stored as NULL)."""
+    values = {str(k): (math.nan if v is None else float(v)) for k, v in meta_features.items()}
+    if not any(math.isfinite(v) for v in values.values()):
+        raise InputDataError("every meta-feature is null: send at least one defined value")
+    return PreparedDataset(name, values)
+
+
+def from_upload(name: str, fmt: str, content_base64: str, target: str, *, landmarkers: bool = True,
+                seed: int = 0) -> PreparedDataset:
+    """Uploaded CSV/Parquet bytes loaded with the project's file loader, with their
+    meta-features (module docstring)."""
+    from metabo.data.files import load_file
+    from metabo.data.meta_features import compute_meta_features
+
+    try:
+        raw = base64.b64decode(content_base64, validate=True)
+    except (binascii.Error, ValueError) as e:
+        raise InputDataError(f"content_base64 is not valid base64: {e}") from e
+    if not raw:
+        raise InputDataError("the uploaded data are empty")
+    with tempfile.TemporaryDirectory(prefix="metabo-upload-") as tmp:
+        path = Path(tmp) / f"upload.{fmt}"
+        path.write_bytes(raw)
+        dataset = load_file(path, target, name=name, fmt=fmt)  # type: ignore[arg-type]
+    values = compute_meta_features(dataset, seed=seed, landmarkers=landmarkers, flagged="exclude")
+    return PreparedDataset(name, values, dataset)

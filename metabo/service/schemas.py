@@ -1,0 +1,286 @@
+"""Request and response bodies of the service (pydantic; the library itself uses
+frozen dataclasses, pydantic lives at this edge only).
+
+Every request model forbids unknown fields. Numbers must be finite: Python's ``json``
+(and so the server) parses the non-standard literals ``NaN`` and ``Infinity``, so each
+float field refuses them explicitly (``allow_inf_nan=False``); an undefined value is
+``null`` where one is allowed. Hyperparameter values are JSON scalars only (bool, int,
+finite float, string), matched strictly: ``"5"`` stays a string and ``1`` an integer.
+Nothing a client sends is unpickled or evaluated: uploaded data are CSV or Parquet bytes
+read by the project's file loaders, spaces are ConfigSpace's JSON.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, model_validator
+
+from metabo.kb.schema import RUN_STATUSES
+
+#: A finite float (an integer is accepted as one; NaN/inf and numeric strings are not).
+Finite = Annotated[float, Field(strict=True, allow_inf_nan=False)]
+NonNegative = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0)]
+Positive = Annotated[float, Field(strict=True, allow_inf_nan=False, gt=0)]
+Count = Annotated[int, Field(strict=True, ge=0)]
+#: A hyperparameter value: a JSON scalar (module docstring).
+Value = StrictBool | StrictInt | Finite | StrictStr
+Name = Annotated[str, Field(min_length=1, max_length=200)]
+Params = Annotated[dict[Name, Value], Field(max_length=500)]
+#: Meta-feature name -> value; null for a quantity undefined on the dataset.
+MetaFeatures = Annotated[dict[Name, Finite | None], Field(min_length=1, max_length=5000)]
+Identifier = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$")]
+StudyId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")]
+Metric = Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_]{0,99}$")]
+Status = Literal["ok", "crash", "timeout", "memout"]
+StrategyName = Literal["knn", "rlgp", "rgpe", "scot", "random", "gp", "gp-dense", "gp-per-algorithm"]
+#: Uploaded data as base64 text: at most 64 MiB of CSV or Parquet.
+MAX_UPLOAD_CHARS = 64 * 1024 * 1024 * 4 // 3 + 4
+assert set(Status.__args__) == set(RUN_STATUSES)  # type: ignore[attr-defined]
+
+
+class Body(BaseModel):
+    """A request body: unknown fields are refused."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+# ------------------------------------------------------------------ datasets
+class DatasetIn(Body):
+    """A dataset described by its meta-features (names as the knowledge base stores them,
+    e.g. OpenML's NumberOfInstances, ClassEntropy, and the SCoT set)."""
+
+    name: Identifier
+    meta_features: MetaFeatures
+
+
+class UploadIn(Body):
+    """A dataset sent as CSV or Parquet bytes (base64), its meta-features computed here."""
+
+    name: Identifier
+    format: Literal["csv", "parquet"]
+    content_base64: Annotated[str, Field(min_length=1, max_length=MAX_UPLOAD_CHARS)]
+    target: Name
+    landmarkers: bool = Field(True, description="also the landmarker meta-features (trains small models)")
+    seed: Count = 0
+
+
+class DatasetOut(BaseModel):
+    dataset_id: str
+    n_meta_features: int
+
+
+# ------------------------------------------------------------------ studies
+class SpaceIn(Body):
+    """The search space: the project's CASH space (nothing given), its subset of
+    ``algorithms``, or a ``configspace`` (ConfigSpace's serialized JSON: a CASH space with
+    the root ``algorithm``, or one algorithm's space)."""
+
+    algorithms: Annotated[list[Name], Field(min_length=1, max_length=100)] | None = None
+    configspace: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> SpaceIn:
+        if self.algorithms is not None and self.configspace is not None:
+            raise ValueError("give algorithms or configspace, not both")
+        if self.algorithms is not None and len(set(self.algorithms)) != len(self.algorithms):
+            raise ValueError("algorithms are repeated")
+        return self
+
+
+class StudyIn(Body):
+    """A new study: its dataset (exactly one of ``dataset_id`` of a stored dataset,
+    ``dataset`` by meta-features, ``upload``), space, strategy, seed and metric."""
+
+    study_id: StudyId | None = None
+    dataset_id: Identifier | None = None
+    dataset: DatasetIn | None = None
+    upload: UploadIn | None = None
+    space: SpaceIn = Field(default_factory=SpaceIn)
+    strategy: StrategyName = "knn"
+    seed: Annotated[int, Field(strict=True, ge=0, le=2**32 - 1)] = 0
+    metric: Metric = "error_rate"
+
+    @model_validator(mode="after")
+    def _one_dataset(self) -> StudyIn:
+        given = [f for f in ("dataset_id", "dataset", "upload") if getattr(self, f) is not None]
+        if len(given) != 1:
+            raise ValueError(f"give exactly one of dataset_id, dataset, upload (got {given or 'none'})")
+        return self
+
+
+class StudyOut(BaseModel):
+    study_id: str
+    dataset_id: str
+    strategy: str
+    seed: int
+    metric: str
+    algorithms: list[str]
+    status: str
+    n_trials: int
+    n_complete: int
+    n_pending: int
+
+
+class TrialOut(BaseModel):
+    """An asked configuration (:class:`metabo.optimizer.Trial`)."""
+
+    number: int
+    algorithm: str
+    params: dict[str, Any]
+    config_id: str
+
+
+class TellIn(Body):
+    """The outcome of a trial. ``value`` (lower is better) is required with status ``ok``;
+    ``predictions``: the validation outputs, n x K class probabilities or n numeric labels."""
+
+    value: Finite | None = None
+    status: Status = "ok"
+    test_value: Finite | None = None
+    fit_seconds: NonNegative | None = None
+    predict_seconds: NonNegative | None = None
+    message: Annotated[str, Field(max_length=2000)] | None = None
+    predictions: (Annotated[list[Annotated[list[Finite], Field(min_length=1, max_length=10_000)]],
+                            Field(min_length=1, max_length=1_000_000)]
+                  | Annotated[list[Finite], Field(min_length=1, max_length=1_000_000)] | None) = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TellIn:
+        if self.status == "ok" and self.value is None:
+            raise ValueError("status 'ok' needs a finite value; report a failure with status crash/timeout/memout")
+        if self.predictions is not None:
+            if self.status != "ok":
+                raise ValueError("predictions are stored for successful trials only")
+            rows = self.predictions
+            if isinstance(rows[0], list) and len({len(r) for r in rows}) != 1:  # type: ignore[arg-type]
+                raise ValueError("every row of predictions needs the same number of columns")
+        return self
+
+
+class TrialRecordOut(BaseModel):
+    """A trial and, once told, its outcome (:class:`metabo.optimizer.TrialRecord`)."""
+
+    number: int
+    algorithm: str
+    params: dict[str, Any]
+    config_id: str
+    state: Literal["pending", "complete"]
+    value: float | None
+    status: str | None
+    test_value: float | None
+    fit_seconds: float | None
+    predict_seconds: float | None
+    suggest_seconds: float | None
+    message: str | None
+
+
+class HistoryOut(BaseModel):
+    study_id: str
+    trials: list[TrialRecordOut]
+
+
+# ------------------------------------------------------------------ knowledge
+class SuggestIn(Body):
+    """Warm-start configurations for a task with these meta-features."""
+
+    meta_features: MetaFeatures
+    k: Annotated[int, Field(strict=True, ge=1, le=100)] = 5
+    algorithms: Annotated[list[Name], Field(min_length=1, max_length=100)] | None = None
+    metric: Metric = "error_rate"
+    exclude: Annotated[list[Identifier], Field(max_length=10_000)] = Field(
+        default_factory=list, description="stored tasks to leave out (e.g. the same data)")
+
+
+class SuggestionOut(BaseModel):
+    algorithm: str
+    params: dict[str, Any]
+    from_task: str
+    task_name: str
+    distance: float
+    value: float
+
+
+class NearestIn(Body):
+    meta_features: MetaFeatures
+    k: Annotated[int, Field(strict=True, ge=1, le=1000)] = 5
+    exclude: Annotated[list[Identifier], Field(max_length=10_000)] = Field(default_factory=list)
+
+
+class NearestOut(BaseModel):
+    dataset_id: str
+    name: str
+    distance: float
+    n_features_used: int
+
+
+class RankedOut(BaseModel):
+    config_id: str
+    mean_rank: float
+    n_tasks: int
+    params: dict[str, Any]
+
+
+class PortfolioOut(BaseModel):
+    config_id: str
+    mean_regret: float
+    n_tasks_covered: int
+    params: dict[str, Any]
+
+
+class RanksOut(BaseModel):
+    """Configurations of one algorithm by mean within-task rank, and a greedy portfolio."""
+
+    algorithm: str
+    metric: str
+    mean_ranks: list[RankedOut]
+    portfolio: list[PortfolioOut]
+
+
+# ------------------------------------------------------------------ ingestion
+class RunIn(Body):
+    """One evaluation of a configuration on a stored dataset (lower ``value`` is better)."""
+
+    dataset_id: Identifier
+    algorithm: Name
+    params: Params
+    metric: Metric = "error_rate"
+    value: Finite | None = None
+    status: Status = "ok"
+    fold: Count = 0
+    repeat: Count = 0
+    split_seed: StrictInt | None = None
+    fidelity: Positive | None = None
+    fit_seconds: NonNegative | None = None
+    predict_seconds: NonNegative | None = None
+    message: Annotated[str, Field(max_length=2000)] | None = None
+
+    @model_validator(mode="after")
+    def _value(self) -> RunIn:
+        if self.status == "ok" and self.value is None:
+            raise ValueError("a run with status 'ok' needs a finite value")
+        return self
+
+
+class IngestIn(Body):
+    """Runs stored in one transaction: all of them or, on any bad row, none."""
+
+    runs: Annotated[list[RunIn], Field(min_length=1, max_length=100_000)]
+    source: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,49}(:[A-Za-z0-9_.-]{1,100})?$")] = "service"
+
+    @model_validator(mode="after")
+    def _source(self) -> IngestIn:
+        if self.source.split(":", 1)[0] == "session":
+            raise ValueError("source 'session:...' is reserved for the runs of tuning sessions")
+        return self
+
+
+class IngestOut(BaseModel):
+    received: int
+    inserted: int
+
+
+class ErrorOut(BaseModel):
+    """What every 4xx/5xx answer carries: a message naming the problem."""
+
+    detail: str

@@ -1,0 +1,34 @@
+"""The search space of a new study: the project's CASH space, a subset of it, or a
+ConfigSpace JSON read by the project's conversion (:mod:`metabo.space`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from metabo.exceptions import InputDataError
+from metabo.space.cash import ALGORITHM, CASHSpace, as_cash
+from metabo.space.space import SearchSpace
+
+
+def resolve_space(algorithms: Sequence[str] | None = None, configspace: Mapping[str, Any] | None = None) -> CASHSpace:
+    """The CASH space of ``algorithms`` (all registered ones when both are None), or the one
+    ``configspace`` describes: a CASH space (root categorical ``algorithm``, hyperparameters
+    ``<algorithm>:<name>``, as ``metabo space export`` writes) or a single algorithm's space
+    (wrapped as a one-algorithm CASH space named after it)."""
+    if algorithms is not None and configspace is not None:
+        raise InputDataError("give algorithms or a configspace, not both")
+    if configspace is None:
+        from metabo.space.algorithms import default_cash_space
+
+        return default_cash_space(algorithms)
+    from metabo.space import _configspace
+
+    try:
+        cs = _configspace.loads(json.dumps(dict(configspace), allow_nan=False))
+    except (AttributeError, ValueError) as e:  # loads wraps what ConfigSpace itself raises
+        raise InputDataError(f"not a serialized ConfigSpace: {e}") from e
+    if ALGORITHM in cs:
+        return CASHSpace.from_configspace(cs)
+    return as_cash(SearchSpace.from_configspace(cs))

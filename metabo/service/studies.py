@@ -1,0 +1,275 @@
+"""Studies: tuning sessions driven over HTTP, one :class:`~metabo.optimizer.Optimizer` each.
+
+A study is a stored session (``sessions`` table) whose settings hold, besides what the
+optimizer stores (the space as ConfigSpace JSON, seed, metric), ``service.strategy``: the
+name :func:`metabo.optimizer.tune.strategy_factory` rebuilds the strategy from. Every ask
+and tell is in the knowledge base when the request returns, so the service can stop at
+any time: on the first request for a study after a restart, :class:`StudyManager` resumes
+it from the store (:func:`resume_keeping_pending`).
+
+Concurrency: requests run on a thread pool. Each study has a lock, so its asks and tells
+happen one at a time (the optimizer's history is not shared unguarded); the store has
+another (:class:`~metabo.service.store.SerializedStore`), held only while the store is
+used, so a study's suggestion does not hold up the others. Several workers asking on one
+study get distinct configurations: asked configurations are never suggested again, and
+:meth:`Optimizer.ask` shows the strategy the pending ones (constant liar).
+
+Pending trials belong to the client that asked them, also across a restart: a resumed
+study does not hand them out again (``Optimizer.resume`` would re-ask them first, right
+for a single process that stopped mid-evaluation, wrong for a service whose clients are
+still evaluating); they stay tellable. A trial whose client died stays pending; tell it
+as ``crash`` to close it.
+
+A tell is one transaction: the run, the trial's record and the predictions commit
+together or not at all. Should the store fail mid-way, the study's in-memory state is
+dropped and rebuilt from the store on the next request, so memory never runs ahead of
+what is stored.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+
+from metabo.exceptions import InputDataError
+from metabo.optimizer.history import Trial, TrialRecord
+from metabo.optimizer.optimizer import Optimizer, Select, get_session
+from metabo.optimizer.tune import strategy_factory
+from metabo.service.errors import ConflictError, NoResultError, UnknownStudyError, UnknownTrialError
+from metabo.space.cash import CASHSpace
+
+if TYPE_CHECKING:
+    from metabo.kb.store import KnowledgeBase
+    from metabo.service.datasets import PreparedDataset
+    from metabo.service.store import SerializedStore
+    from metabo.strategies.base import Strategy
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+
+#: The key of the service's own settings in a study's stored session settings.
+SETTINGS_KEY = "service"
+
+
+def resume_keeping_pending(kb: KnowledgeBase, session_id: str, space: CASHSpace, strategy: Strategy) -> Optimizer:
+    """:meth:`Optimizer.resume`, except that pending trials are not re-asked: they stay
+    pending, owned by the clients that asked them, and tellable (module docstring).
+
+    Clears the optimizer's re-ask queue, the one private attribute this module touches;
+    ``Optimizer.resume(..., reask_pending=False)`` would make this a keyword.
+    """
+    opt = Optimizer.resume(kb, session_id, space, strategy)
+    opt._reask.clear()  # noqa: SLF001 - see the docstring
+    return opt
+
+
+@dataclass(frozen=True)
+class StudySpec:
+    """What a new study is made of (validated request fields)."""
+
+    dataset: PreparedDataset | str
+    space: CASHSpace
+    strategy: str = "knn"
+    seed: int = 0
+    metric: str = "error_rate"
+    study_id: str | None = None
+
+
+@dataclass
+class _Study:
+    """A study's lock and, once loaded, its optimizer and strategy name."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    optimizer: Optimizer | None = None
+    strategy: str = ""
+
+
+class StudyManager:
+    """The studies of one knowledge base (module docstring).
+
+    Args:
+        store: the knowledge base behind its lock.
+    """
+
+    def __init__(self, store: SerializedStore) -> None:
+        self.store = store
+        self._studies: dict[str, _Study] = {}
+        self._registry = threading.Lock()
+
+    # ---------------------------------------------------------------- create
+    def create(self, spec: StudySpec) -> dict[str, Any]:
+        """Store the dataset (if new) and the session of a new study; its summary.
+
+        All in one transaction: a strategy that cannot be built (a warm start with
+        nothing to transfer from, say) leaves nothing behind.
+        """
+        study_id = spec.study_id or f"study-{uuid.uuid4().hex[:16]}"
+        entry = _Study(strategy=spec.strategy)
+        with self._registry:
+            if study_id in self._studies:
+                raise ConflictError(f"study {study_id!r} exists; choose another id or continue it")
+            self._studies[study_id] = entry  # reserved: a concurrent create of the id waits for this one
+        try:
+            with entry.lock, self.store.transaction():
+                kb = self.store.kb
+                if get_session(kb, study_id) is not None:
+                    raise ConflictError(f"study {study_id!r} exists; choose another id or continue it")
+                dataset_id = spec.dataset if isinstance(spec.dataset, str) else spec.dataset.store(kb)
+                kb.get_dataset(dataset_id)  # an unknown id: UnknownDatasetError
+                strategy = self._strategy(kb, spec.strategy, dataset_id, spec.space, spec.metric, spec.seed)
+                entry.optimizer = Optimizer(spec.space, strategy, kb=self.store, session_id=study_id,  # type: ignore[arg-type]
+                                            dataset_id=dataset_id, metric=spec.metric, seed=spec.seed,
+                                            settings={SETTINGS_KEY: {"strategy": spec.strategy}})
+        except BaseException:
+            with self._registry:
+                self._studies.pop(study_id, None)
+            raise
+        logger.info("study %s created: %s on %s, seed %d", study_id, spec.strategy, dataset_id, spec.seed)
+        return self._summary(study_id, entry)
+
+    @staticmethod
+    def _strategy(kb: KnowledgeBase, name: str, dataset_id: str, space: CASHSpace, metric: str, seed: int) -> Strategy:
+        return strategy_factory(name, kb, dataset_id, space, metric=metric)(seed)
+
+    # ---------------------------------------------------------------- lookup
+    def _entry(self, study_id: str) -> _Study:
+        with self._registry:
+            entry = self._studies.get(study_id)
+            if entry is None:
+                entry = _Study()
+                self._studies[study_id] = entry
+        return entry
+
+    @contextmanager
+    def _open(self, study_id: str) -> Iterator[tuple[_Study, Optimizer]]:
+        """The study's entry and optimizer, its lock held; resumed from the store on first use."""
+        entry = self._entry(study_id)
+        with entry.lock:
+            if entry.optimizer is None:
+                try:
+                    self._load(study_id, entry)
+                except BaseException:
+                    with self._registry:
+                        if self._studies.get(study_id) is entry:
+                            del self._studies[study_id]
+                    raise
+            assert entry.optimizer is not None
+            yield entry, entry.optimizer
+
+    def _load(self, study_id: str, entry: _Study) -> None:
+        with self.store.locked() as kb:
+            row = get_session(kb, study_id)
+            settings = json.loads(row["settings"]) if row is not None else {}
+            if row is None or SETTINGS_KEY not in settings:
+                raise UnknownStudyError(f"unknown study {study_id!r}; GET /studies lists them")
+            name = settings[SETTINGS_KEY]["strategy"]
+            space = CASHSpace.from_json(settings["space"])
+            strategy = self._strategy(kb, name, row["dataset_id"], space, settings["metric"], int(settings["seed"]))
+            opt = resume_keeping_pending(kb, study_id, space, strategy)
+        opt.kb = self.store  # type: ignore[assignment]  # later writes go through the lock
+        entry.optimizer, entry.strategy = opt, name
+        logger.info("study %s resumed from the store: %d trials, %d pending", study_id, len(opt.history),
+                    len(opt.history.pending))
+
+    def _guarded(self, entry: _Study, action: Callable[[], T]) -> T:
+        """``action()``; if it fails other than by refusing its input (an
+        :class:`InputDataError` is raised before anything changes), the in-memory optimizer
+        is dropped, to be resumed from the store, which holds exactly what was committed."""
+        try:
+            return action()
+        except InputDataError:
+            raise
+        except BaseException:
+            entry.optimizer = None
+            raise
+
+    # ---------------------------------------------------------------- ask / tell
+    def ask(self, study_id: str) -> Trial:
+        """The next configuration of the study (a new pending trial)."""
+        with self._open(study_id) as (entry, opt):
+            return self._guarded(entry, opt.ask)
+
+    def tell(self, study_id: str, number: int, *, value: float | None, status: str = "ok",
+             test_value: float | None = None, fit_seconds: float | None = None,
+             predict_seconds: float | None = None, message: str | None = None,
+             predictions: Sequence[Any] | None = None) -> TrialRecord:
+        """Record the outcome of pending trial ``number`` (and its validation predictions)."""
+        from metabo.kb.predictions import encode
+
+        with self._open(study_id) as (entry, opt):
+            if not 0 <= number < len(opt.history):
+                raise UnknownTrialError(f"study {study_id!r} has no trial {number}: "
+                                        f"{len(opt.history)} trials were asked")
+            if opt.history[number].complete:
+                done = opt.history[number]
+                raise ConflictError(f"trial {number} of study {study_id!r} was already told "
+                                    f"({done.status}, value {done.value})")
+            array = None if predictions is None else np.asarray(predictions, dtype=float)
+            if array is not None:
+                encode(array)  # refused (InputDataError) before anything is written
+
+            def record() -> TrialRecord:
+                with self.store.transaction():
+                    done = opt.tell(number, value, status=status, test_value=test_value, fit_seconds=fit_seconds,
+                                    predict_seconds=predict_seconds, message=message)
+                    if array is not None:
+                        self.store.kb.add_predictions(self._run_id(opt, done), array, split="valid")
+                return done
+
+            return self._guarded(entry, record)
+
+    def _run_id(self, opt: Optimizer, record: TrialRecord) -> str:
+        row = self.store.kb.connection.execute(
+            "SELECT run_id FROM runs WHERE source = ? AND dataset_id = ? AND config_id = ? AND metric = ? LIMIT 1",
+            [f"session:{opt.session_id}", opt.dataset_id, record.config_id, opt.metric],
+        ).fetchone()
+        if row is None:  # pragma: no cover - the tell just wrote it
+            raise InputDataError(f"trial {record.number}: its run was not stored")
+        return str(row[0])
+
+    # ---------------------------------------------------------------- reading
+    def best(self, study_id: str, select: Select = "argmin") -> TrialRecord:
+        """The selected trial (:meth:`Optimizer.best`)."""
+        with self._open(study_id) as (_, opt):
+            if not any(r.ok for r in opt.history.completed):
+                raise NoResultError(f"study {study_id!r} has no successful trial yet")
+            return opt.best(select)
+
+    def history(self, study_id: str) -> list[TrialRecord]:
+        """Every trial of the study, in the order asked."""
+        with self._open(study_id) as (_, opt):
+            return list(opt.history)
+
+    def summary(self, study_id: str) -> dict[str, Any]:
+        """The study's settings and trial counts."""
+        with self._open(study_id) as (entry, _):
+            return self._summary(study_id, entry)
+
+    def _summary(self, study_id: str, entry: _Study) -> dict[str, Any]:
+        opt = entry.optimizer
+        assert opt is not None
+        with self.store.locked() as kb:
+            row = get_session(kb, study_id)
+        assert row is not None
+        history = opt.history
+        return {"study_id": study_id, "dataset_id": opt.dataset_id, "strategy": entry.strategy, "seed": opt.seed,
+                "metric": opt.metric, "algorithms": list(opt.space.algorithms), "status": row["status"],
+                "n_trials": len(history), "n_complete": len(history.completed), "n_pending": len(history.pending)}
+
+    def studies(self) -> list[Mapping[str, Any]]:
+        """The stored studies (id, dataset, strategy, status), newest first."""
+        with self.store.locked() as kb:
+            frame = kb.query(
+                "SELECT session_id AS study_id, dataset_id, json_extract_string(settings, '$.service.strategy') "
+                "AS strategy, status, created_at FROM sessions "
+                "WHERE json_extract(settings, '$.service') IS NOT NULL ORDER BY created_at DESC, session_id")
+        frame["created_at"] = frame["created_at"].astype(str)
+        return frame.to_dict(orient="records")
