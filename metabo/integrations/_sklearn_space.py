@@ -15,13 +15,14 @@ scikit-learn user passes.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from metabo.exceptions import InputDataError
 from metabo.space.cash import ALGORITHM, CASHSpace, as_cash
-from metabo.space.hyperparameters import Categorical, Float, Hyperparameter, Integer
+from metabo.space.hyperparameters import Categorical, Constant, Float, Hyperparameter, Integer
 from metabo.space.space import SearchSpace
 
 #: scipy.stats distribution name -> (hyperparameter type, log scale)
@@ -46,6 +47,14 @@ class TunedSpace:
         user's values; under CASH, ``algorithm`` first."""
         values = {k: self.tokens[k][v] if k in self.tokens else v for k, v in params.items()}
         return {ALGORITHM: algorithm, **values} if self.cash else values
+
+    def size(self) -> int | None:
+        """The number of configurations when it is finite and easily counted (one
+        estimator's unconditional space of choices and constants), else None."""
+        (space,) = self.space.spaces.values() if not self.cash else (None,)
+        if space is None or space.conditions or not all(isinstance(hp, (Categorical, Constant)) for hp in space):
+            return None
+        return math.prod(len(hp.choices) if isinstance(hp, Categorical) else 1 for hp in space)
 
 
 def tuned_space(estimator: Any, search_space: Any) -> TunedSpace:

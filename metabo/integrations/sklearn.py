@@ -40,7 +40,7 @@ from sklearn.exceptions import FitFailedWarning
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import check_cv
 from sklearn.model_selection._search import BaseSearchCV
-from sklearn.utils import _safe_indexing, check_random_state, indexable
+from sklearn.utils import _safe_indexing, check_random_state, get_tags, indexable
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import column_or_1d
 
@@ -111,9 +111,14 @@ class MetaSearchCV(BaseSearchCV):
         self.dataset_name = dataset_name
 
     def __sklearn_tags__(self) -> Any:
-        if self.estimator is not None:
-            return super().__sklearn_tags__()
-        return CASHClassifier().__sklearn_tags__()
+        if self.estimator is None:
+            return CASHClassifier().__sklearn_tags__()
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = get_tags(self.estimator).input_tags.allow_nan  # the folds fit the estimator
+        tags.target_tags.multi_output = False  # one label per row: the metrics and ensembles assume it
+        if tags.classifier_tags is not None:
+            tags.classifier_tags.multi_label = False
+        return tags
 
     # ------------------------------------------------------------------ checks
     def _checked(self) -> tuple[TunedSpace, str]:
@@ -171,10 +176,15 @@ class MetaSearchCV(BaseSearchCV):
                                                             np.arange(len(y))):
             raise InputDataError("ensemble needs out-of-fold predictions of every row: use a cv whose test "
                                  "folds partition the data (KFold, StratifiedKFold, ...)")
+        n_iter, size = int(self.n_iter), space.size()
+        if size is not None and size < n_iter:  # as RandomizedSearchCV does with lists only
+            warnings.warn(f"the search space has {size} configurations, fewer than n_iter={n_iter}; running "
+                          f"{size} candidates", UserWarning, stacklevel=2)
+            n_iter = size
         metric = KB_METRICS.get(self.scoring, f"one_minus_{self.scoring if isinstance(self.scoring, str) else 'score'}")
         candidates, outs, oof, failures = [], [], {}, []
         with open_search(self, space, X, y, strategy=strategy, metric=metric, seed=seed) as opt:
-            for _ in range(int(self.n_iter)):
+            for _ in range(n_iter):
                 trial = opt.ask()
                 params = space.params(trial.algorithm, trial.params)
                 folds = Parallel(n_jobs=self.n_jobs)(
@@ -196,11 +206,11 @@ class MetaSearchCV(BaseSearchCV):
                 if self.ensemble is not None:
                     oof[trial.number] = _out_of_fold(folds, splits, classes, len(y))
             self.session_id_, self.dataset_id_ = opt.session_id, opt.dataset_id
-        if len(failures) == self.n_iter:  # nothing to select: the estimator's own error (data, parameters)
-            failures[0].add_note(f"MetaSearchCV: all {self.n_iter} candidates failed; this is the first error")
+        if len(failures) == n_iter:  # nothing to select: the estimator's own error (data, parameters)
+            failures[0].add_note(f"MetaSearchCV: all {n_iter} candidates failed; this is the first error")
             raise failures[0]
         if failures:
-            warnings.warn(f"{len(failures)} of {self.n_iter} candidates failed (score {self.error_score}); the "
+            warnings.warn(f"{len(failures)} of {n_iter} candidates failed (score {self.error_score}); the "
                           f"first error: {describe(failures[0])}", FitFailedWarning, stacklevel=2)
         self.cv_results_ = self._format_results(candidates, self.n_splits_, outs)
         self.multimetric_ = False

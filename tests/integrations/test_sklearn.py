@@ -1,0 +1,183 @@
+"""MetaSearchCV: scikit-learn's estimator checks, agreement with cross_val_score and
+GridSearchCV, runs recorded in the knowledge base, warm starts, ensembles, bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import loguniform, norm, randint
+from sklearn.base import clone
+from sklearn.datasets import make_classification
+from sklearn.exceptions import FitFailedWarning
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_val_score
+from sklearn.tree import DecisionTreeClassifier
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from metabo.integrations.sklearn import MetaSearchCV
+from metabo.kb.store import KnowledgeBase
+from metabo.space.algorithms import default_cash_space
+
+CV = StratifiedKFold(3, shuffle=True, random_state=0)
+TREE_SPACE = {"max_depth": randint(1, 8), "min_samples_leaf": randint(1, 10)}
+
+
+def data(seed: int = 0, n: int = 120) -> tuple[np.ndarray, np.ndarray]:
+    return make_classification(n_samples=n, n_features=6, n_informative=4, n_classes=3, random_state=seed)
+
+
+def tree_search(**kw: object) -> MetaSearchCV:
+    kw = {"n_iter": 5, "cv": CV, "random_state": 0, **kw}
+    return MetaSearchCV(DecisionTreeClassifier(random_state=0), TREE_SPACE, **kw)  # type: ignore[arg-type]
+
+
+@parametrize_with_checks([
+    MetaSearchCV(DecisionTreeClassifier(random_state=0), {"max_depth": randint(1, 6)}, n_iter=2, cv=2,
+                 random_state=0),
+    MetaSearchCV(None, default_cash_space(["decision_tree", "gaussian_nb"]), n_iter=2, cv=2, random_state=0),
+])
+def test_sklearn_estimator_checks(estimator, check):
+    check(estimator)
+
+
+def test_cv_results_agree_with_cross_val_score():
+    X, y = data()
+    search = tree_search().fit(X, y)
+    res = search.cv_results_
+    assert search.n_splits_ == 3 and len(res["params"]) == 5
+    for i, params in enumerate(res["params"]):
+        scores = cross_val_score(DecisionTreeClassifier(random_state=0).set_params(**params), X, y, cv=CV)
+        np.testing.assert_allclose([res[f"split{k}_test_score"][i] for k in range(3)], scores)
+        assert res["mean_test_score"][i] == pytest.approx(scores.mean())
+        assert res["param_max_depth"][i] == params["max_depth"]
+    assert search.best_score_ == res["mean_test_score"].max() == res["mean_test_score"][search.best_index_]
+    assert res["rank_test_score"][search.best_index_] == 1
+    assert search.best_estimator_.get_params()["max_depth"] == search.best_params_["max_depth"]
+    assert search.score(X, y) == pytest.approx(search.best_estimator_.score(X, y))
+    for key in ("mean_fit_time", "std_fit_time", "mean_score_time", "std_score_time", "std_test_score"):
+        assert res[key].shape == (5,)
+
+
+def test_same_scores_as_grid_search_on_the_same_candidates():
+    X, y = data(1)
+    search = tree_search(strategy="random", n_iter=6, scoring="balanced_accuracy").fit(X, y)
+    grid = [{k: [v] for k, v in p.items()} for p in search.cv_results_["params"]]
+    reference = GridSearchCV(DecisionTreeClassifier(random_state=0), grid, cv=CV, scoring="balanced_accuracy").fit(X, y)
+    assert reference.cv_results_["params"] == search.cv_results_["params"]
+    for key in ("mean_test_score", "std_test_score", "rank_test_score", "split0_test_score", "split2_test_score"):
+        np.testing.assert_allclose(search.cv_results_[key], reference.cv_results_[key])
+    assert search.best_params_ == reference.best_params_
+
+
+def test_determinism_under_random_state():
+    X, y = data()
+    a, b, c = (tree_search(random_state=s).fit(X, y) for s in (3, 3, 4))
+    assert a.cv_results_["params"] == b.cv_results_["params"] != c.cv_results_["params"]
+    np.testing.assert_array_equal(a.cv_results_["mean_test_score"], b.cv_results_["mean_test_score"])
+
+
+def test_non_scalar_choices_and_failed_candidates_are_recorded(tmp_path):
+    X, y = data()
+    path = tmp_path / "kb.duckdb"
+    space = {"max_depth": [None, 2], "criterion": ["gini", "no-such-criterion"]}
+    search = MetaSearchCV(DecisionTreeClassifier(random_state=0), space, kb=path, strategy="random", n_iter=6,
+                          cv=CV, random_state=1)
+    with pytest.warns(UserWarning, match="4 configurations, fewer than n_iter=6"), \
+            pytest.warns(FitFailedWarning, match="2 of 4 candidates failed"):
+        search.fit(X, y)
+    res = search.cv_results_
+    assert {p["max_depth"] for p in res["params"]} <= {None, 2}
+    failed = [p["criterion"] == "no-such-criterion" for p in res["params"]]
+    assert any(failed) and not all(failed)
+    assert np.isnan(res["mean_test_score"][failed]).all()
+    with KnowledgeBase(path) as kb:
+        runs = kb.query("SELECT status, value FROM runs WHERE source = ? ORDER BY created_at",
+                        [f"session:{search.session_id_}"])
+    assert (runs["status"] == "crash").tolist() == failed
+
+
+def test_trials_recorded_in_the_knowledge_base(tmp_path):
+    X, y = data()
+    path = tmp_path / "kb.duckdb"
+    search = tree_search(kb=path, strategy="random", dataset_name="toy").fit(X, y)
+    with KnowledgeBase(path) as kb:
+        runs = kb.query("SELECT r.value, c.params FROM runs r JOIN configurations c USING (config_id) "
+                        "WHERE r.source = ? AND r.metric = 'error_rate'", [f"session:{search.session_id_}"])
+        session = kb.query("SELECT status, dataset_id FROM sessions WHERE session_id = ?", [search.session_id_])
+        n_meta = kb.query("SELECT count(*) AS n FROM meta_features WHERE dataset_id = ?", [search.dataset_id_])
+    assert len(runs) == search.n_iter
+    assert session["status"].item() == "done" and session["dataset_id"].item() == search.dataset_id_
+    assert n_meta["n"].item() > 0
+    expected = sorted(1 - search.cv_results_["mean_test_score"])
+    np.testing.assert_allclose(sorted(runs["value"]), expected)
+
+
+def test_warm_start_begins_with_the_nearest_tasks_best_configurations(tmp_path):
+    """A tiny knowledge base built by two searches; a knn warm start on a third dataset
+    first evaluates those searches' best configurations (auto-sklearn's design)."""
+    path = tmp_path / "kb.duckdb"
+    space = {"C": loguniform(1e-3, 1e2)}
+    bests = []
+    for seed in (1, 2):
+        X, y = data(seed)
+        past = MetaSearchCV(LogisticRegression(), space, kb=path, strategy="random", n_iter=4, cv=CV,
+                            scoring="neg_log_loss", random_state=seed).fit(X, y)
+        bests.append(past.best_params_["C"])
+    X, y = data(3)
+    kw = {"kb": path, "n_iter": 2, "cv": CV, "scoring": "neg_log_loss", "random_state": 0}
+    warm = MetaSearchCV(LogisticRegression(), space, strategy="knn", **kw).fit(X, y)
+    cold = MetaSearchCV(LogisticRegression(), space, strategy="gp", **kw).fit(X, y)
+    first = [p["C"] for p in warm.cv_results_["params"]]
+    assert sorted(first) == pytest.approx(sorted(bests))
+    assert cold.cv_results_["params"][0]["C"] not in first
+
+
+def test_ensemble_weights_and_soft_vote():
+    X, y = data()
+    search = tree_search(n_iter=8, ensemble=5).fit(X, y)
+    weights = search.ensemble_weights_
+    assert set(weights) <= set(range(8)) and sum(weights.values()) == pytest.approx(1.0)
+    members = [DecisionTreeClassifier(random_state=0).set_params(**search.cv_results_["params"][i]).fit(X, y)
+               for i in weights]
+    vote = sum(w * m.predict_proba(X) for w, m in zip(weights.values(), members))
+    np.testing.assert_allclose(search.predict_proba(X), vote)
+    np.testing.assert_array_equal(search.predict(X), search.classes_[vote.argmax(axis=1)])
+
+
+def test_cash_search_with_nominal_columns_and_an_ensemble():
+    X, y = data(n=90)
+    frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(6)])
+    frame["colour"] = pd.Categorical(np.where(y == 0, "red", "blue"))
+    frame.loc[::7, "x0"] = np.nan
+    space = default_cash_space(["decision_tree", "gaussian_nb", "knn"])
+    search = MetaSearchCV(search_space=space, n_iter=5, cv=CV, ensemble=3, random_state=0).fit(frame, y)
+    assert set(search.cv_results_["param_algorithm"]) <= set(space.algorithms)
+    assert all(p["algorithm"] in space.algorithms for p in search.cv_results_["params"])
+    assert sum(search.ensemble_weights_.values()) == pytest.approx(1.0)
+    assert search.predict_proba(frame).shape == (90, 3)
+    assert search.score(frame, y) > 0.5
+
+
+@pytest.mark.parametrize(("kw", "match"), [
+    ({"strategy": "no-such-strategy"}, "unknown strategy"),
+    ({"n_iter": -1}, "n_iter must be a positive integer"),
+    ({"search_space": {"max_depth": "deep"}}, "expected a list of values"),
+    ({"search_space": {"max_depth": []}}, "no choices"),
+    ({"search_space": {"max_depth": norm()}}, "scipy.stats.norm is not supported"),
+    ({"search_space": None}, "must be a non-empty dict"),
+    ({"ensemble": 0}, "ensemble must be None or a positive integer"),
+    ({"scoring": ["accuracy", "f1_macro"]}, "one scorer"),
+])
+def test_bad_input_raises_before_anything_is_stored(tmp_path, kw, match):
+    path = tmp_path / "kb.duckdb"
+    kw = {"kb": path, "strategy": "random", **kw}
+    search = MetaSearchCV(DecisionTreeClassifier(), kw.pop("search_space", TREE_SPACE), **kw)
+    with pytest.raises(ValueError, match=match):
+        search.fit(*data())
+    assert not path.exists()
+
+
+def test_warm_strategy_needs_a_knowledge_base():
+    with pytest.raises(ValueError, match="pass kb"):
+        MetaSearchCV(DecisionTreeClassifier(), TREE_SPACE, strategy="rlgp").fit(*data())
