@@ -37,6 +37,19 @@ from metabo.paths import default_kb_path
 logger = logging.getLogger(__name__)
 
 
+def _progress_bar_off(con: duckdb.DuckDBPyConnection) -> None:
+    """Library code prints nothing: DuckDB's own progress bar is off (callers show progress).
+
+    In a Jupyter kernel without ipywidgets DuckDB refuses to change the setting at all (the
+    bar is off there already); only a refusal that leaves the bar on is an error.
+    """
+    try:
+        con.execute("SET enable_progress_bar = false")
+    except duckdb.InvalidInputException:
+        if con.execute("SELECT current_setting('enable_progress_bar')").fetchone()[0]:
+            raise
+
+
 class KnowledgeBase:
     """A knowledge base of datasets, meta-features, configurations and runs.
 
@@ -62,8 +75,7 @@ class KnowledgeBase:
             Path(target).parent.mkdir(parents=True, exist_ok=True)
         try:
             self._con = duckdb.connect(target, read_only=read_only)
-            # library code prints nothing: DuckDB's own progress bar is off (callers show progress)
-            self._con.execute("SET enable_progress_bar = false")
+            _progress_bar_off(self._con)
         except duckdb.Error as e:
             raise KnowledgeBaseError(
                 f"cannot open knowledge base {target}: {e}. If the file is corrupt, restore it "
