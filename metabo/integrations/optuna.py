@@ -24,8 +24,10 @@ distributions (as Optuna's GPSampler), translated to the project's space: floats
 an :class:`Integer` over its grid index, a categorical to a :class:`Categorical` over its
 choice indices; a maximized study's values are negated. Parameters outside that space
 (conditional ones), and all of them once GP-BO finds every configuration of a finite space
-evaluated (it never repeats one), are drawn by Optuna's ``RandomSampler``. Single-objective
-only.
+evaluated (it never repeats one), are drawn by Optuna's ``RandomSampler``. Failed trials
+enter as crashes (the worst value), and other workers' running trials as constant lies
+(:meth:`metabo.optimizer.History.with_lies`, Ginsbourger et al. 2010), so parallel workers
+are kept apart as the project's optimizer keeps them. Single-objective only.
 """
 
 from __future__ import annotations
@@ -295,15 +297,22 @@ class _GPBOSampler(BaseSampler):
             _hyperparameter(n, d) for n, d in search_space.items()))})
         sign = -1.0 if study.direction == StudyDirection.MAXIMIZE else 1.0
         records: list[TrialRecord] = []
-        for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
-            if any(t.distributions.get(n) != d for n, d in search_space.items()):
-                continue  # completed since the space was inferred, in another space
+        states = (TrialState.COMPLETE, TrialState.FAIL, TrialState.RUNNING)
+        for t in study.get_trials(deepcopy=False, states=states):
+            if t.number == trial.number or any(t.distributions.get(n) != d for n, d in search_space.items()):
+                continue  # this trial, or one in another space (or not sampled that far yet)
             params = {n: _to_project(t.params[n], d) for n, d in search_space.items()}
-            records.append(TrialRecord(len(records), _ALGORITHM, params, config_id(_ALGORITHM, params),
-                                       state="complete", value=sign * float(t.value), status="ok"))
+            outcome: dict[str, Any] = {}  # a running trial is pending: told the constant lie below
+            if t.state == TrialState.COMPLETE:
+                outcome = {"state": "complete", "value": sign * float(t.value), "status": "ok"}
+            elif t.state == TrialState.FAIL:
+                outcome = {"state": "complete", "status": "crash"}
+            records.append(TrialRecord(len(records), _ALGORITHM, params, config_id(_ALGORITHM, params), **outcome))
         rng = np.random.default_rng([self._seed, trial.number])
         try:
-            _, params = self._gp.suggest(History(records), space, rng)
+            # other workers' running trials as constant lies (Ginsbourger et al. 2010), as
+            # the Optimizer shows them to its strategies
+            _, params = self._gp.suggest(History(records).with_lies("max"), space, rng)
         except InputDataError as e:  # GP-BO never repeats a configuration; Optuna may
             logger.info("trial %d: %s; sampled at random", trial.number, e)
             return {}

@@ -160,6 +160,25 @@ def test_gp_models_a_maximized_objective():
     assert s.best_params["x"] == pytest.approx(0.7, abs=0.05)  # the values' sign is right
 
 
+def _two_asked_together(sampler: WarmStartSampler) -> float:
+    """The distance between two trials asked before either is told, after 6 told ones."""
+    s = optuna.create_study(sampler=sampler)
+    space = {"x": optuna.distributions.FloatDistribution(-5.0, 5.0),
+             "y": optuna.distributions.FloatDistribution(-5.0, 5.0)}
+    s.optimize(lambda t: (t.suggest_float("x", -5.0, 5.0) - 1) ** 2 + (t.suggest_float("y", -5.0, 5.0) + 2) ** 2,
+               n_trials=6)
+    first, second = s.ask(space), s.ask(space)
+    return math.dist(first.params.values(), second.params.values())
+
+
+def test_gp_keeps_concurrent_trials_apart_by_the_constant_lie(monkeypatch):
+    apart = _two_asked_together(WarmStartSampler([], then="gp", seed=3))
+    # the same sampler shown the running trial as nothing (no lie): it finds the same maximum again
+    monkeypatch.setattr("metabo.optimizer.history.History.with_lies", lambda self, liar="max": self)
+    together = _two_asked_together(WarmStartSampler([], then="gp", seed=3))
+    assert apart > 10 * together
+
+
 @pytest.mark.parametrize("distribution", [
     optuna.distributions.FloatDistribution(1e-3, 10.0, log=True),
     optuna.distributions.FloatDistribution(-1.0, 1.0, step=0.25),
