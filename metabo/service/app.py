@@ -3,11 +3,12 @@ manager, the routes and the error handlers.
 
 The knowledge base is opened when the application starts (its lifespan) and closed when
 it stops. Errors become JSON ``{"detail": message}`` with a status code: the request
-failed validation (malformed JSON, a missing or extra field, NaN, a wrong type) -> 422,
-refused input (:class:`~metabo.exceptions.InputDataError` and its kin) -> 422, an unknown
-study, trial, dataset or algorithm -> 404, a conflict (study id taken, trial told twice)
--> 409, a missing or wrong token -> 401. Anything else is logged with its traceback and
-answered 500 with a short message; no traceback leaves the server.
+failed validation (malformed JSON, a missing or extra field, NaN, a wrong type) -> 422;
+refused input (:class:`~metabo.exceptions.InputDataError`, an invalid configuration, a
+flagged dataset) -> 422; an unknown study, trial, dataset or algorithm -> 404; a
+conflict (study id taken, trial told twice) -> 409; a missing or wrong token -> 401.
+Anything else is logged with its traceback and answered 500 with a short message; no
+traceback leaves the server.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from fastapi.responses import JSONResponse
 from metabo.exceptions import (
     DataQualityError,
     InputDataError,
+    InvalidConfigurationError,
     KnowledgeBaseError,
     MetaboError,
     UnknownAlgorithmError,
@@ -44,6 +46,7 @@ STATUS: tuple[tuple[type[Exception], int], ...] = (
     (NoResultError, status.HTTP_404_NOT_FOUND),
     (ConflictError, status.HTTP_409_CONFLICT),
     (InputDataError, status.HTTP_422_UNPROCESSABLE_CONTENT),
+    (InvalidConfigurationError, status.HTTP_422_UNPROCESSABLE_CONTENT),
     (DataQualityError, status.HTTP_422_UNPROCESSABLE_CONTENT),
     (KnowledgeBaseError, status.HTTP_500_INTERNAL_SERVER_ERROR),
     (MetaboError, status.HTTP_400_BAD_REQUEST),

@@ -1,0 +1,133 @@
+"""Every kind of bad request gets a 4xx with a message and leaves the store exactly as it
+was (every row of every table compared before and after)."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+BASE = "/studies/s"
+GOOD_RUN = {"dataset_id": "service-toy", "algorithm": "knn", "params": {"n_neighbors": 5, "weights": "uniform", "p": 2},
+            "value": 0.25}
+
+# (name, method, path, body: dict for JSON, bytes for a raw body, expected status, words of the message)
+CASES = [
+    ("malformed JSON", "POST", f"{BASE}/trials/1/tell", b'{"value": 0.1', 422, "malformed JSON"),
+    ("not an object", "POST", f"{BASE}/trials/1/tell", b"[1, 2]", 422, "valid dictionary"),
+    ("NaN value", "POST", f"{BASE}/trials/1/tell", b'{"value": NaN}', 422, "finite number"),
+    ("infinite value", "POST", f"{BASE}/trials/1/tell", b'{"value": Infinity}', 422, "finite number"),
+    ("value as a string", "POST", f"{BASE}/trials/1/tell", {"value": "0.1"}, 422, "valid number"),
+    ("ok without a value", "POST", f"{BASE}/trials/1/tell", {"status": "ok"}, 422, "needs a finite value"),
+    ("unknown status", "POST", f"{BASE}/trials/1/tell", {"value": 0.1, "status": "great"}, 422, "status"),
+    ("unknown field", "POST", f"{BASE}/trials/1/tell", {"value": 0.1, "score": 2}, 422, "score"),
+    ("negative seconds", "POST", f"{BASE}/trials/1/tell", {"value": 0.1, "fit_seconds": -1}, 422, "fit_seconds"),
+    ("ragged predictions", "POST", f"{BASE}/trials/1/tell", {"value": 0.1, "predictions": [[0.5, 0.5], [1]]}, 422,
+     "same number of columns"),
+    ("NaN prediction", "POST", f"{BASE}/trials/1/tell", b'{"value": 0.1, "predictions": [0.1, NaN]}', 422,
+     "finite number"),
+    ("predictions of a crash", "POST", f"{BASE}/trials/1/tell", {"status": "crash", "predictions": [1]}, 422,
+     "successful trials only"),
+    ("unknown trial", "POST", f"{BASE}/trials/7/tell", {"value": 0.1}, 404, "no trial 7"),
+    ("told twice", "POST", f"{BASE}/trials/0/tell", {"value": 0.1}, 409, "already told"),
+    ("unknown study: ask", "POST", "/studies/nope/ask", None, 404, "unknown study"),
+    ("unknown study: tell", "POST", "/studies/nope/trials/0/tell", {"value": 0.1}, 404, "unknown study"),
+    ("unknown study: history", "GET", "/studies/nope/history", None, 404, "unknown study"),
+    ("bad study id", "POST", "/studies/..%2F/ask", None, 404, ""),
+    ("study id taken", "POST", "/studies", {"study_id": "s", "dataset_id": "service-toy", "strategy": "random"}, 409,
+     "exists"),
+    ("no dataset", "POST", "/studies", {"strategy": "random"}, 422, "exactly one of"),
+    ("two datasets", "POST", "/studies", {"dataset_id": "service-toy", "dataset": {"name": "x", "meta_features":
+                                                                                     {"a": 1}}}, 422, "exactly one of"),
+    ("unknown dataset", "POST", "/studies", {"dataset_id": "nope", "strategy": "random"}, 404, "unknown dataset"),
+    ("unknown strategy", "POST", "/studies", {"dataset_id": "service-toy", "strategy": "magic"}, 422, "strategy"),
+    ("unknown algorithm in the space", "POST", "/studies",
+     {"dataset_id": "service-toy", "strategy": "random", "space": {"algorithms": ["knn", "nope"]}}, 404,
+     "unknown algorithm"),
+    ("not a ConfigSpace", "POST", "/studies",
+     {"dataset_id": "service-toy", "strategy": "random", "space": {"configspace": {"hyperparameters": 3}}}, 422,
+     "ConfigSpace"),
+    ("nothing to warm-start from", "POST", "/studies",
+     {"dataset": {"name": "fresh", "meta_features": {"NumberOfInstances": 10}}, "strategy": "knn",
+      "space": {"algorithms": ["lda"]}}, 422,
+     "nothing to warm-start from"),
+    ("negative seed", "POST", "/studies", {"dataset_id": "service-toy", "strategy": "random", "seed": -1}, 422,
+     "seed"),
+    ("NaN meta-feature", "POST", "/datasets", b'{"name": "x", "meta_features": {"a": NaN}}', 422, "finite number"),
+    ("only undefined meta-features", "POST", "/datasets", {"name": "x", "meta_features": {"a": None}}, 422,
+     "every meta-feature is null"),
+    ("bad base64", "POST", "/datasets/upload",
+     {"name": "x", "format": "csv", "target": "y", "content_base64": "***"}, 422, "base64"),
+    ("missing target column", "POST", "/datasets/upload",
+     {"name": "x", "format": "csv", "target": "y", "content_base64": base64.b64encode(b"a,b\n1,2\n3,4\n").decode()},
+     422, "no target column"),
+    ("unknown hyperparameter", "POST", "/runs",
+     {"runs": [GOOD_RUN, {**GOOD_RUN, "params": {**GOOD_RUN["params"], "bogus": 1}}]}, 422, "bogus"),
+    ("out-of-range hyperparameter", "POST", "/runs",
+     {"runs": [GOOD_RUN, {**GOOD_RUN, "params": {**GOOD_RUN["params"], "n_neighbors": -3}}]}, 422, "n_neighbors"),
+    ("unknown dataset in a batch", "POST", "/runs", {"runs": [GOOD_RUN, {**GOOD_RUN, "dataset_id": "nope"}]}, 404,
+     "unknown dataset"),
+    ("unknown algorithm in a batch", "POST", "/runs", {"runs": [GOOD_RUN, {**GOOD_RUN, "algorithm": "nope"}]}, 404,
+     "unknown algorithm"),
+    ("ok run without value", "POST", "/runs", {"runs": [{**GOOD_RUN, "value": None}]}, 422, "finite value"),
+    ("reserved source", "POST", "/runs", {"runs": [GOOD_RUN], "source": "session:s"}, 422, "reserved"),
+    ("empty batch", "POST", "/runs", {"runs": []}, 422, "at least 1"),
+    ("unknown algorithm ranks", "GET", "/knowledge/ranks/nope", None, 404, "unknown algorithm"),
+    ("suggestions from an empty past", "POST", "/knowledge/suggestions", {"meta_features": {"a": 1.0}}, 422, ""),
+    ("nearest with k = 0", "POST", "/knowledge/nearest", {"meta_features": {"a": 1.0}, "k": 0}, 422, "k"),
+]
+
+
+def _send(client, method, path, body):
+    if isinstance(body, bytes):
+        return client.request(method, path, content=body, headers={"content-type": "application/json"})
+    return client.request(method, path, json=body)
+
+
+@pytest.fixture
+def told_study(client, study):
+    """Study ``s`` with trial 0 told and trial 1 pending."""
+    t0 = client.post(f"{BASE}/ask").json()
+    client.post(f"{BASE}/trials/{t0['number']}/tell", json={"value": 0.5})
+    client.post(f"{BASE}/ask")
+    return study
+
+
+@pytest.mark.parametrize("name, method, path, body, code, words", CASES, ids=[c[0] for c in CASES])
+def test_a_bad_request_gets_a_4xx_with_a_message_and_changes_nothing(client, told_study, snap, name, method, path,
+                                                                      body, code, words):
+    before = snap(client)
+    r = _send(client, method, path, body)
+    assert r.status_code == code, r.text
+    detail = r.json()["detail"]
+    assert isinstance(detail, str) and detail and words.lower() in detail.lower()
+    assert "Traceback" not in r.text
+    assert snap(client) == before
+    # the study still works afterwards
+    assert client.get(f"{BASE}/history").json()["trials"][1]["state"] == "pending"
+
+
+def test_the_token_is_required_when_set_and_a_refusal_changes_nothing(kb_path, serve_app, snap):
+    with serve_app(kb_path, token="s3cret") as c:
+        body = {"study_id": "t", "dataset_id": "service-toy", "strategy": "random"}
+        before = snap(c)
+        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic s3cret"}):
+            r = c.post("/studies", json=body, headers=headers)
+            assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer" and r.json()["detail"]
+        assert c.post("/runs", json={"runs": [GOOD_RUN]}).status_code == 401
+        assert snap(c) == before
+        assert c.get("/health").status_code == 200  # liveness needs no token
+        ok = {"Authorization": "Bearer s3cret"}
+        assert c.post("/studies", json=body, headers=ok).status_code == 201
+        assert c.post("/studies/t/ask").status_code == 401
+        assert c.post("/studies/t/ask", headers=ok).status_code == 200
+
+
+def test_the_openapi_schema_documents_every_route(client):
+    schema = client.get("/openapi.json").json()
+    assert {"/studies", "/studies/{study_id}/ask", "/studies/{study_id}/trials/{number}/tell", "/studies/{study_id}/best",
+            "/studies/{study_id}/history", "/knowledge/suggestions", "/knowledge/nearest",
+            "/knowledge/ranks/{algorithm}", "/runs", "/datasets", "/datasets/upload"} <= set(schema["paths"])
+    assert "HTTPBearer" in json.dumps(schema["components"]["securitySchemes"])
+    assert client.get("/docs").status_code == 200

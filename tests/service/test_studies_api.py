@@ -1,0 +1,208 @@
+"""Studies over HTTP (TestClient): create, ask, tell, best, history; what is stored;
+a restart keeps pending trials pending and tellable; concurrent workers get distinct
+configurations and lose no tell."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import threading
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_iris
+
+from metabo.kb import KnowledgeBase
+from metabo.kb.canonical import config_id
+from metabo.optimizer import Optimizer
+from metabo.space.algorithms import default_cash_space
+from metabo.strategies import make_strategy
+
+ALGS = ["knn", "decision_tree"]
+
+
+def _ask_tell(client, study, value):
+    t = client.post(f"/studies/{study}/ask")
+    assert t.status_code == 200, t.text
+    trial = t.json()
+    r = client.post(f"/studies/{study}/trials/{trial['number']}/tell", json={"value": value})
+    assert r.status_code == 200, r.text
+    return trial, r.json()
+
+
+def test_ask_returns_the_local_optimizers_configurations_and_tell_stores_each_run(client, study, kb_path):
+    local = Optimizer(default_cash_space(ALGS), make_strategy("random", seed=3), seed=3)
+    for i in range(4):
+        trial, told = _ask_tell(client, study, 0.5 - 0.1 * i)
+        expected = local.ask()
+        local.tell(expected, 0.5 - 0.1 * i)
+        assert (trial["number"], trial["algorithm"], trial["params"]) == (i, expected.algorithm, dict(expected.params))
+        assert trial["config_id"] == config_id(trial["algorithm"], trial["params"])
+        assert told["state"] == "complete" and told["value"] == pytest.approx(0.5 - 0.1 * i)
+    best = client.get(f"/studies/{study}/best").json()
+    assert best["number"] == 3 and best["value"] == pytest.approx(0.2)
+    history = client.get(f"/studies/{study}/history").json()["trials"]
+    assert [t["number"] for t in history] == [0, 1, 2, 3] and all(t["state"] == "complete" for t in history)
+    info = client.get(f"/studies/{study}").json()
+    assert info == {"study_id": study, "dataset_id": "service-toy", "strategy": "random", "seed": 3,
+                    "metric": "error_rate", "algorithms": ALGS, "status": "running", "n_trials": 4,
+                    "n_complete": 4, "n_pending": 0}
+    with client.app.state.manager.store.locked() as kb:
+        runs = kb.query("SELECT config_id, value, status FROM runs WHERE source = 'session:s' ORDER BY value")
+    assert runs["config_id"].tolist() == [t["config_id"] for t in reversed(history)]
+    assert runs["value"].tolist() == pytest.approx([0.2, 0.3, 0.4, 0.5])
+
+
+def test_tell_stores_timings_failures_and_validation_predictions_with_the_run(client, study):
+    manager = client.app.state.manager
+    a = client.post(f"/studies/{study}/ask").json()
+    b = client.post(f"/studies/{study}/ask").json()
+    proba = [[0.25, 0.75], [0.5, 0.5], [1.0, 0.0]]
+    r = client.post(f"/studies/{study}/trials/{a['number']}/tell",
+                    json={"value": 0.125, "fit_seconds": 1.5, "predict_seconds": 0.25, "test_value": 0.2,
+                          "message": "fine", "predictions": proba})
+    assert r.status_code == 200, r.text
+    r = client.post(f"/studies/{study}/trials/{b['number']}/tell", json={"status": "timeout", "fit_seconds": 9.0})
+    assert r.status_code == 200 and r.json()["value"] is None and r.json()["status"] == "timeout"
+    with manager.store.locked() as kb:
+        runs = kb.query("SELECT run_id, config_id, metric, value, status, fit_seconds, predict_seconds, message "
+                        "FROM runs WHERE source = 'session:s' ORDER BY metric, status")
+        ok = runs[(runs["status"] == "ok") & (runs["metric"] == "error_rate")].iloc[0]
+        stored = kb.get_predictions(ok["run_id"])
+    assert ok["config_id"] == a["config_id"] and ok["value"] == 0.125 and ok["fit_seconds"] == 1.5
+    assert ok["predict_seconds"] == 0.25 and ok["message"] == "fine"
+    assert set(runs["metric"]) == {"error_rate", "test_error_rate"}
+    assert runs[runs["status"] == "timeout"]["fit_seconds"].tolist() == [9.0]
+    np.testing.assert_array_equal(stored, np.asarray(proba, dtype=np.float32))
+    # labels (one column) are stored too
+    c = client.post(f"/studies/{study}/ask").json()
+    assert client.post(f"/studies/{study}/trials/{c['number']}/tell",
+                       json={"value": 0.3, "predictions": [0, 1, 1, 2]}).status_code == 200
+
+
+def test_best_by_posterior_mean_and_no_best_before_a_success(client, study):
+    assert client.get(f"/studies/{study}/best").status_code == 404
+    t = client.post(f"/studies/{study}/ask").json()
+    client.post(f"/studies/{study}/trials/{t['number']}/tell", json={"status": "crash"})
+    r = client.get(f"/studies/{study}/best")
+    assert r.status_code == 404 and "no successful trial" in r.json()["detail"]
+    values = [0.4, 0.1, 0.3]
+    told = [_ask_tell(client, study, v)[0] for v in values]
+    best = client.get(f"/studies/{study}/best", params={"select": "posterior_mean"}).json()
+    assert best["config_id"] in {t["config_id"] for t in told} and best["status"] == "ok"
+    assert client.get(f"/studies/{study}/best", params={"select": "median"}).status_code == 422
+
+
+def test_a_restart_keeps_pending_trials_pending_and_tellable(kb_path, serve_app, snap):
+    with serve_app(kb_path) as c1:
+        c1.post("/studies", json={"study_id": "r", "dataset_id": "service-toy", "strategy": "random",
+                                  "space": {"algorithms": ALGS}})
+        t0, t1, t2 = (c1.post("/studies/r/ask").json() for _ in range(3))
+        c1.post(f"/studies/r/trials/{t0['number']}/tell", json={"value": 0.3})
+    with serve_app(kb_path) as c2:  # a new process would see the same store
+        before = snap(c2)
+        info = c2.get("/studies/r").json()
+        assert (info["n_trials"], info["n_complete"], info["n_pending"]) == (3, 1, 2)
+        assert snap(c2)["ingest_state"] == before["ingest_state"]  # resuming writes no trial
+        t3 = c2.post("/studies/r/ask").json()
+        assert t3["number"] == 3  # the pending trials 1 and 2 are not handed out again
+        assert t3["config_id"] not in {t0["config_id"], t1["config_id"], t2["config_id"]}
+        assert c2.post(f"/studies/r/trials/{t2['number']}/tell", json={"value": 0.1}).status_code == 200
+        assert c2.post(f"/studies/r/trials/{t1['number']}/tell", json={"status": "crash"}).status_code == 200
+        assert c2.post(f"/studies/r/trials/{t0['number']}/tell", json={"value": 0.3}).status_code == 409
+        states = [(t["number"], t["state"]) for t in c2.get("/studies/r/history").json()["trials"]]
+    assert states == [(0, "complete"), (1, "complete"), (2, "complete"), (3, "pending")]
+    with KnowledgeBase(kb_path, read_only=True) as kb:
+        n = kb.query("SELECT count(*) AS n FROM runs WHERE source = 'session:r'")["n"].item()
+    assert n == 3
+
+
+@pytest.mark.parametrize("strategy, workers, per_worker", [("random", 6, 8), ("gp", 3, 4)])
+def test_concurrent_workers_get_distinct_configurations_and_lose_no_tell(client, strategy, workers, per_worker):
+    r = client.post("/studies", json={"study_id": "c", "dataset_id": "service-toy", "strategy": strategy,
+                                      "space": {"algorithms": ALGS}})
+    assert r.status_code == 201, r.text
+    told: list[tuple[int, str, float]] = []
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+
+    def work(worker: int) -> None:
+        try:
+            for i in range(per_worker):
+                t = client.post("/studies/c/ask").json()
+                value = (worker * 1000 + i) / 1e5
+                assert client.post(f"/studies/c/trials/{t['number']}/tell", json={"value": value}).status_code == 200
+                with lock:
+                    told.append((t["number"], t["config_id"], value))
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    n = workers * per_worker
+    history = client.get("/studies/c/history").json()["trials"]
+    assert len(history) == n and all(t["state"] == "complete" for t in history)
+    assert len({t["config_id"] for t in history}) == n  # no configuration handed out twice
+    assert {(t["number"], t["config_id"], t["value"]) for t in history} == set(told)  # every tell, as told
+    with client.app.state.manager.store.locked() as kb:
+        runs = kb.query("SELECT count(*) AS n, count(DISTINCT config_id) AS d FROM runs WHERE source = 'session:c'")
+    assert runs["n"].item() == n and runs["d"].item() == n
+
+
+def test_a_study_on_uploaded_data_computes_and_stores_its_meta_features(client):
+    frame = load_iris(as_frame=True).frame
+    for fmt in ("csv", "parquet"):
+        buffer = io.BytesIO()
+        frame.to_csv(buffer, index=False) if fmt == "csv" else frame.to_parquet(buffer)
+        body = {"study_id": f"u-{fmt}", "strategy": "random", "space": {"algorithms": ["lda"]},
+                "upload": {"name": "iris", "format": fmt, "target": "target", "landmarkers": False,
+                           "content_base64": base64.b64encode(buffer.getvalue()).decode()}}
+        r = client.post("/studies", json=body)
+        assert r.status_code == 201, r.text
+        ids = {r.json()["dataset_id"]}
+    assert ids == {"file-iris"}  # the same content maps onto the same dataset
+    with client.app.state.manager.store.locked() as kb:
+        mf = kb.query("SELECT name, value FROM meta_features WHERE dataset_id = 'file-iris'")
+        row = kb.get_dataset("file-iris")
+    values = dict(zip(mf["name"], mf["value"], strict=True))
+    assert values["NumberOfInstances"] == 150 and values["NumberOfClasses"] == 3
+    assert (row["n_instances"], row["n_classes"]) == (150, 3)
+
+
+def test_a_study_from_meta_features_and_from_a_configspace(client):
+    cash = default_cash_space(["lda", "knn"])
+    r = client.post("/studies", json={"dataset": {"name": "mine", "meta_features": {"ClassEntropy": 1.0,
+                                                                                    "NumberOfFeatures": None}},
+                                      "space": {"configspace": json.loads(cash.to_json())}, "strategy": "random"})
+    assert r.status_code == 201, r.text
+    info = r.json()
+    assert info["study_id"].startswith("study-") and info["dataset_id"] == "service-mine"
+    assert info["algorithms"] == ["lda", "knn"]
+    one = default_cash_space(["knn"])["knn"]  # one algorithm's space, not a CASH one
+    r = client.post("/studies", json={"dataset_id": "service-mine", "strategy": "random",
+                                      "space": {"configspace": json.loads(one.to_json())}})
+    assert r.status_code == 201 and r.json()["algorithms"] == ["knn"]
+    trial = client.post(f"/studies/{r.json()['study_id']}/ask").json()
+    assert set(trial["params"]) <= {"n_neighbors", "weights", "p"}
+    with client.app.state.manager.store.locked() as kb:
+        mf = kb.query("SELECT name, value FROM meta_features WHERE dataset_id = 'service-mine' ORDER BY name")
+    assert mf["name"].tolist() == ["ClassEntropy", "NumberOfFeatures"] and np.isnan(mf["value"].iloc[1])
+    listed = client.get("/studies").json()
+    assert {s["study_id"] for s in listed} == {info["study_id"], r.json()["study_id"]}
+
+
+def test_a_warm_started_study_begins_with_the_nearest_tasks_best_configurations(shipped, serve_app):
+    with KnowledgeBase(shipped) as kb:
+        meta = kb.query("SELECT name, value FROM meta_features WHERE dataset_id = 'openml-1510'")  # wdbc
+    meta_features = {n: (None if v != v else v) for n, v in zip(meta["name"], meta["value"], strict=True)}
+    with serve_app(shipped) as c:
+        expected = c.post("/knowledge/suggestions", json={"meta_features": meta_features, "k": 3}).json()
+        r = c.post("/studies", json={"dataset": {"name": "new", "meta_features": meta_features}, "strategy": "knn"})
+        assert r.status_code == 201, r.text
+        asked = [c.post(f"/studies/{r.json()['study_id']}/ask").json() for _ in range(len(expected))]
+    assert [(t["algorithm"], t["params"]) for t in asked] == [(e["algorithm"], e["params"]) for e in expected]
