@@ -1,18 +1,23 @@
 """Many evaluations in parallel, streamed back as they finish.
 
 :func:`evaluate_many` hands :class:`EvalTask` objects to joblib
-(``Parallel(n_jobs, backend=..., return_as="generator_unordered")``) and yields a
-:class:`TaskResult` for each task as soon as it is done, in completion order, so the
-caller can record each result as it arrives and a long build resumes where it stopped.
-``backend`` is any joblib backend name: ``"loky"`` (processes, the default),
-``"threading"``, ``"sequential"``, or ``"dask"`` / ``"ray"`` once registered
-(``joblib.parallel_config`` / ``ray.util.joblib.register_ray()``). With ``"threading"``
-the evaluations share one process, whose warning filters are global: prefer processes.
+(``Parallel(n_jobs, return_as="generator_unordered")`` under
+``joblib.parallel_config(backend=...)``) and yields a :class:`TaskResult` for each task
+as soon as it is done, in completion order, so the caller can record each result as it
+arrives and a long build resumes where it stopped. ``backend`` is any joblib backend
+name: ``"loky"`` (processes, the default), ``"threading"``, ``"sequential"``, or
+``"dask"`` / ``"ray"`` inside :func:`metabo.evaluation.backends.backend_context` (which
+connects to or starts the cluster). With ``"threading"`` the evaluations share one
+process, whose warning filters are global: prefer processes.
 
-A task names its dataset by a loader spec (``"sklearn:iris"``, see
-:func:`metabo.data.loaders.load_dataset`), loaded in the worker and cached there (a few
-datasets per worker), or carries the :class:`~metabo.data.dataset.Dataset` itself,
-which is then pickled with every task; prefer specs for many tasks on one dataset.
+A task names its dataset by a loader spec (``"sklearn:iris"``, with ``load_options``
+for :func:`metabo.data.loaders.load_dataset` such as ``target`` or ``lost_decimals``),
+loaded in the worker and cached there (a few datasets per worker), or carries the
+:class:`~metabo.data.dataset.Dataset` itself, which is then pickled with every task;
+prefer specs for many tasks on one dataset (on a remote cluster a file spec must be
+readable by the workers). Inside a task joblib runs sequentially: one evaluation is
+one core (estimators take ``n_jobs=1``), and a nested call must not reach back to the
+cluster from the forked child that enforces the limits.
 
 A task that cannot run at all (its dataset fails to load, is flagged, the algorithm is
 unknown) yields a :class:`TaskResult` with ``error`` set and no evaluations: nothing is
@@ -28,7 +33,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from joblib import Parallel, delayed
+from joblib import Parallel, delayed, parallel_config
 
 from metabo.data.dataset import Dataset
 from metabo.evaluation.evaluate import DEFAULT_METRICS, Evaluation, evaluate
@@ -55,6 +60,8 @@ class EvalTask:
     keep_predictions: bool = True
     threads: int | None = 1
     factory: Factory | None = field(default=None, repr=False)
+    load_options: tuple[tuple[str, Any], ...] = ()
+    tag: Any = None  # the caller's label (a trial number), to match results that come back unordered
 
 
 @dataclass(frozen=True, eq=False)
@@ -71,21 +78,22 @@ class TaskResult:
 
 
 @functools.lru_cache(maxsize=4)
-def _load(spec: str) -> Dataset:
+def _load(spec: str, options: tuple[tuple[str, Any], ...]) -> Dataset:
     from metabo.data.loaders import load_dataset
 
-    return load_dataset(spec)
+    return load_dataset(spec, **dict(options))
 
 
 def run_task(task: EvalTask) -> TaskResult:
     """Run one task in this process (what each worker does)."""
     try:
-        dataset = _load(task.dataset) if isinstance(task.dataset, str) else task.dataset
-        evaluations = evaluate(
-            task.algorithm, task.params, dataset, protocol=task.protocol, seed=task.seed,
-            metrics=task.metrics, time_limit=task.time_limit, memory_limit_mb=task.memory_limit_mb,
-            keep_predictions=task.keep_predictions, factory=task.factory, threads=task.threads,
-        )
+        dataset = _load(task.dataset, task.load_options) if isinstance(task.dataset, str) else task.dataset
+        with parallel_config(backend="sequential"):  # one core per evaluation (module docstring)
+            evaluations = evaluate(
+                task.algorithm, task.params, dataset, protocol=task.protocol, seed=task.seed,
+                metrics=task.metrics, time_limit=task.time_limit, memory_limit_mb=task.memory_limit_mb,
+                keep_predictions=task.keep_predictions, factory=task.factory, threads=task.threads,
+            )
     except Exception as e:  # noqa: BLE001 - reported in the result, the stream goes on
         logger.warning("task %s %s on %s failed: %s", task.algorithm, dict(task.params), task.dataset_id, describe(e))
         return TaskResult(task, [], describe(e))
@@ -111,7 +119,11 @@ def evaluate_many(
         from tqdm.auto import tqdm
 
         bar = tqdm(total=total, desc="evaluations", unit="task")
-    parallel = Parallel(n_jobs=n_jobs, backend=backend, return_as="generator_unordered")
+    # The backend by parallel_config, not Parallel(backend=...): named in Parallel, the dask
+    # backend (joblib 1.6, distributed 2026.8) fails on these tasks with "Batch.__call__()
+    # got an unexpected keyword argument 'nesting_level'"; set by parallel_config it runs.
+    with parallel_config(backend=backend, n_jobs=n_jobs):
+        parallel = Parallel(return_as="generator_unordered")
     try:
         for result in parallel(delayed(run_task)(task) for task in tasks):
             if bar is not None:
