@@ -18,6 +18,19 @@ def open_kb(args: argparse.Namespace, *, read_only: bool = False) -> KnowledgeBa
     return KnowledgeBase(args.kb, read_only=read_only)
 
 
+def add_backend_arguments(p: argparse.ArgumentParser, *, n_jobs_help: str) -> None:
+    """``--n-jobs``, ``--backend`` and ``--scheduler`` (:func:`metabo.evaluation.backends.backend_context`)."""
+    from metabo.evaluation.backends import BACKENDS
+
+    p.add_argument("--n-jobs", type=int, default=1, help=n_jobs_help)
+    p.add_argument("--backend", default="loky",
+                   help=f"joblib backend: {', '.join(BACKENDS)} (dask: pip install 'metabo[dask]'; "
+                        "ray: pip install 'metabo[ray]')")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="the Dask scheduler (tcp://127.0.0.1:8786) or Ray cluster to run on; "
+                        "default with dask/ray: a local cluster of --n-jobs workers")
+
+
 def _print_frame(df: pd.DataFrame, fmt: str) -> None:
     if fmt == "csv":
         print(df.to_csv(index=False), end="")
@@ -184,7 +197,8 @@ def cmd_build(args: argparse.Namespace) -> int:
             bar.refresh()
 
         report = build_knowledge_base(
-            kb, specs, algorithms, settings, n_jobs=args.n_jobs, backend=args.backend, batch_size=args.batch_size,
+            kb, specs, algorithms, settings, n_jobs=args.n_jobs, backend=args.backend, scheduler=args.scheduler,
+            batch_size=args.batch_size,
             progress=lambda _: bar.update(), on_dataset=lambda _: ds_bar.update(), on_plan=plan,
         )
         bar.close()
@@ -223,8 +237,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--time-limit", type=float, default=60.0, help="seconds per evaluation (0: none)")
     p.add_argument("--memory-limit", type=int, default=4096, help="MB per evaluation (0: none)")
     p.add_argument("--predictions", action="store_true", help="keep validation and test probabilities")
-    p.add_argument("--n-jobs", type=int, default=1)
-    p.add_argument("--backend", default="loky", help="joblib backend: loky, threading, dask, ray")
+    add_backend_arguments(p, n_jobs_help="evaluations at once (workers of a local cluster)")
     p.add_argument("--batch-size", type=int, default=25, help="evaluations recorded per transaction")
     p.set_defaults(func=cmd_build)
     p = ks.add_parser("datasets", parents=[common, fmt], help="list stored datasets")

@@ -6,7 +6,10 @@ task x configuration matrix is dense (as OpenML's and the PMF meta-datasets are)
 rankings compare across tasks. Every evaluation is recorded (status ok, crash, timeout or
 memout) under one session, ``build-<hash of the settings>``; results are written in
 small batches as they arrive, so a re-run with the same settings evaluates only what is
-missing, and a killed build loses at most the batch in flight.
+missing, and a killed build loses at most the batch in flight. Evaluations run on the
+workers of any joblib backend, a Dask or Ray cluster included
+(:func:`~metabo.evaluation.backends.backend_context`); each task names its dataset by
+spec and loader options, and the worker loads it.
 
 Datasets are stored with their meta-features first. A dataset flagged for lost decimal
 points is trained on only after the flagged columns are repaired (from a clean sibling
@@ -22,8 +25,10 @@ import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import Any, NamedTuple
 
 from metabo.data.dataset import Dataset
+from metabo.evaluation.backends import backend_context, check_backend
 from metabo.evaluation.evaluate import DEFAULT_METRICS, PRIMARY_METRIC, record
 from metabo.evaluation.parallel import EvalTask, TaskResult, evaluate_many
 from metabo.evaluation.protocols import EvaluationProtocol, Holdout
@@ -85,26 +90,42 @@ def sample_configurations(algorithm: str, n: int, seed: int) -> list[dict]:
     return list(seen.values())
 
 
-def load_for_training(spec: str) -> tuple[Dataset, Dataset | None, str]:
-    """(dataset as stored, dataset to train on or None, note) for a loader spec.
+class Loaded(NamedTuple):
+    """A dataset spec loaded for training: the dataset as stored, the dataset trained on
+    (None when nothing is left), a note on what was done to it, and the
+    :func:`~metabo.data.loaders.load_dataset` options that load ``trainable`` again from
+    the spec (what a worker does, :class:`~metabo.evaluation.parallel.EvalTask`)."""
+
+    stored: Dataset
+    trainable: Dataset | None
+    note: str
+    options: tuple[tuple[str, Any], ...]
+
+
+def load_for_training(spec: str, target: str | None = None) -> Loaded:
+    """The dataset of a loader spec, as stored and as trained on.
 
     KEEL datasets are repaired where a clean sibling exists and otherwise have their
-    flagged columns dropped (noted); every other source is used as loaded.
+    flagged columns dropped (noted); every other source is used as loaded (a file with
+    its ``target`` column).
     """
     from metabo.data.loaders import load_dataset
 
     if not spec.startswith("keel:"):
-        ds = load_dataset(spec)
-        return ds, ds, ""
-    stored = load_dataset(spec, lost_decimals="repair")
+        options = () if target is None else (("target", target),)
+        ds = load_dataset(spec, **dict(options))
+        return Loaded(ds, ds, "", options)
+    repair = (("lost_decimals", "repair"),)
+    stored = load_dataset(spec, **dict(repair))
     if not stored.flags:
-        return stored, stored, ""
+        return Loaded(stored, stored, "", repair)
     try:
         dropped = load_dataset(spec, lost_decimals="drop")
     except DataQualityError as e:
-        return stored, None, str(e)
+        return Loaded(stored, None, str(e), ())
     cols = ", ".join(stored.flags["lost_decimals"])
-    return stored, dropped, f"trained without the columns that lost their decimal points ({cols})"
+    return Loaded(stored, dropped, f"trained without the columns that lost their decimal points ({cols})",
+                  (("lost_decimals", "drop"),))
 
 
 def _done(kb: KnowledgeBase, session: str) -> set[tuple[str, str]]:
@@ -123,6 +144,7 @@ def build_knowledge_base(
     *,
     n_jobs: int = 1,
     backend: str = "loky",
+    scheduler: str | None = None,
     batch_size: int = 25,
     batch_seconds: float = 20.0,
     progress: Callable[[TaskResult], None] | None = None,
@@ -136,28 +158,33 @@ def build_knowledge_base(
         datasets: loader specs (``keel:iris``, ``sklearn:wine``, a file path, ...).
         algorithms: algorithm names (:data:`metabo.space.algorithms.ALGORITHMS`).
         settings: configurations, protocol, metrics and per-run limits.
-        n_jobs, backend: joblib parallelism (``loky``, ``dask``, ``ray``, ...).
+        n_jobs, backend, scheduler: ``n_jobs`` workers of the joblib ``backend``
+            (``loky``, ``threading``, ``sequential``, ``dask``, ``ray``); for dask and
+            ray, the cluster at ``scheduler`` or a local one of ``n_jobs`` workers
+            (:func:`~metabo.evaluation.backends.backend_context`). Workers load each
+            dataset from its spec; results are recorded as they arrive.
         batch_size, batch_seconds: results are recorded every that many results or
             seconds, whichever comes first, each batch in one transaction.
         progress: called with each result as it arrives.
         on_dataset: called with each dataset spec once it is stored.
         on_plan: called with (evaluations to run, evaluations already stored).
     """
+    check_backend(backend, address=scheduler, n_jobs=n_jobs)
     start = time.monotonic()
     session = settings.session_id()
     configs = {a: sample_configurations(a, settings.n_configs, settings.seed) for a in algorithms}
-    train_sets: dict[str, Dataset] = {}
+    train_sets: dict[str, tuple[str, tuple[tuple[str, Any], ...]]] = {}  # id -> (spec, load options)
     without_runs: dict[str, str] = {}
     notes: dict[str, str] = {}
     for spec in datasets:
-        stored, trainable, note = load_for_training(spec)
+        stored, trainable, note, options = load_for_training(spec)
         ds_id = (kb.add_dataset(stored) if has_own_meta_features(kb, stored)
                  else ingest_dataset(kb, stored, seed=settings.seed))
         if trainable is None:
             without_runs[ds_id] = note
             logger.warning("%s gets no runs: %s", spec, note)
         else:
-            train_sets[ds_id] = trainable
+            train_sets[ds_id] = (spec, options)
             if note:
                 notes[ds_id] = note
                 logger.info("%s: %s", spec, note)
@@ -169,10 +196,10 @@ def build_knowledge_base(
 
     done = _done(kb, session)
     tasks = [
-        EvalTask(dataset_id=ds_id, dataset=ds, algorithm=algo, params=params, protocol=settings.protocol,
+        EvalTask(dataset_id=ds_id, dataset=ds_spec, algorithm=algo, params=params, protocol=settings.protocol,
                  seed=settings.seed, time_limit=settings.time_limit, memory_limit_mb=settings.memory_limit_mb,
-                 metrics=settings.metrics, keep_predictions=settings.keep_predictions)
-        for algo, plist in configs.items() for params in plist for ds_id, ds in train_sets.items()
+                 metrics=settings.metrics, keep_predictions=settings.keep_predictions, load_options=options)
+        for algo, plist in configs.items() for params in plist for ds_id, (ds_spec, options) in train_sets.items()
         if (ds_id, config_id(algo, params)) not in done
     ]
     skipped = sum(len(p) for p in configs.values()) * len(train_sets) - len(tasks)
@@ -181,11 +208,12 @@ def build_knowledge_base(
     by_status: dict[str, int] = {}
     kb.add_algorithms(algorithms)
     recorded = 0
-    for batch in _batches(evaluate_many(tasks, n_jobs=n_jobs, backend=backend, progress=progress),
-                          batch_size, batch_seconds):
-        _record_batch(kb, batch, session, by_status)
-        recorded += len(batch)
-        logger.info("recorded %d of %d evaluations", recorded, len(tasks))
+    with backend_context(backend, address=scheduler, n_jobs=n_jobs):
+        for batch in _batches(evaluate_many(tasks, n_jobs=n_jobs, backend=backend, progress=progress),
+                              batch_size, batch_seconds):
+            _record_batch(kb, batch, session, by_status)
+            recorded += len(batch)
+            logger.info("recorded %d of %d evaluations", recorded, len(tasks))
     kb.set_session_status(session, "done")
     return BuildReport(session, len(tasks), skipped, by_status, without_runs, time.monotonic() - start)
 
