@@ -9,7 +9,8 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from metabo.cli.kb_cmds import open_kb
+from metabo.cli.kb_cmds import add_backend_arguments, open_kb
+from metabo.exceptions import InputDataError
 from metabo.optimizer.history import TrialRecord
 
 STRATEGIES = ("random", "gp", "gp-dense", "gp-per-algorithm", "knn", "rgpe", "rlgp", "scot")
@@ -26,6 +27,9 @@ def cmd_tune_ensemble(args: argparse.Namespace) -> int:
 
     if args.reshuffle or args.select != "argmin":
         raise SystemExit("--ensemble keeps one validation part and builds its own ensemble: drop --reshuffle/--select")
+    if args.n_jobs != 1 or args.backend != "loky" or args.scheduler is not None:
+        raise InputDataError("--ensemble evaluates one trial at a time (its search reads each trial's predictions "
+                             "before the next ask): drop --n-jobs/--backend/--scheduler")
     options = {} if args.ensemble_size is None else {"ensemble_size": args.ensemble_size}
     if args.ensemble == "eo":
         options["loss"] = args.eo_loss
@@ -76,7 +80,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
             args.data, target=args.target, budget=args.budget, space=space, strategy=args.strategy, kb=kb,
             seed=args.seed, reshuffle=args.reshuffle, select=args.select.replace("-", "_"), metric=args.metric,
             time_limit=args.time_limit, session_id=args.session, meta_features=not args.no_meta_features,
-            progress=progress, refit=args.refit,
+            progress=progress, refit=args.refit, n_jobs=args.n_jobs, backend=args.backend, scheduler=args.scheduler,
         )
     done = len(result.history.completed)
     failed = sum(not r.ok for r in result.history.completed)
@@ -111,6 +115,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--refit", action="store_true",
                    help="also train the selected configuration on training + validation rows and report its test error")
     p.add_argument("--no-meta-features", action="store_true", help="store the dataset without meta-features")
+    add_backend_arguments(p, n_jobs_help="trials evaluated at once, in synchronous batches (1: sequential)")
     p.add_argument("--ensemble", choices=("esmbo", "eo", "divbo", "posthoc"),
                    help="build an ensemble: ESMBO, EO, DivBO, or post-hoc ensemble selection, around --strategy")
     p.add_argument("--ensemble-size", type=int,

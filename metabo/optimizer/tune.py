@@ -23,21 +23,37 @@ optimizer saw).
 ``budget`` counts completed trials of the session: continuing a stored session
 (``session_id`` of an existing one) runs only what is missing, re-evaluating first a
 trial that was pending when the previous process stopped.
+
+Parallel trials (``n_jobs`` > 1, any joblib ``backend``: ``loky``, ``dask``, ``ray``,
+see :func:`~metabo.evaluation.backends.backend_context`) run in synchronous batches:
+ask ``n_jobs`` trials, evaluate them at once with
+:func:`~metabo.evaluation.parallel.evaluate_many`, tell them in trial-number order (each
+as soon as those before it are told), and ask the next batch; the last batch is cut to
+what the budget still needs. While a batch is asked, its earlier trials are pending,
+and :meth:`Optimizer.ask` shows them to the strategy as constant lies (Ginsbourger, Le
+Riche & Carraro 2010, "Kriging is well-suited to parallelize optimization"), so a batch
+is spread out rather than ``n_jobs`` copies of one suggestion. Every ask therefore sees
+a history fixed by the seed, ``n_jobs`` and the told values, never by which worker
+finished first: a run is reproducible on any backend, and ``n_jobs=1`` is the
+sequential run. Trials left pending by a killed batch make up the first batch of the
+resumed run on their own (no new trial joins them), so the batches after it are the
+uninterrupted run's.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from metabo.data.dataset import Dataset
 from metabo.evaluation.evaluate import DEFAULT_METRICS, Evaluation
-from metabo.evaluation.parallel import EvalTask, run_task
+from metabo.evaluation.backends import backend_context, check_backend
+from metabo.evaluation.parallel import EvalTask, TaskResult, evaluate_many, run_task
 from metabo.evaluation.protocols import (
     EvaluationProtocol,
     Holdout,
@@ -89,22 +105,18 @@ class TuneResult:
         return self.best.test_value
 
 
-def _load(dataset: Dataset | str, target: str | None) -> tuple[Dataset, Dataset]:
-    """(the dataset as stored, the dataset trained on): they differ only for a KEEL dataset
-    whose flagged columns are dropped, as ``metabo kb build`` does."""
+def _load(dataset: Dataset | str, target: str | None) -> tuple[Dataset, Dataset, tuple[tuple[str, Any], ...]]:
+    """(the dataset as stored, the dataset trained on, the loader options that load the
+    latter from the spec): the two differ only for a KEEL dataset whose flagged columns
+    are dropped, as ``metabo kb build`` does."""
     if isinstance(dataset, Dataset):
-        return dataset, dataset
-    if target is not None:
-        from metabo.data.loaders import load_dataset
-
-        loaded = load_dataset(dataset, target=target)
-        return loaded, loaded
+        return dataset, dataset, ()
     from metabo.ingest.build import load_for_training
 
-    stored, trainable, note = load_for_training(dataset)
+    stored, trainable, note, options = load_for_training(dataset, target)
     if trainable is None:
         raise InputDataError(f"{dataset}: nothing left to train on ({note})")
-    return stored, trainable
+    return stored, trainable, options
 
 
 def _protocol(protocol: EvaluationProtocol | None, reshuffle: bool) -> EvaluationProtocol:
@@ -160,12 +172,24 @@ def open_session(
 @dataclass(frozen=True)
 class Setup:
     """A dataset ready to tune on: as trained on, its id in the knowledge base, the
-    protocol and the metrics recorded."""
+    protocol and the metrics recorded; ``spec`` and ``load_options`` load ``data`` again
+    (what workers do) when it came from a loader spec."""
 
     data: Dataset
     dataset_id: str | None
     protocol: EvaluationProtocol
     metrics: tuple[str, ...]
+    spec: str | None = None
+    load_options: tuple[tuple[str, Any], ...] = ()
+
+    def task(self, trial: Trial | TrialRecord, protocol: EvaluationProtocol, *, seed: int,
+             time_limit: float | None, memory_limit_mb: int | None, keep_predictions: bool) -> EvalTask:
+        """The evaluation of ``trial`` (by spec when there is one, module docstring)."""
+        return EvalTask(dataset_id=self.dataset_id or self.data.name,
+                        dataset=self.data if self.spec is None else self.spec, algorithm=trial.algorithm,
+                        params=trial.params, protocol=protocol, seed=seed, time_limit=time_limit,
+                        memory_limit_mb=memory_limit_mb, metrics=self.metrics, keep_predictions=keep_predictions,
+                        load_options=self.load_options, tag=trial.number)
 
     def settings(self, budget: int, time_limit: float | None, memory_limit_mb: int | None) -> dict[str, Any]:
         """The session settings stored with the optimizer."""
@@ -180,7 +204,7 @@ def prepare(
 ) -> Setup:
     """Load ``dataset``, store it in ``kb`` (with its meta-features unless
     ``meta_features=False``) and fix the protocol (see :func:`tune`)."""
-    stored, data = _load(dataset, target)
+    stored, data, options = _load(dataset, target)
     protocol = _protocol(protocol, reshuffle)
     metrics = tuple(dict.fromkeys((metric, *metrics)))
     dataset_id = None
@@ -189,7 +213,8 @@ def prepare(
 
         dataset_id = (ingest_dataset(kb, stored, seed=seed)
                       if meta_features and not has_own_meta_features(kb, stored) else kb.add_dataset(stored))
-    return Setup(data, dataset_id, protocol, metrics)
+    spec = dataset if isinstance(dataset, str) else None
+    return Setup(data, dataset_id, protocol, metrics, spec, options)
 
 
 def strategy_factory(name: str, kb: KnowledgeBase | None, dataset_id: str | None, space: CASHSpace | SearchSpace,
@@ -216,23 +241,41 @@ def build_strategy(strategy: Strategy | str, kb: KnowledgeBase | None, dataset_i
 
 def run_trials(
     opt: Optimizer, setup: Setup, *, budget: int, seed: int, time_limit: float | None = None,
-    memory_limit_mb: int | None = None, keep_predictions: bool = True,
-    progress: Callable[[TrialRecord], None] | None = None,
+    memory_limit_mb: int | None = None, keep_predictions: bool = True, n_jobs: int = 1, backend: str = "loky",
+    scheduler: str | None = None, progress: Callable[[TrialRecord], None] | None = None,
     on_evaluated: Callable[[TrialRecord, list[Evaluation]], None] | None = None,
 ) -> None:
-    """Ask, evaluate and tell until ``budget`` trials of the session are complete;
-    ``on_evaluated`` sees each told trial with its evaluations (before ``progress``)."""
-    while len(opt.history.completed) < budget:
-        trial = opt.ask()
-        evaluations = _evaluate(trial, setup.data, setup.dataset_id, setup.protocol, seed=seed,
-                                metrics=setup.metrics, time_limit=time_limit, memory_limit_mb=memory_limit_mb,
-                                keep_predictions=keep_predictions)
-        record = opt.tell(trial, evaluations=evaluations, **_outcome(evaluations, opt.metric))
-        logger.info("trial %d %s: %s %.4g", record.number, record.algorithm, record.status, record.value)
-        if on_evaluated is not None:
-            on_evaluated(record, evaluations)
-        if progress is not None:
-            progress(record)
+    """Ask, evaluate and tell, in batches of ``n_jobs`` trials evaluated at once on
+    ``backend`` (at ``scheduler`` for dask/ray), until ``budget`` trials of the session
+    are complete (module docstring); ``on_evaluated`` sees each told trial with its
+    evaluations (before ``progress``)."""
+    with backend_context(backend, address=scheduler, n_jobs=n_jobs):
+        while (needed := budget - len(opt.history.completed)) > 0:
+            pending = len(opt.history.pending)  # left by a killed batch: re-asked on their own
+            batch = [opt.ask() for _ in range(min(n_jobs, needed, pending or n_jobs))]
+            tasks = [setup.task(trial, _at(setup.protocol, trial.number), seed=seed, time_limit=time_limit,
+                                memory_limit_mb=memory_limit_mb, keep_predictions=keep_predictions)
+                     for trial in batch]
+            for trial, result in _in_order(batch, evaluate_many(tasks, n_jobs=n_jobs, backend=backend)):
+                evaluations = _evaluations(trial, result)
+                record = opt.tell(trial, evaluations=evaluations, **_outcome(evaluations, opt.metric))
+                logger.info("trial %d %s: %s %.4g", record.number, record.algorithm, record.status, record.value)
+                if on_evaluated is not None:
+                    on_evaluated(record, evaluations)
+                if progress is not None:
+                    progress(record)
+
+
+def _in_order(batch: list[Trial], results: Iterator[TaskResult]) -> Iterator[tuple[Trial, TaskResult]]:
+    """(trial, result) in the batch's order, each as soon as it and those before it are
+    done (a result's task is tagged with its trial number)."""
+    done: dict[int, TaskResult] = {}
+    at = 0
+    for result in results:
+        done[result.task.tag] = result
+        while at < len(batch) and batch[at].number in done:
+            yield batch[at], done.pop(batch[at].number)
+            at += 1
 
 
 def tune(
@@ -256,6 +299,9 @@ def tune(
     meta_features: bool = True,
     progress: Callable[[TrialRecord], None] | None = None,
     refit: bool = False,
+    n_jobs: int = 1,
+    backend: str = "loky",
+    scheduler: str | None = None,
 ) -> TuneResult:
     """Tune ``dataset`` for ``budget`` trials; return the selected configuration.
 
@@ -278,8 +324,13 @@ def tune(
         progress: called with each completed trial.
         refit: also train the selected configuration on training + validation rows and
             score it on the test part (module docstring).
+        n_jobs, backend, scheduler: evaluate ``n_jobs`` trials at once on the joblib
+            ``backend`` (``loky``, ``dask``, ``ray``, ...; for dask and ray the cluster at
+            ``scheduler`` or a local one), in synchronous batches (module docstring);
+            ``n_jobs=1`` is the sequential run.
     """
     check_budget(budget)
+    check_backend(backend, address=scheduler, n_jobs=n_jobs)
     setup = prepare(dataset, kb=kb, target=target, protocol=protocol, reshuffle=reshuffle, metric=metric,
                     metrics=metrics, meta_features=meta_features, seed=seed)
     if space is None:
@@ -290,17 +341,17 @@ def tune(
     opt = open_session(kb, space, strategy, session_id=session_id, dataset_id=setup.dataset_id, metric=metric, seed=seed,
                  settings=setup.settings(budget, time_limit, memory_limit_mb))
     run_trials(opt, setup, budget=budget, seed=seed, time_limit=time_limit, memory_limit_mb=memory_limit_mb,
-               keep_predictions=keep_predictions, progress=progress)
-    data, dataset_id, protocol, metrics = setup.data, setup.dataset_id, setup.protocol, setup.metrics
+               keep_predictions=keep_predictions, n_jobs=n_jobs, backend=backend, scheduler=scheduler,
+               progress=progress)
     opt.finish()
     best = opt.best(select)
     refit_error = None
-    if refit:
-        evaluations = _evaluate(best, data, dataset_id, RefitOnTrainValid(_at(protocol, best.number)), seed=seed,
-                                metrics=metrics, time_limit=time_limit, memory_limit_mb=memory_limit_mb,
-                                keep_predictions=False)
+    if refit:  # here, on the dataset in memory
+        task = setup.task(best, RefitOnTrainValid(_at(setup.protocol, best.number)), seed=seed,
+                          time_limit=time_limit, memory_limit_mb=memory_limit_mb, keep_predictions=False)
+        evaluations = _evaluations(best, run_task(replace(task, dataset=setup.data)))
         refit_error = _outcome(evaluations, metric).get("test_value")
-    return TuneResult(opt.session_id, dataset_id, metric, select, best, opt.history, refit_error)
+    return TuneResult(opt.session_id, setup.dataset_id, metric, select, best, opt.history, refit_error)
 
 
 def _at(protocol: EvaluationProtocol, number: int) -> EvaluationProtocol:
@@ -308,16 +359,8 @@ def _at(protocol: EvaluationProtocol, number: int) -> EvaluationProtocol:
     return protocol.at(number) if isinstance(protocol, ReshuffledHoldout) else protocol
 
 
-def _evaluate(
-    trial: Trial | TrialRecord, data: Dataset, dataset_id: str | None, protocol: EvaluationProtocol, *, seed: int,
-    metrics: tuple[str, ...], time_limit: float | None, memory_limit_mb: int | None, keep_predictions: bool,
-) -> list[Evaluation]:
-    """The trial's evaluations, as ``metabo kb build`` runs them (module docstring)."""
-    protocol = _at(protocol, trial.number)
-    task = EvalTask(dataset_id=dataset_id or data.name, dataset=data, algorithm=trial.algorithm,
-                    params=trial.params, protocol=protocol, seed=seed, time_limit=time_limit,
-                    memory_limit_mb=memory_limit_mb, metrics=metrics, keep_predictions=keep_predictions)
-    result = run_task(task)
+def _evaluations(trial: Trial | TrialRecord, result: TaskResult) -> list[Evaluation]:
+    """The trial's evaluations; a task that could not run at all is an error, not an outcome."""
     if not result.ok:
         raise EvaluationError(f"trial {trial.number} ({trial.algorithm}) could not run: {result.error}")
     return result.evaluations
