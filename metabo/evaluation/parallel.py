@@ -28,6 +28,7 @@ failed status (:mod:`metabo.evaluation.evaluate`).
 from __future__ import annotations
 
 import functools
+import itertools
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -122,10 +123,8 @@ def evaluate_many(
     # The backend by parallel_config, not Parallel(backend=...): named in Parallel, the dask
     # backend (joblib 1.6, distributed 2026.8) fails on these tasks with "Batch.__call__()
     # got an unexpected keyword argument 'nesting_level'"; set by parallel_config it runs.
-    with parallel_config(backend=backend, n_jobs=n_jobs):
-        parallel = Parallel(return_as="generator_unordered")
     try:
-        for result in parallel(delayed(run_task)(task) for task in tasks):
+        for result in _stream((delayed(run_task)(task) for task in tasks), n_jobs, backend):
             if bar is not None:
                 bar.update(1)
             elif callable(progress):
@@ -134,3 +133,18 @@ def evaluate_many(
     finally:
         if bar is not None:
             bar.close()
+
+
+def _stream(calls: Iterator[Any], n_jobs: int, backend: str) -> Iterator[TaskResult]:
+    """The results of ``calls`` as they finish; on a backend that cannot return a
+    generator (Ray's, joblib's multiprocessing), chunk by chunk of ``2 n_jobs`` calls."""
+    with parallel_config(backend=backend, n_jobs=n_jobs):
+        try:
+            parallel, chunked = Parallel(return_as="generator_unordered"), False
+        except ValueError:  # "does not support return_as=generator_unordered"
+            parallel, chunked = Parallel(return_as="list"), True
+    if not chunked:
+        yield from parallel(calls)
+        return
+    while chunk := list(itertools.islice(calls, 2 * max(n_jobs, 1))):
+        yield from parallel(chunk)

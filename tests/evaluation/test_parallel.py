@@ -74,3 +74,13 @@ def test_run_task_loads_a_dataset_spec_once_per_worker():
     first, second = run_task(task), run_task(task)
     assert first.evaluations[0].valid == second.evaluations[0].valid
     assert first.evaluations[0].valid_proba is None
+
+
+def test_a_backend_without_generators_streams_chunk_by_chunk(mixed):
+    """joblib's multiprocessing backend (like Ray's) cannot return a generator: results come
+    by chunks of 2 n_jobs tasks, the same as one worker's."""
+    tasks = [EvalTask("test-mixed", mixed, "logreg", {"C": c}, seed=1, factory=LOGREG, tag=i)
+             for i, c in enumerate((0.01, 0.03, 0.1, 0.3, 1.0))]
+    chunked = list(evaluate_many(iter(tasks), n_jobs=2, backend="multiprocessing"))
+    assert sorted(r.task.tag for r in chunked) == [0, 1, 2, 3, 4]
+    assert _values(chunked) == _values(evaluate_many(tasks, backend="sequential"))
