@@ -5,7 +5,7 @@ optimizer stores (the space as ConfigSpace JSON, seed, metric), ``service.strate
 name :func:`metabo.optimizer.tune.strategy_factory` rebuilds the strategy from. Every ask
 and tell is in the knowledge base when the request returns, so the service can stop at
 any time: on the first request for a study after a restart, :class:`StudyManager` resumes
-it from the store (:func:`resume_keeping_pending`).
+it from the store (:meth:`Optimizer.resume`).
 
 Concurrency: requests run on a thread pool. Each study has a lock, so its asks and tells
 happen one at a time (the optimizer's history is not shared unguarded); the store has
@@ -15,7 +15,7 @@ study get distinct configurations: asked configurations are never suggested agai
 :meth:`Optimizer.ask` shows the strategy the pending ones (constant liar).
 
 Pending trials belong to the client that asked them, also across a restart: a resumed
-study does not hand them out again (``Optimizer.resume`` would re-ask them first, right
+study does not hand them out again (``reask_pending=False``; re-asking them first is right
 for a single process that stopped mid-evaluation, wrong for a service whose clients are
 still evaluating); they stay tellable. A trial whose client died stays pending; tell it
 as ``crash`` to close it.
@@ -57,18 +57,6 @@ T = TypeVar("T")
 
 #: The key of the service's own settings in a study's stored session settings.
 SETTINGS_KEY = "service"
-
-
-def resume_keeping_pending(kb: KnowledgeBase, session_id: str, space: CASHSpace, strategy: Strategy) -> Optimizer:
-    """:meth:`Optimizer.resume`, except that pending trials are not re-asked: they stay
-    pending, owned by the clients that asked them, and tellable (module docstring).
-
-    Clears the optimizer's re-ask queue, the one private attribute this module touches;
-    ``Optimizer.resume(..., reask_pending=False)`` would make this a keyword.
-    """
-    opt = Optimizer.resume(kb, session_id, space, strategy)
-    opt._reask.clear()  # noqa: SLF001 - see the docstring
-    return opt
 
 
 @dataclass(frozen=True)
@@ -173,7 +161,7 @@ class StudyManager:
             name = settings[SETTINGS_KEY]["strategy"]
             space = CASHSpace.from_json(settings["space"])
             strategy = self._strategy(kb, name, row["dataset_id"], space, settings["metric"], int(settings["seed"]))
-            opt = resume_keeping_pending(kb, study_id, space, strategy)
+            opt = Optimizer.resume(kb, study_id, space, strategy, reask_pending=False)
         opt.kb = self.store  # type: ignore[assignment]  # later writes go through the lock
         entry.optimizer, entry.strategy = opt, name
         logger.info("study %s resumed from the store: %d trials, %d pending", study_id, len(opt.history),
