@@ -69,6 +69,7 @@ def _kill_after(number: int):
     return progress
 
 
+@pytest.mark.filterwarnings("ignore:1 tasks have been successfully executed:UserWarning")  # the kill drops one
 def test_a_run_killed_mid_batch_resumes_into_the_uninterrupted_history(tmp_path):
     common = {"space": SPACE, "seed": 1, "n_jobs": 2, "meta_features": False}
     with KnowledgeBase(tmp_path / "kb.duckdb") as kb:
