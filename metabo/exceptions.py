@@ -60,6 +60,10 @@ class EvaluationError(MetaboError, RuntimeError):
     configuration (e.g. a worker process died without reporting)."""
 
 
+class BackendError(MetaboError, RuntimeError):
+    """A parallel backend cannot be used: its package is missing or its cluster unreachable."""
+
+
 class SurrogateError(MetaboError, RuntimeError):
     """A surrogate model cannot be fitted or used: a covariance matrix that stays
     singular with the largest jitter, or a prediction asked before ``fit`` (malformed

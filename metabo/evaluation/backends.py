@@ -30,16 +30,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from metabo.exceptions import InputDataError, MetaboError
+from metabo.exceptions import BackendError, InputDataError
 
 logger = logging.getLogger(__name__)
 
 LOCAL_BACKENDS = ("loky", "threading", "sequential", "multiprocessing")
 BACKENDS = (*LOCAL_BACKENDS, "dask", "ray")
-
-
-class BackendError(MetaboError, RuntimeError):
-    """A parallel backend cannot be used: its package is missing or its cluster unreachable."""
 
 
 def check_backend(name: str, *, address: str | None = None, n_jobs: int = 1) -> None:

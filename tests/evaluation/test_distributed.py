@@ -13,9 +13,9 @@ from collections.abc import Iterator
 import pytest
 
 from metabo.cli.main import main
-from metabo.evaluation.backends import BackendError, backend_context
+from metabo.evaluation.backends import backend_context
 from metabo.evaluation.parallel import EvalTask, evaluate_many
-from metabo.exceptions import InputDataError
+from metabo.exceptions import BackendError, InputDataError
 from metabo.ingest.build import BuildSettings, build_knowledge_base, sample_configurations
 from metabo.kb import KnowledgeBase
 from metabo.optimizer import tune
