@@ -12,8 +12,10 @@ from tqdm import tqdm
 from metabo.cli.kb_cmds import add_backend_arguments, open_kb
 from metabo.exceptions import InputDataError
 from metabo.optimizer.history import TrialRecord
+from metabo.strategies.names import COLD_STRATEGIES
+from metabo.strategies.warm import WARM_STRATEGIES
 
-STRATEGIES = ("random", "gp", "gp-dense", "gp-per-algorithm", "knn", "rgpe", "rlgp", "scot")
+STRATEGIES = (*COLD_STRATEGIES, *WARM_STRATEGIES)
 
 
 def _fmt(value: float | None) -> str:

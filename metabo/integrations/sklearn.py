@@ -50,11 +50,11 @@ from metabo.evaluation.runner import describe
 from metabo.exceptions import InputDataError
 from metabo.integrations._sklearn_cash import CASHClassifier
 from metabo.integrations._sklearn_space import TunedSpace, tuned_space
+from metabo.strategies.names import COLD_STRATEGIES
 from metabo.strategies.warm import WARM_STRATEGIES
 
 logger = logging.getLogger(__name__)
 
-COLD_STRATEGIES = ("random", "gp", "gp-dense", "gp-per-algorithm")
 #: scoring -> the knowledge base's metric equal to ``1 - score`` (others: ``one_minus_<scoring>``)
 KB_METRICS = {None: "error_rate", "accuracy": "error_rate", "balanced_accuracy": "balanced_error_rate",
               "roc_auc": "one_minus_auc", "roc_auc_ovr": "one_minus_auc"}

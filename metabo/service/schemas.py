@@ -17,6 +17,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, model_validator
 
 from metabo.kb.schema import RUN_STATUSES
+from metabo.strategies.names import COLD_STRATEGIES
+from metabo.strategies.warm import WARM_STRATEGIES
 
 #: A finite float (an integer is accepted as one; NaN/inf and numeric strings are not).
 Finite = Annotated[float, Field(strict=True, allow_inf_nan=False)]
@@ -33,7 +35,7 @@ Identifier = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$"
 StudyId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")]
 Metric = Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_]{0,99}$")]
 Status = Literal["ok", "crash", "timeout", "memout"]
-StrategyName = Literal["knn", "rlgp", "rgpe", "scot", "random", "gp", "gp-dense", "gp-per-algorithm"]
+StrategyName = Literal[(*WARM_STRATEGIES, *COLD_STRATEGIES)]  # type: ignore[valid-type]
 #: Uploaded data as base64 text: at most 64 MiB of CSV or Parquet.
 MAX_UPLOAD_CHARS = 64 * 1024 * 1024 * 4 // 3 + 4
 assert set(Status.__args__) == set(RUN_STATUSES)  # type: ignore[attr-defined]

@@ -8,6 +8,7 @@ from metabo.exceptions import InputDataError
 from metabo.strategies.base import PosteriorModel, Strategy
 from metabo.strategies.gp import GPBO
 from metabo.strategies.gp_per_algorithm import PerAlgorithmGPBO
+from metabo.strategies.names import COLD_STRATEGIES
 from metabo.strategies.random import RandomSearch
 
 
@@ -28,7 +29,7 @@ def make_strategy(name: str, *, seed: int = 0, **kw: Any) -> Strategy:
         return GPBO(kernel="dense", seed=seed, **kw)
     if name == "gp-per-algorithm":
         return PerAlgorithmGPBO(seed=seed, **kw)
-    raise InputDataError(f"unknown strategy {name!r}; use random, gp, gp-dense or gp-per-algorithm")
+    raise InputDataError(f"unknown strategy {name!r}; use one of {', '.join(COLD_STRATEGIES)}")
 
 
 __all__ = ["make_strategy", "posterior_model"]
