@@ -11,10 +11,13 @@ import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+import duckdb
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from metabo.exceptions import InputDataError, UnknownAlgorithmError
+from metabo.kb._sql import SMALL_BATCH, in_list
 from metabo.kb._time import utcnow
 from metabo.kb.canonical import canonical_json, config_id_of_canonical
 
@@ -45,52 +48,65 @@ def algorithms(kb: KnowledgeBase) -> list[str]:
     return [r[0] for r in kb.connection.execute("SELECT name FROM algorithms ORDER BY name").fetchall()]
 
 
+def _as_list(values: Iterable[Any]) -> list[Any]:
+    """A column as a list of Python objects (``tolist`` when there is one: much faster
+    than iterating an Arrow-backed pandas array element by element)."""
+    tolist = getattr(values, "tolist", None)
+    return tolist() if callable(tolist) else list(values)
+
+
 def add_configurations(kb: KnowledgeBase, algorithms: Iterable[str], params: Iterable[Any]) -> list[str]:
     """Store configurations (canonical JSON + hash); return their ids in input order.
 
     Unknown algorithms raise :class:`UnknownAlgorithmError`; a params value that is
     not a JSON object raises :class:`InputDataError`; nothing is written then.
     """
-    algos = algorithms if isinstance(algorithms, pd.Series) else pd.Series(list(algorithms), dtype=object)
-    plist = params if isinstance(params, pd.Series) else pd.Series(list(params), dtype=object)
-    algos, plist = algos.reset_index(drop=True), plist.reset_index(drop=True)
+    algos, plist = _as_list(algorithms), _as_list(params)
     if len(algos) != len(plist):
         raise InputDataError("algorithms and params differ in length")
-    missing = sorted(set(algos.unique()) - set(kb.algorithms()))
+    distinct = list(dict.fromkeys(algos))
+    sql, args = in_list([str(a) for a in distinct])
+    known = {r[0] for r in kb.connection.execute(f"SELECT name FROM algorithms WHERE name IN {sql}", args).fetchall()}  # noqa: S608
+    missing = sorted(set(distinct) - known)
     if missing:
         raise UnknownAlgorithmError(
             f"unknown algorithm(s) {missing[:5]}; register them first with add_algorithms"
         )
     # Canonicalize each distinct (algorithm, params) once: JSON texts are compared as
-    # given, mappings by their canonical text (they are not hashable).
-    if pd.api.types.infer_dtype(plist, skipna=False) == "string":
-        texts = plist
-    else:
-        texts = plist.astype(object).copy()
-        is_text = texts.map(lambda p: isinstance(p, str)).to_numpy(bool)
-        texts[~is_text] = [canonical_json(p) for p in texts[~is_text]]
-    codes, uniques = pd.factorize(algos.astype(str) + "\x00" + texts.astype(str))
-    rows = []
-    for key in uniques:
+    # given, mappings by their canonical text (they are not hashable). Factorized as an
+    # object array, not a Series: no per-call pandas overhead on one-row batches.
+    keys = np.empty(len(algos), dtype=object)
+    keys[:] = [f"{a}\x00{p if isinstance(p, str) else canonical_json(p)}" for a, p in zip(algos, plist, strict=True)]
+    codes, uniques = pd.factorize(keys)
+    rows = {}
+    unique_ids = np.empty(len(uniques), dtype=object)
+    for i, key in enumerate(uniques):
         algo, _, raw = key.partition("\x00")
         text = canonical_json(raw)
-        rows.append((config_id_of_canonical(algo, text), algo, text))
-    unique_ids = np.array([r[0] for r in rows], dtype=object)
-    ids = unique_ids[codes].tolist() if len(codes) else []
-    rows = list({r[0]: r for r in rows}.values())
-    frame = pd.DataFrame(rows, columns=["config_id", "algorithm", "params"])
-    frame["created_at"] = pd.Timestamp(utcnow())
+        unique_ids[i] = cid = config_id_of_canonical(algo, text)
+        rows.setdefault(cid, (algo, text))
+    ids = unique_ids[codes].tolist()
     with kb.transaction() as tx:
-        tx.register("_cfg_batch", frame)
-        try:
-            tx.execute(
-                "INSERT INTO configurations SELECT config_id, algorithm, params, created_at "
-                "FROM _cfg_batch b WHERE NOT EXISTS "
-                "(SELECT 1 FROM configurations c WHERE c.config_id = b.config_id)"
-            )
-        finally:
-            tx.unregister("_cfg_batch")
+        _insert_new(tx, rows)
     return ids
+
+
+def _insert_new(con: duckdb.DuckDBPyConnection, rows: dict[str, tuple[str, str]]) -> None:
+    """Insert the configurations ``{config_id: (algorithm, params)}`` not yet stored
+    (anti-joined in one statement; a small batch comes as list parameters, a large one
+    as a registered Arrow table, see :mod:`metabo.kb._sql`)."""
+    columns = {"config_id": list(rows), "algorithm": [r[0] for r in rows.values()], "params": [r[1] for r in rows.values()]}
+    insert = ("INSERT INTO configurations SELECT b.config_id, b.algorithm, b.params, ?::TIMESTAMP "
+              "FROM {source} b ANTI JOIN configurations c ON c.config_id = b.config_id")
+    if len(rows) <= SMALL_BATCH:
+        source = "(SELECT " + ", ".join(f"unnest(?::VARCHAR[]) AS {c}" for c in columns) + ")"
+        con.execute(insert.format(source=source), [utcnow(), *columns.values()])
+        return
+    con.register("_cfg_batch", pa.table({c: pa.array(v, pa.string()) for c, v in columns.items()}))
+    try:
+        con.execute(insert.format(source="_cfg_batch"), [utcnow()])
+    finally:
+        con.unregister("_cfg_batch")
 
 
 def get_configuration(kb: KnowledgeBase, cid: str) -> tuple[str, dict[str, Any]]:
