@@ -7,7 +7,9 @@ both ``algorithm`` and ``params`` (a mapping or JSON text). Optional, with defau
 ``split_seed``, ``fidelity``, ``fit_seconds``, ``predict_seconds``, ``status`` = ``ok``,
 ``message``, ``created_at`` = now (UTC).
 
-The batch is validated as a whole (vectorized) before anything is written; then, in
+The batch is validated as a whole, column by column on NumPy / pandas arrays (a
+DataFrame's per-operation overhead would dominate the one-row batches a service
+writes), before anything is written; then, in
 one transaction, configurations are stored and the runs inserted through DuckDB's
 Arrow scan with an anti-join on ``run_id`` (:data:`metabo.kb.schema.RUN_ID_SQL`), so
 the same run ingested twice is one row and a batch is all-or-nothing.
@@ -21,8 +23,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from metabo.exceptions import InputDataError, UnknownDatasetError
+from metabo.kb._sql import SMALL_BATCH, in_list
 from metabo.kb._time import utcnow
 from metabo.kb.schema import RUN_ID_SQL, RUN_STATUSES
 
@@ -49,6 +53,59 @@ def _bad_rows(mask: np.ndarray | pd.Series) -> str:
     return f"{len(idx)} row(s) (first: {head})"
 
 
+def _values(column: pd.Series) -> Any:
+    """A column's values without a copy: its extension array, else its NumPy array."""
+    return column.array if isinstance(column.dtype, pd.api.extensions.ExtensionDtype) else column.to_numpy()
+
+
+def _columns(runs: pd.DataFrame | Iterable[Mapping[str, Any]]) -> tuple[dict[str, Any], int]:
+    """The batch as ``{column: array}`` (NumPy or pandas extension arrays) and its length.
+
+    Rows given as mappings become object arrays, a key a row omits is NaN (as
+    ``pd.DataFrame(rows)`` has it); a frame's columns are used without a copy (and
+    never written to). Working on arrays rather than a frame keeps the per-operation
+    overhead of pandas off small batches.
+    """
+    if isinstance(runs, pd.DataFrame):
+        return {c: _values(s) for c, s in runs.items()}, len(runs)
+    rows = list(runs)
+    n = len(rows)
+    cols = {}
+    for key in dict.fromkeys(k for row in rows for k in row):
+        arr = np.empty(n, dtype=object)
+        for i, row in enumerate(rows):
+            arr[i] = row.get(key, np.nan)
+        cols[key] = arr
+    return cols, n
+
+
+def _as_strings(values: Any) -> Any:
+    """``values`` as text: unchanged when already text, else ``astype(str)``."""
+    if pd.api.types.infer_dtype(values, skipna=False) == "string":
+        return values
+    return pd.Series(values).astype(str).array
+
+
+# The dtype of a column a batch leaves out (split_seed and text as Arrow-backed arrays:
+# cheap to fill, check and hand to Arrow for a million rows).
+_DEFAULT_DTYPES: dict[str, str] = {"split_seed": "Int64", "status": "str", "message": "str"}
+
+
+def _constant(value: Any, n: int, column: str) -> Any:
+    """A column of ``n`` times ``value``."""
+    dtype = _DEFAULT_DTYPES.get(column)
+    if dtype is None:
+        return np.full(n, value)
+    return pd.array([value], dtype=dtype).take(np.zeros(n, dtype=np.intp))
+
+
+def _fill_missing(values: Any, default: Any) -> Any:
+    mask = pd.isna(values)
+    if not mask.any():
+        return values
+    return pd.Series(values).where(~mask, default).array
+
+
 def normalize_runs(kb: KnowledgeBase, runs: pd.DataFrame | Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     """Validate a batch and return it with the ``runs`` columns (``run_id`` still empty).
 
@@ -56,102 +113,143 @@ def normalize_runs(kb: KnowledgeBase, runs: pd.DataFrame | Iterable[Mapping[str,
     :class:`~metabo.exceptions.UnknownAlgorithmError`) naming the bad rows; stores
     the batch's new configurations, so call it inside the batch's transaction.
     """
-    frame = runs.copy() if isinstance(runs, pd.DataFrame) else pd.DataFrame(list(runs))
-    frame = frame.reset_index(drop=True)
-    if frame.empty:
+    cols = _normalize(kb, runs)
+    if cols is None:
         return pd.DataFrame(columns=list(RUN_COLUMNS))
-    unknown = set(frame.columns) - set(RUN_COLUMNS) - {"algorithm", "params"}
+    run_id = np.full(len(cols["dataset_id"]), None, dtype=object)
+    return pd.DataFrame({"run_id": run_id, **cols}, columns=list(RUN_COLUMNS), copy=False)
+
+
+def _normalize(kb: KnowledgeBase, runs: pd.DataFrame | Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """The validation of :func:`normalize_runs`: the batch's stored columns (without
+    ``run_id``) as arrays, or ``None`` for an empty batch."""
+    cols, n = _columns(runs)
+    if n == 0 or not cols:
+        return None
+    unknown = set(cols) - set(RUN_COLUMNS) - {"algorithm", "params"}
     if unknown:
         raise InputDataError(f"unknown run column(s) {sorted(unknown)}; expected {list(RUN_COLUMNS)}")
     for col in ("dataset_id", "metric", "source"):
-        if col not in frame.columns or frame[col].isna().any():
+        if col not in cols or pd.isna(cols[col]).any():
             raise InputDataError(f"every run needs a {col!r}")
-        if pd.api.types.infer_dtype(frame[col], skipna=False) != "string":
-            frame[col] = frame[col].astype(str)
+        cols[col] = _as_strings(cols[col])
     for col, default in _DEFAULTS.items():
-        if col not in frame.columns:
-            frame[col] = default
+        if col not in cols:
+            cols[col] = _constant(default, n, col)
         elif col in ("fold", "repeat", "status"):  # rows given as mappings may omit keys
-            frame[col] = frame[col].where(frame[col].notna(), default)
+            cols[col] = _fill_missing(cols[col], default)
 
     # status and value
-    bad = ~frame["status"].isin(RUN_STATUSES)
-    if bad.any():
+    status = cols["status"]
+    if not set(pd.unique(status)) <= set(RUN_STATUSES):
+        bad = ~pd.Series(status).isin(RUN_STATUSES).to_numpy()
         raise InputDataError(
             f"status must be one of {RUN_STATUSES}; {_bad_rows(bad)} have "
-            f"{sorted(set(frame.loc[bad, 'status'].astype(str)))[:3]}"
+            f"{sorted(set(pd.Series(status)[bad].astype(str)))[:3]}"
         )
     try:
-        value = pd.to_numeric(frame["value"], errors="raise").astype(np.float64)
+        value = np.asarray(pd.to_numeric(cols["value"], errors="raise").astype(np.float64))
     except (TypeError, ValueError) as e:
         raise InputDataError(f"run values must be numbers: {e}") from e
-    ok = (frame["status"] == "ok").to_numpy()
-    bad = ok & ~np.isfinite(value.to_numpy())
+    finite = np.isfinite(value)
+    bad = np.asarray(status == "ok", dtype=bool) & ~finite
     if bad.any():
         raise InputDataError(
             f"runs with status 'ok' need a finite value; {_bad_rows(bad)} are NaN or infinite "
             "(record failures with status crash/timeout/memout instead)"
         )
-    frame["value"] = value.where(np.isfinite(value), np.nan)
+    cols["value"] = value if finite.all() else np.where(finite, value, np.nan)
     for col in ("fit_seconds", "predict_seconds", "fidelity"):
-        vals = frame[col]
+        vals = cols[col]
         if vals.dtype != np.float64:
-            vals = pd.to_numeric(vals, errors="coerce").astype(np.float64)
+            vals = np.asarray(pd.to_numeric(vals, errors="coerce").astype(np.float64))
         if (vals < 0).any():
             raise InputDataError(f"{col} must be >= 0; {_bad_rows(vals < 0)} are negative")
-        frame[col] = vals
+        cols[col] = vals
     for col in ("fold", "repeat"):
-        vals = frame[col] if pd.api.types.is_integer_dtype(frame[col]) else pd.to_numeric(frame[col], errors="coerce")
-        if vals.isna().any() or (vals < 0).any() or (vals % 1 != 0).any():
+        vals = cols[col] if pd.api.types.is_integer_dtype(cols[col]) else pd.to_numeric(cols[col], errors="coerce")
+        if pd.isna(vals).any() or (vals < 0).any() or (vals % 1 != 0).any():
             raise InputDataError(f"{col} must be a non-negative integer")
-        frame[col] = vals.astype(np.int32)
-    if not pd.api.types.is_integer_dtype(frame["split_seed"]):
+        cols[col] = np.asarray(vals.astype(np.int32))
+    seeds = cols["split_seed"]
+    if not pd.api.types.is_integer_dtype(seeds):
         try:
-            seeds = pd.to_numeric(frame["split_seed"].astype(object).where(frame["split_seed"].notna(), None))
+            seeds = pd.to_numeric(np.where(pd.isna(seeds), None, np.asarray(seeds, dtype=object)))
         except (TypeError, ValueError) as e:
             raise InputDataError(f"split_seed must be an integer: {e}") from e
-        frame["split_seed"] = seeds
-    frame["split_seed"] = frame["split_seed"].astype("Int64")
-    if "created_at" not in frame.columns:
-        frame["created_at"] = pd.Timestamp(utcnow())
-    frame["created_at"] = pd.to_datetime(frame["created_at"], utc=True).dt.tz_localize(None)
-    frame["message"] = frame["message"].astype(object).where(frame["message"].notna(), None)
+    cols["split_seed"] = pd.array(seeds, dtype="Int64")
+    created = cols.get("created_at")
+    if created is None:
+        created = np.full(n, np.datetime64(utcnow(), "us"))
+    cols["created_at"] = np.asarray(pd.to_datetime(created, utc=True).tz_localize(None))
+    message = cols["message"]
+    if isinstance(message, np.ndarray):  # NaN as None (extension arrays have nulls)
+        cols["message"] = np.where(pd.isna(message), None, message.astype(object))
 
     # configurations
-    if "config_id" not in frame.columns or frame["config_id"].isna().any():
-        if "algorithm" not in frame.columns or "params" not in frame.columns:
+    if "config_id" not in cols or pd.isna(cols["config_id"]).any():
+        if "algorithm" not in cols or "params" not in cols:
             raise InputDataError("every run needs a 'config_id' or both 'algorithm' and 'params'")
-        frame["config_id"] = kb.add_configurations(frame["algorithm"].astype(str), frame["params"])
+        cols["config_id"] = np.asarray(kb.add_configurations(_as_strings(cols["algorithm"]), cols["params"]), dtype=object)
     else:
-        _check_known(kb, frame["config_id"], "configurations", "config_id", InputDataError, "configuration")
-    _check_known(kb, frame["dataset_id"], "datasets", "dataset_id", UnknownDatasetError, "dataset")
-    frame["run_id"] = None
-    return frame[list(RUN_COLUMNS)]
+        _check_known(kb, cols["config_id"], "configurations", "config_id", InputDataError, "configuration")
+    _check_known(kb, cols["dataset_id"], "datasets", "dataset_id", UnknownDatasetError, "dataset")
+    return {c: cols[c] for c in _ARROW_TYPES}
 
 
-def _check_known(kb: KnowledgeBase, values: pd.Series, table: str, column: str, exc: type, what: str) -> None:
-    uniq = pd.DataFrame({"v": pd.unique(values.astype(str))})
-    con = kb.connection
-    con.register("_known_check", uniq)
-    try:
-        missing = [r[0] for r in con.execute(
-            f"SELECT v FROM _known_check WHERE v NOT IN (SELECT {column} FROM {table}) LIMIT 5"  # noqa: S608
-        ).fetchall()]
-    finally:
-        con.unregister("_known_check")
+def _check_known(kb: KnowledgeBase, values: Any, table: str, column: str, exc: type, what: str) -> None:
+    distinct = list(dict.fromkeys(map(str, np.asarray(pd.unique(values), dtype=object).tolist())))
+    sql, params = in_list(distinct)
+    found = {r[0] for r in kb.connection.execute(
+        f"SELECT {column} FROM {table} WHERE {column} IN {sql}", params  # noqa: S608
+    ).fetchall()}
+    missing = [v for v in distinct if v not in found][:5]
     if missing:
         hint = "; register it first (add_dataset / register_dataset)" if what == "dataset" else ""
         raise exc(f"unknown {what}(s) {missing}{hint}")
 
 
+# The Arrow type of each stored column of a normalized batch; NaN in a float column is NULL.
+_ARROW_TYPES: dict[str, pa.DataType] = {
+    "dataset_id": pa.large_string(), "config_id": pa.large_string(), "metric": pa.large_string(), "value": pa.float64(),
+    "fold": pa.int32(), "repeat": pa.int32(), "split_seed": pa.int64(), "fit_seconds": pa.float64(),
+    "predict_seconds": pa.float64(), "status": pa.large_string(), "message": pa.large_string(),
+    "source": pa.large_string(),
+    "created_at": pa.timestamp("us"), "fidelity": pa.float64(),
+}
+
+
+def _arrow_batch(batch: pd.DataFrame | Mapping[str, Any]) -> pa.Table:
+    """A normalized batch (a frame, or the columns :func:`_normalize` returns) as an
+    Arrow table with the stored types, without ``run_id``."""
+    columns = {c: _values(batch[c]) for c in _ARROW_TYPES} if isinstance(batch, pd.DataFrame) else batch
+    return pa.table({c: pa.array(columns[c], type=t, from_pandas=True) for c, t in _ARROW_TYPES.items()})
+
+
 def run_ids(kb: KnowledgeBase, frame: pd.DataFrame) -> list[str]:
     """The ``run_id`` of each row of a normalized batch (same SQL as the insert)."""
     con = kb.connection
-    con.register("_run_ids", frame.drop(columns="run_id"))
+    con.register("_run_ids", _arrow_batch(frame))
     try:
         return [r[0] for r in con.execute(f"SELECT {RUN_ID_SQL} FROM _run_ids").fetchall()]
     finally:
         con.unregister("_run_ids")
+
+
+def _may_repeat(kb: KnowledgeBase, batch: pa.Table) -> bool:
+    """Whether two rows of the registered batch may have the same identity.
+
+    A screen: ``False`` proves the identities distinct. A few rows are compared as
+    Python tuples (no query); more by 64-bit hashes in DuckDB (distinct hashes prove
+    distinct identities).
+    """
+    if batch.num_rows <= SMALL_BATCH:
+        keys = zip(*(batch.column(c).to_pylist() for c in IDENTITY_COLUMNS), strict=True)
+        return len(set(keys)) < batch.num_rows
+    identity = ", ".join(IDENTITY_COLUMNS)
+    return kb.connection.execute(
+        f"SELECT count(*) - count(DISTINCT hash({identity})) FROM _run_batch"  # noqa: S608
+    ).fetchall()[0][0] > 0
 
 
 def insert_normalized(kb: KnowledgeBase, frame: pd.DataFrame) -> int:
@@ -161,29 +259,32 @@ def insert_normalized(kb: KnowledgeBase, frame: pd.DataFrame) -> int:
     already stored are skipped by an anti-join. Since the dataset is part of the
     identity, only the stored runs of the batch's datasets are joined against (half the
     cost on a 28M-run store, where the rest is pruned). Rows repeated within the batch (rare)
-    are screened for with 64-bit hashes of the identity columns first, and only when
-    two hashes agree is the slower exact window de-duplication used (the first row wins).
+    are screened for first (:func:`_may_repeat`), and only when the screen cannot prove
+    the identities distinct is the slower exact window de-duplication used (the first
+    row wins).
     """
-    if frame.empty:
-        return 0
+    return 0 if frame.empty else _insert(kb, _arrow_batch(frame))
+
+
+def _insert(kb: KnowledgeBase, batch: pa.Table) -> int:
+    """:func:`insert_normalized` of a batch as :func:`_arrow_batch` gives it."""
     con = kb.connection
     cols = [c for c in RUN_COLUMNS if c != "run_id"]
-    con.register("_run_batch", pa.Table.from_pandas(frame[cols], preserve_index=False))
+    con.register("_run_batch", batch)
     try:
-        # 64-bit hashes only screen: distinct hashes prove distinct identities.
-        identity = ", ".join(IDENTITY_COLUMNS)
-        repeated = con.execute(
-            f"SELECT count(*) - count(DISTINCT hash({identity})) FROM _run_batch"  # noqa: S608
-        ).fetchone()[0]
+        repeated = _may_repeat(kb, batch)
         dedup = "QUALIFY row_number() OVER (PARTITION BY b.run_id ORDER BY b.created_at) = 1" if repeated else ""
+        # the batch's datasets as constants (a few) or one list: no subquery to plan
+        datasets, params = in_list(pc.unique(batch.column("dataset_id")).to_pylist())
         inserted = con.execute(
             f"""INSERT INTO runs ({", ".join(RUN_COLUMNS)}, algorithm)
                 SELECT b.*, c.algorithm FROM (SELECT {RUN_ID_SQL} AS run_id, {", ".join(cols)} FROM _run_batch) b
                 JOIN configurations c ON c.config_id = b.config_id
                 ANTI JOIN (SELECT run_id FROM runs
-                           WHERE dataset_id IN (SELECT DISTINCT dataset_id FROM _run_batch)) r
-                ON r.run_id = b.run_id {dedup}"""  # noqa: S608
-        ).fetchone()[0]
+                           WHERE dataset_id IN {datasets}) r
+                ON r.run_id = b.run_id {dedup}""",  # noqa: S608
+            params,
+        ).fetchall()[0][0]
     finally:
         con.unregister("_run_batch")
     return int(inserted)
@@ -192,5 +293,5 @@ def insert_normalized(kb: KnowledgeBase, frame: pd.DataFrame) -> int:
 def add_runs(kb: KnowledgeBase, runs: pd.DataFrame | Iterable[Mapping[str, Any]]) -> int:
     """Validate and insert a batch in one transaction; return rows newly written."""
     with kb.transaction():
-        frame = normalize_runs(kb, runs)
-        return insert_normalized(kb, frame)
+        cols = _normalize(kb, runs)
+        return 0 if cols is None else _insert(kb, _arrow_batch(cols))
