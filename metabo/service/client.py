@@ -259,6 +259,10 @@ class RemoteOptimizer:
                 "predictions": None if predictions is None else np.asarray(predictions, dtype=float).tolist()}
         return TrialRecord.from_json(self.client.request("POST", self._path(f"trials/{number}/tell"), json_body=body))
 
+    def finish(self, status: str = "done") -> None:
+        """Mark the study finished, ``done`` or ``failed`` (as :meth:`Optimizer.finish`)."""
+        self.client.request("POST", self._path("finish"), json_body={"status": status})
+
     def best(self, select: str = "argmin") -> TrialRecord:
         """The selected trial: ``argmin`` or ``posterior_mean`` (as :meth:`Optimizer.best`)."""
         return TrialRecord.from_json(self.client.request("GET", self._path("best"), params={"select": select}))

@@ -88,6 +88,12 @@ def tell(request: Request, study_id: StudyId, number: Annotated[int, Path(ge=0)]
     return record.to_json()
 
 
+@router.post("/studies/{study_id}/finish", response_model=s.StudyOut, responses=_ERRORS, tags=["studies"],
+             summary="Mark the study finished (done or failed); asking again reopens it")
+def finish(request: Request, study_id: StudyId, body: s.FinishIn | None = None) -> dict[str, Any]:
+    return _manager(request).finish(study_id, (body or s.FinishIn()).status)
+
+
 @router.get("/studies/{study_id}/best", response_model=s.TrialRecordOut, responses=_ERRORS, tags=["studies"],
             summary="The selected trial: lowest value, or lowest GP posterior mean")
 def best(request: Request, study_id: StudyId,

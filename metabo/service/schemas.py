@@ -133,6 +133,12 @@ class TrialOut(BaseModel):
     config_id: str
 
 
+class FinishIn(Body):
+    """How a study ended (stored as its session's status); asking again reopens it."""
+
+    status: Literal["done", "failed"] = "done"
+
+
 class TellIn(Body):
     """The outcome of a trial. ``value`` (lower is better) is required with status ``ok``;
     ``predictions``: the validation outputs, n x K class probabilities or n numeric labels."""

@@ -78,6 +78,7 @@ class _Study:
     lock: threading.Lock = field(default_factory=threading.Lock)
     optimizer: Optimizer | None = None
     strategy: str = ""
+    finished: bool = False  # its session's status is not 'running' (an ask reopens it)
 
 
 class StudyManager:
@@ -162,6 +163,9 @@ class StudyManager:
             space = CASHSpace.from_json(settings["space"])
             strategy = self._strategy(kb, name, row["dataset_id"], space, settings["metric"], int(settings["seed"]))
             opt = Optimizer.resume(kb, study_id, space, strategy, reask_pending=False)
+            if row["status"] != "running":  # resume marks it running; reading a finished study does not
+                kb.set_session_status(study_id, row["status"])
+                entry.finished = True
         opt.kb = self.store  # type: ignore[assignment]  # later writes go through the lock
         entry.optimizer, entry.strategy = opt, name
         logger.info("study %s resumed from the store: %d trials, %d pending", study_id, len(opt.history),
@@ -181,9 +185,14 @@ class StudyManager:
 
     # ---------------------------------------------------------------- ask / tell
     def ask(self, study_id: str) -> Trial:
-        """The next configuration of the study (a new pending trial)."""
+        """The next configuration of the study (a new pending trial; a finished study is
+        running again)."""
         with self._open(study_id) as (entry, opt):
-            return self._guarded(entry, opt.ask)
+            trial = self._guarded(entry, opt.ask)
+            if entry.finished:
+                opt.kb.set_session_status(study_id, "running")  # type: ignore[union-attr]
+                entry.finished = False
+            return trial
 
     def tell(self, study_id: str, number: int, *, value: float | None, status: str = "ok",
              test_value: float | None = None, fit_seconds: float | None = None,
@@ -214,6 +223,14 @@ class StudyManager:
 
             return self._guarded(entry, record)
 
+    def finish(self, study_id: str, status: str = "done") -> dict[str, Any]:
+        """Mark the study finished (:meth:`Optimizer.finish`); its summary. Pending trials
+        stay tellable, and an ask reopens the study (status ``running``)."""
+        with self._open(study_id) as (entry, opt):
+            opt.finish(status)
+            entry.finished = True
+            return self._summary(study_id, entry)
+
     def _run_id(self, opt: Optimizer, record: TrialRecord) -> str:
         row = self.store.kb.connection.execute(
             "SELECT run_id FROM runs WHERE source = ? AND dataset_id = ? AND config_id = ? AND metric = ? LIMIT 1",
@@ -241,15 +258,19 @@ class StudyManager:
         with self._open(study_id) as (entry, _):
             return self._summary(study_id, entry)
 
-    def _summary(self, study_id: str, entry: _Study) -> dict[str, Any]:
-        opt = entry.optimizer
-        assert opt is not None
+    def _status(self, study_id: str) -> str:
         with self.store.locked() as kb:
             row = get_session(kb, study_id)
         assert row is not None
+        return str(row["status"])
+
+    def _summary(self, study_id: str, entry: _Study) -> dict[str, Any]:
+        opt = entry.optimizer
+        assert opt is not None
+        status = self._status(study_id)
         history = opt.history
         return {"study_id": study_id, "dataset_id": opt.dataset_id, "strategy": entry.strategy, "seed": opt.seed,
-                "metric": opt.metric, "algorithms": list(opt.space.algorithms), "status": row["status"],
+                "metric": opt.metric, "algorithms": list(opt.space.algorithms), "status": status,
                 "n_trials": len(history), "n_complete": len(history.completed), "n_pending": len(history.pending)}
 
     def studies(self) -> list[Mapping[str, Any]]:

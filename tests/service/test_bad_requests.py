@@ -34,6 +34,8 @@ CASES = [
     ("unknown study: ask", "POST", "/studies/nope/ask", None, 404, "unknown study"),
     ("unknown study: tell", "POST", "/studies/nope/trials/0/tell", {"value": 0.1}, 404, "unknown study"),
     ("unknown study: history", "GET", "/studies/nope/history", None, 404, "unknown study"),
+    ("unknown study: finish", "POST", "/studies/nope/finish", None, 404, "unknown study"),
+    ("unknown finish status", "POST", f"{BASE}/finish", {"status": "maybe"}, 422, "status"),
     ("bad study id", "POST", "/studies/..%2F/ask", None, 404, ""),
     ("study id taken", "POST", "/studies", {"study_id": "s", "dataset_id": "service-toy", "strategy": "random"}, 409,
      "exists"),

@@ -47,6 +47,12 @@ def test_the_same_loop_runs_locally_and_remotely_with_the_same_trials(client):
     assert isinstance(history, History) and len(history.completed) == 6
     assert history.y == pytest.approx(local.history.y)
     assert remote.session_id.startswith("study-")
+    remote.finish()  # as Optimizer.finish: the study's status, read back by the API
+    assert remote.client.study(remote.session_id)["status"] == "done"
+    remote.ask()  # asking again reopens it
+    assert remote.client.study(remote.session_id)["status"] == "running"
+    remote.finish("failed")
+    assert remote.client.study(remote.session_id)["status"] == "failed"
 
 
 def test_remote_tell_takes_predictions_failures_and_numpy_values(client, study):

@@ -118,6 +118,22 @@ def test_a_restart_keeps_pending_trials_pending_and_tellable(kb_path, serve_app,
     assert n == 3
 
 
+def test_a_finished_study_stays_finished_across_a_restart_until_asked_again(kb_path, serve_app):
+    with serve_app(kb_path) as c1:
+        c1.post("/studies", json={"study_id": "f", "dataset_id": "service-toy", "strategy": "random",
+                                  "space": {"algorithms": ALGS}})
+        t0 = c1.post("/studies/f/ask").json()
+        c1.post(f"/studies/f/trials/{t0['number']}/tell", json={"value": 0.2})
+        assert c1.post("/studies/f/finish").json()["status"] == "done"
+    with serve_app(kb_path) as c2:
+        assert c2.get("/studies/f").json()["status"] == "done"  # resuming it to read does not reopen it
+        assert [s["status"] for s in c2.get("/studies").json() if s["study_id"] == "f"] == ["done"]
+        c2.post("/studies/f/ask")
+        assert c2.get("/studies/f").json()["status"] == "running"
+    with KnowledgeBase(kb_path, read_only=True) as kb:
+        assert kb.query("SELECT status FROM sessions WHERE session_id = 'f'")["status"].item() == "running"
+
+
 @pytest.mark.parametrize("strategy, workers, per_worker", [("random", 6, 8), ("gp", 3, 4)])
 def test_concurrent_workers_get_distinct_configurations_and_lose_no_tell(client, strategy, workers, per_worker):
     r = client.post("/studies", json={"study_id": "c", "dataset_id": "service-toy", "strategy": strategy,
