@@ -13,8 +13,8 @@ the records each time, never stored.
 
 Pending trials (asked, not yet told) are what several workers evaluate at once. A
 strategy asked for one more configuration meanwhile sees :meth:`History.with_lies`: the
-constant-liar heuristic of Ginsbourger, Le Riche & Carraro (2010, "Kriging is well-suited
-to parallelize optimization", section 3.2, CL): every pending trial is taken as observed
+constant-liar heuristic ("CL") of Ginsbourger, Le Riche & Carraro (2010, "Kriging is
+well-suited to parallelize optimization"): every pending trial is taken as observed
 with the same made-up value ``L`` (the ``min``, ``mean`` or ``max`` of the successful
 values), so the surrogate's variance collapses there and the next suggestion moves away.
 ``max`` (the pessimistic lie, what Optuna's TPE ``constant_liar`` uses) keeps concurrent
