@@ -45,7 +45,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -183,10 +183,12 @@ class Setup:
     load_options: tuple[tuple[str, Any], ...] = ()
 
     def task(self, trial: Trial | TrialRecord, protocol: EvaluationProtocol, *, seed: int,
-             time_limit: float | None, memory_limit_mb: int | None, keep_predictions: bool) -> EvalTask:
-        """The evaluation of ``trial`` (by spec when there is one, module docstring)."""
+             time_limit: float | None, memory_limit_mb: int | None, keep_predictions: bool,
+             in_process: bool = False) -> EvalTask:
+        """The evaluation of ``trial``: for workers, by spec when there is one (module
+        docstring); ``in_process``, on :attr:`data` as loaded (not loaded again)."""
         return EvalTask(dataset_id=self.dataset_id or self.data.name,
-                        dataset=self.data if self.spec is None else self.spec, algorithm=trial.algorithm,
+                        dataset=self.data if in_process or self.spec is None else self.spec, algorithm=trial.algorithm,
                         params=trial.params, protocol=protocol, seed=seed, time_limit=time_limit,
                         memory_limit_mb=memory_limit_mb, metrics=self.metrics, keep_predictions=keep_predictions,
                         load_options=self.load_options, tag=trial.number)
@@ -253,8 +255,10 @@ def run_trials(
         while (needed := budget - len(opt.history.completed)) > 0:
             pending = len(opt.history.pending)  # left by a killed batch: re-asked on their own
             batch = [opt.ask() for _ in range(min(n_jobs, needed, pending or n_jobs))]
+            # one job runs in this process (joblib's n_jobs=1, any backend): on the data as loaded
             tasks = [setup.task(trial, _at(setup.protocol, trial.number), seed=seed, time_limit=time_limit,
-                                memory_limit_mb=memory_limit_mb, keep_predictions=keep_predictions)
+                                memory_limit_mb=memory_limit_mb, keep_predictions=keep_predictions,
+                                in_process=n_jobs == 1)
                      for trial in batch]
             for trial, result in _in_order(batch, evaluate_many(tasks, n_jobs=n_jobs, backend=backend)):
                 evaluations = _evaluations(trial, result)
@@ -348,8 +352,9 @@ def tune(
     refit_error = None
     if refit:  # here, on the dataset in memory
         task = setup.task(best, RefitOnTrainValid(_at(setup.protocol, best.number)), seed=seed,
-                          time_limit=time_limit, memory_limit_mb=memory_limit_mb, keep_predictions=False)
-        evaluations = _evaluations(best, run_task(replace(task, dataset=setup.data)))
+                          time_limit=time_limit, memory_limit_mb=memory_limit_mb, keep_predictions=False,
+                          in_process=True)
+        evaluations = _evaluations(best, run_task(task))
         refit_error = _outcome(evaluations, metric).get("test_value")
     return TuneResult(opt.session_id, setup.dataset_id, metric, select, best, opt.history, refit_error)
 
