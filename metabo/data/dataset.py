@@ -13,7 +13,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -193,6 +193,21 @@ class Dataset:
             f"Dataset({self.name!r}, source={self.source!r}, n={self.n_instances}, "
             f"d={self.n_features}, classes={self.n_classes}, openml_id={self.openml_id}{flags})"
         )
+
+
+def feature_frame(X: Any) -> pd.DataFrame:
+    """``X`` (a DataFrame or a 2-d array) as a :class:`Dataset` feature frame: string
+    column names, float64 or Categorical columns (others converted as
+    :meth:`Dataset.from_frame` converts them); what fitted models are given to predict."""
+    frame = X if isinstance(X, pd.DataFrame) else pd.DataFrame(np.asarray(X))
+    if frame.ndim != 2:
+        raise InputDataError(f"X must be 2-dimensional, got shape {frame.shape}")
+    out = {}
+    for c in frame.columns:
+        col = frame[c]
+        ok = isinstance(col.dtype, pd.CategoricalDtype) or col.dtype == np.float64
+        out[str(c)] = col if ok else _as_feature(col, force_nominal=False, name="X")
+    return pd.DataFrame(out, index=frame.index)
 
 
 def _as_feature(col: pd.Series, *, force_nominal: bool, name: str) -> pd.Series:

@@ -41,7 +41,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
-from metabo.data.dataset import Dataset, _as_feature
+from metabo.data.dataset import Dataset, feature_frame
 from metabo.ensembles.combine import majority_vote
 from metabo.evaluation.evaluate import _proba, _summarize
 from metabo.evaluation.factories import registry_factory
@@ -89,20 +89,6 @@ def resolve_members(
     return distinct, np.array([wj for _, wj in merged.values()])
 
 
-def _features(X: Any) -> pd.DataFrame:
-    """``X`` as a :class:`Dataset` feature frame: string column names, float64 or
-    Categorical columns (others converted as :meth:`Dataset.from_frame` does)."""
-    frame = X if isinstance(X, pd.DataFrame) else pd.DataFrame(np.asarray(X))
-    if frame.ndim != 2:
-        raise InputDataError(f"X must be 2-dimensional, got shape {frame.shape}")
-    out = {}
-    for c in frame.columns:
-        col = frame[c]
-        ok = isinstance(col.dtype, pd.CategoricalDtype) or col.dtype == np.float64
-        out[str(c)] = col if ok else _as_feature(col, force_nominal=False, name="X")
-    return pd.DataFrame(out, index=frame.index)
-
-
 class EnsembleModel(ClassifierMixin, BaseEstimator):
     """A weighted ensemble of registered configurations (see module docstring).
 
@@ -135,7 +121,7 @@ class EnsembleModel(ClassifierMixin, BaseEstimator):
     # ------------------------------------------------------------------ fitting
     def fit(self, X: Any, y: Any) -> EnsembleModel:
         """Fit every member's pipeline on ``(X, y)``; ``y`` holds class labels."""
-        frame = _features(X)
+        frame = feature_frame(X)
         categorical = isinstance(y, pd.Series) and isinstance(y.dtype, pd.CategoricalDtype)
         labels = y.array if categorical else pd.Categorical(np.asarray(y).ravel())
         if len(labels) != len(frame):
@@ -183,7 +169,7 @@ class EnsembleModel(ClassifierMixin, BaseEstimator):
     def _member_probas(self, X: Any) -> np.ndarray:
         """(m, n, K) the members' probabilities on ``X``."""
         check_is_fitted(self, "pipelines_")
-        frame = _features(X)
+        frame = feature_frame(X)
         missing = [c for c in self.feature_names_in_ if c not in frame.columns]
         if missing:
             raise InputDataError(f"X lacks the columns {missing[:10]} the ensemble was fitted on")

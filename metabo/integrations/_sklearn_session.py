@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from metabo.data.dataset import Dataset
+from metabo.data.dataset import Dataset, feature_frame
 from metabo.exceptions import InputDataError
 from metabo.optimizer.optimizer import Optimizer
 from metabo.optimizer.tune import prepare, strategy_factory
@@ -29,9 +29,7 @@ logger = logging.getLogger(__name__)
 def as_dataset(X: Any, y: np.ndarray, name: str | None) -> Dataset:
     """``(X, y)`` as a :class:`Dataset` (source ``array``), named ``name`` or after its
     content fingerprint."""
-    from metabo.ensembles.model import _features
-
-    frame = _features(X).reset_index(drop=True)
+    frame = feature_frame(X).reset_index(drop=True)
     dataset = Dataset(name=name or "data", X=frame, y=pd.Series(pd.Categorical(y.astype(str)), name="y"),
                       source="array")
     return dataset if name else replace(dataset, name=f"data-{dataset.fingerprint[:12]}")
