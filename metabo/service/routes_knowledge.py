@@ -38,7 +38,7 @@ def nearest(request: Request, body: s.NearestIn) -> list[dict[str, Any]]:
             summary="An algorithm's configurations by mean rank across tasks, and a greedy portfolio")
 def ranks(
     request: Request, algorithm: Annotated[str, Path(min_length=1, max_length=200)],
-    metric: Annotated[str, Query(pattern=r"^[A-Za-z][A-Za-z0-9_]{0,99}$")] = "error_rate",
+    metric: Annotated[str, Query(pattern=s.METRIC_PATTERN)] = "error_rate",
     top: Annotated[int, Query(ge=1, le=10_000)] = 10, k: Annotated[int, Query(ge=1, le=100)] = 5,
     min_tasks: Annotated[int, Query(ge=1)] = 1,
 ) -> dict[str, Any]:

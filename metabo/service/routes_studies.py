@@ -12,7 +12,7 @@ from metabo.service.spaces import resolve_space
 from metabo.service.studies import StudyManager, StudySpec
 
 router = APIRouter()
-StudyId = Annotated[str, Path(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")]
+StudyId = Annotated[str, Path(pattern=s.STUDY_ID_PATTERN)]
 _ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": s.ErrorOut} for code in (401, 404, 409, 422)}
 
 

@@ -32,8 +32,11 @@ Params = Annotated[dict[Name, Value], Field(max_length=500)]
 #: Meta-feature name -> value; null for a quantity undefined on the dataset.
 MetaFeatures = Annotated[dict[Name, Finite | None], Field(min_length=1, max_length=5000)]
 Identifier = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$")]
-StudyId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")]
-Metric = Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_]{0,99}$")]
+#: The forms of a study id and a metric name, in bodies and in paths / queries alike.
+STUDY_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$"
+METRIC_PATTERN = r"^[A-Za-z][A-Za-z0-9_]{0,99}$"
+StudyId = Annotated[str, Field(pattern=STUDY_ID_PATTERN)]
+Metric = Annotated[str, Field(pattern=METRIC_PATTERN)]
 Status = Literal["ok", "crash", "timeout", "memout"]
 StrategyName = Literal[(*WARM_STRATEGIES, *COLD_STRATEGIES)]  # type: ignore[valid-type]
 #: Uploaded data as base64 text: at most 64 MiB of CSV or Parquet.
