@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from metabo.exceptions import InputDataError
+from metabo.kb.canonical import config_id
 from metabo.space.cash import CASHSpace
 from metabo.strategies.base import Config, random_configuration, thread_limits
 from metabo.surrogates.warping import WARPINGS, Warping, warp
@@ -126,10 +127,17 @@ class GPSettings:
         self.refit_every, self.xi, self.n_random, self.n_local = refit_every, xi, n_random, n_local
         self.n_starts, self.seed, self.warm_refit, self.threads = n_starts, seed, warm_refit, threads
 
-    def suggest(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Config:
-        """The next configuration (BLAS limited to ``threads``: small GPs run faster on one)."""
+    def suggest(self, history: History, space: CASHSpace, rng: np.random.Generator, *,
+                extra_starts: Sequence[Config] = ()) -> Config:
+        """The next configuration (BLAS limited to ``threads``: small GPs run faster on one);
+        ``extra_starts``: configurations the acquisition search also starts from (a warm
+        start's transferred candidates), besides the best observed ones."""
         with thread_limits(self.threads):
-            return self._suggest(history, space, rng)
+            self._extra_starts = list(extra_starts)
+            try:
+                return self._suggest(history, space, rng)
+            finally:
+                self._extra_starts = []
 
     def posterior_mean(self, history: History, space: CASHSpace, configs: Sequence[Config]) -> np.ndarray:
         """The surrogate's posterior mean at ``configs``, refitted on the whole history."""
@@ -242,6 +250,7 @@ class GPBO(GPSettings):
         if score is None:
             return random_configuration(space, rng, history.config_ids)
         starts = top_configurations(history.completed, history.y, self.n_starts)
+        starts += [c for c in getattr(self, "_extra_starts", []) if config_id(*c) not in history.config_ids]
         config, _ = self._maximize(space, score, starts, history, rng)
         return config
 

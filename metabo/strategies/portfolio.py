@@ -1,0 +1,298 @@
+"""Adaptive portfolio warm start, then GP-BO: the project's default warm start (``warm``).
+
+Notation: past tasks ``p = 1..P`` and recorded configurations ``c = 1..C`` (every
+configuration of :class:`~metabo.kb.past.PastRuns` valid in the CASH space, one column per
+canonical id); ``y_{p,c}`` the mean value of ``c`` on ``p`` (lower is better, missing
+where ``c`` was not run on ``p``). Each task's values are put on one scale, its normalized
+regret ``Q_{p,c} = (y_{p,c} - min_c y_{p,c}) / (max_c y_{p,c} - min_c y_{p,c})`` in [0, 1]
+(0 for a task whose values are all equal): the scale the transfer benchmarks score on,
+and one that makes an error of 0.30 on a hard task and 0.01 on an easy one comparable.
+
+Task weights ``w_p`` (a posterior over "which past task is the new one like"):
+
+- prior ``w0_p ∝ exp(-d_p / h)`` from the meta-feature distance ``d_p`` of the new task
+  to task ``p`` (:func:`metabo.kb.queries.nearest_from_matrix`, z-scored Euclidean),
+  ``h`` the median distance (uniform when the new task has no meta-features);
+- evidence: the target's completed trials at recorded configurations ``c_1..c_n`` with
+  values ``v_i`` (failures at the worst observed value, as :attr:`History.y`); Kendall's
+  ``tau_p = (A_p - D_p) / (A_p + D_p)`` over the pairs ``v_i < v_j`` that task ``p`` orders
+  the same way (``A_p``, ``Q_{p,c_i} < Q_{p,c_j}``) or the other way (``D_p``), ties and
+  missing values left out; ``log w_p = log w0_p + beta n tau_p``. This is the pairwise
+  agreement of RLGP's relative landmarks (Manolache & Vanschoren 2019, eqs. 2 and 5),
+  computed on recorded values instead of GP samples (the portfolio's configurations are
+  recorded on the past tasks), and turned into a tempered likelihood instead of an arg max
+  count: the weights sharpen with ``n`` but no single lucky ordering takes all of them.
+
+Design phase (the first ``n_design`` trials): the greedy portfolio step of Wistuba,
+Schilling & Schmidt-Thieme 2015 (sequential model-free tuning) and auto-sklearn 2.0's
+portfolio (Feurer et al. 2022), made adaptive: with ``b_p = min`` of ``Q_{p,c}`` over the
+recorded configurations asked so far (1 before any), the next configuration is
+
+    c* = argmax_c sum_p w_p (b_p - min(Q_{p,c}, b_p))
+
+the one that most lowers the weighted past tasks' best-so-far regret if the new task is
+like them. A configuration missing on task ``p`` gains nothing there, so one seen on few
+tasks cannot win by its absences. The first pick (no evidence) is the configuration with
+the lowest prior-weighted regret; later ones cover the tasks the earlier ones left poor,
+which spreads the design over algorithms, and the weights move towards the tasks that
+order the new one's results alike. The phase ends early when no configuration gains
+anything (every weighted task covered).
+
+Search phase: GP-BO (:class:`~metabo.strategies.gp.GPBO`, the cold strategy's model and
+acquisition search, no random initial design) on every observation so far, its local
+search also started from the ``n_transfer_starts`` configurations of largest portfolio gain
+under the current weights, so the past still says where to look while the target's own
+model decides. Algorithms the past never ran keep the GP's prior amplitude under the
+conditional kernel (zero covariance across algorithms), so they stay open to EI.
+
+Deviations: Wistuba et al. fix the portfolio offline and rank tasks by meta-features only;
+here the weights adapt to the new task's results. The portfolio's objective is normalized
+regret averaged over tasks, not the papers' average rank or misclassification; it is
+bounded per task and needs no extra scale.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from metabo.exceptions import InputDataError, InvalidConfigurationError, UnknownAlgorithmError
+from metabo.kb.canonical import config_id
+from metabo.kb.past import PastRuns
+from metabo.space.cash import CASHSpace
+from metabo.strategies.base import Config
+
+if TYPE_CHECKING:
+    from metabo.optimizer.history import History
+    from metabo.strategies.gp import GPBO
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RegretMatrix:
+    """The past tasks' normalized regrets ``Q`` (P, C) of the recorded configurations
+    valid in a space (module notation; NaN where a configuration was not run)."""
+
+    tasks: tuple[str, ...]
+    configs: tuple[Config, ...]
+    ids: tuple[str, ...]
+    Q: np.ndarray
+
+    @classmethod
+    def from_past(cls, past: PastRuns, space: CASHSpace) -> RegretMatrix:
+        """Every recorded configuration of ``past`` whose algorithm is in ``space`` and that
+        ``space`` accepts, one column per canonical id."""
+        column: dict[str, int] = {}
+        configs: list[Config] = []
+        normalized: dict[tuple[str, str], str | None] = {}  # (algorithm, stored id) -> canonical id
+        tasks = [t for t in past.tasks if any(a in space for a in past.task_runs(t))]
+        cells: list[tuple[int, int, float]] = []
+        for i, task in enumerate(tasks):
+            for algorithm, runs in past.task_runs(task).items():
+                if algorithm not in space:
+                    continue
+                for stored, params, value in zip(runs.config_ids, runs.params, runs.values):
+                    key = (algorithm, stored)
+                    if key not in normalized:
+                        try:
+                            a, p = space.normalize(algorithm, params)
+                        except (InvalidConfigurationError, UnknownAlgorithmError, InputDataError):
+                            normalized[key] = None
+                            continue
+                        cid = config_id(a, p)
+                        normalized[key] = cid
+                        if cid not in column:
+                            column[cid] = len(configs)
+                            configs.append((a, p))
+                    cid = normalized[key]
+                    if cid is not None:
+                        cells.append((i, column[cid], float(value)))
+        if not cells:
+            raise InputDataError(f"no past run of the algorithms {list(space.algorithms)} is valid in the space: "
+                                 "nothing to build a portfolio from")
+        Y = np.full((len(tasks), len(configs)), np.nan)
+        rows, cols, vals = (np.array(x) for x in zip(*cells))
+        Y[rows.astype(int), cols.astype(int)] = vals
+        lo, hi = np.nanmin(Y, axis=1, keepdims=True), np.nanmax(Y, axis=1, keepdims=True)
+        span = np.where(hi - lo > 0, hi - lo, 1.0)
+        Q = (Y - lo) / span
+        ids = [""] * len(configs)
+        for cid, j in column.items():
+            ids[j] = cid
+        return cls(tuple(tasks), tuple(configs), tuple(ids), Q)
+
+
+def prior_weights(past: PastRuns, tasks: Sequence[str], meta_features: Mapping[str, float] | None) -> np.ndarray:
+    """``w0_p ∝ exp(-d_p / h)`` (module docstring); uniform without meta-features, and for
+    tasks whose distance is unknown the median weight."""
+    uniform = np.full(len(tasks), 1.0 / len(tasks))
+    if not meta_features or past.meta_features.empty:
+        return uniform
+    from metabo.kb.queries import nearest_from_matrix
+
+    matrix = past.meta_features.loc[[t for t in tasks if t in past.meta_features.index]]
+    if matrix.empty:
+        return uniform
+    try:
+        near = nearest_from_matrix(matrix, meta_features, k=len(matrix))
+    except InputDataError as e:
+        logger.warning("task weights without meta-features: %s", e)
+        return uniform
+    d = pd.Series(near["distance"].to_numpy(float), index=near["dataset_id"]).reindex(list(tasks)).to_numpy()
+    finite = np.isfinite(d)
+    if not finite.any():
+        return uniform
+    h = float(np.median(d[finite])) or 1.0
+    logw = np.where(finite, -d / h, np.nan)
+    logw[~finite] = np.nanmedian(logw)
+    w = np.exp(logw - np.nanmax(logw))
+    return w / w.sum()
+
+
+def rank_agreement(Q: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Kendall's ``tau_p`` of each task against the target's ``values`` at the same
+    columns (Q: (P, n), values: (n,)) and the number of pairs it was computed on."""
+    v = np.asarray(values, dtype=float)
+    worse = v[:, None] > v[None, :]  # (n, n): target says i worse than j
+    dq = Q[:, :, None] - Q[:, None, :]  # (P, n, n)
+    with np.errstate(invalid="ignore"):
+        agree = np.nansum(np.where(worse[None], dq > 0, False), axis=(1, 2))
+        disagree = np.nansum(np.where(worse[None], dq < 0, False), axis=(1, 2))
+    pairs = agree + disagree
+    tau = np.divide(agree - disagree, pairs, out=np.zeros(len(Q)), where=pairs > 0)
+    return tau, pairs
+
+
+class PortfolioWarmStart:
+    """Adaptive greedy portfolio from the past tasks, then GP-BO (module docstring).
+
+    Args:
+        past: the past runs (other tasks only) and their meta-features.
+        meta_features: the new task's meta-features (None or empty: uniform prior weights).
+        n_design: trials taken from the portfolio before the GP takes over.
+        beta: evidence temperature of the task weights (``log w += beta n tau``).
+        n_transfer_starts: portfolio configurations the GP's local search also starts from.
+        then: the search-phase strategy (default: :class:`~metabo.strategies.gp.GPBO` with
+            no random design, the settings of the cold ``gp`` strategy otherwise).
+        seed: seeds the search phase's GP.
+    """
+
+    name = "warm"
+
+    def __init__(self, past: PastRuns, meta_features: Mapping[str, float] | pd.Series | None = None, *,
+                 n_portfolio: int = 3, n_design: int = 5, beta: float = 1.0, n_transfer_starts: int = 5,
+                 then: GPBO | None = None, seed: int = 0) -> None:
+        if min(n_portfolio, n_design, n_transfer_starts, beta) < 0:
+            raise InputDataError("n_portfolio, n_design, n_transfer_starts and beta must be >= 0")
+        if not past.tasks:
+            raise InputDataError("no past task to warm-start from")
+        from metabo.strategies.gp import GPBO
+
+        self.past, self.n_portfolio, self.n_design, self.beta = past, n_portfolio, max(n_design, n_portfolio), beta
+        self.n_transfer_starts, self.seed = n_transfer_starts, seed
+        self.meta_features = None if meta_features is None else {
+            str(k): float(v) for k, v in dict(meta_features).items() if v == v}
+        self.then = then if then is not None else GPBO(n_init=0, seed=seed)
+        self._matrix: tuple[CASHSpace, RegretMatrix, np.ndarray] | None = None
+
+    def __repr__(self) -> str:
+        return (f"PortfolioWarmStart(tasks={len(self.past.tasks)}, n_portfolio={self.n_portfolio}, n_design={self.n_design}, beta={self.beta}, "
+                f"n_transfer_starts={self.n_transfer_starts}, then={self.then!r}, seed={self.seed})")
+
+    # ------------------------------------------------------------------ transfer
+    def matrix(self, space: CASHSpace) -> tuple[RegretMatrix, np.ndarray]:
+        """The regret matrix of ``space`` and the prior task weights (built once per space)."""
+        if self._matrix is None or self._matrix[0] is not space:
+            m = RegretMatrix.from_past(self.past, space)
+            self._matrix = (space, m, prior_weights(self.past, m.tasks, self.meta_features))
+        return self._matrix[1], self._matrix[2]
+
+    def weights(self, history: History, space: CASHSpace) -> np.ndarray:
+        """``w_p`` after the target's completed trials at recorded configurations."""
+        m, w0 = self.matrix(space)
+        index = {cid: j for j, cid in enumerate(m.ids)}
+        done = history.completed
+        y = history.y
+        cols = [index.get(r.config_id, -1) for r in done]
+        keep = [i for i, j in enumerate(cols) if j >= 0]
+        if len(keep) < 2 or self.beta == 0:
+            return w0
+        tau, _ = rank_agreement(m.Q[:, [cols[i] for i in keep]], y[keep])
+        logw = np.log(w0) + self.beta * len(keep) * tau
+        w = np.exp(logw - logw.max())
+        return w / w.sum()
+
+    def gains(self, history: History, space: CASHSpace) -> np.ndarray:
+        """Each recorded configuration's portfolio gain ``sum_p w_p (b_p - min(Q_pc, b_p))``
+        (-inf for configurations already asked)."""
+        m, _ = self.matrix(space)
+        w = self.weights(history, space)
+        asked = history.config_ids
+        taken = np.array([cid in asked for cid in m.ids])
+        b = np.ones(len(m.tasks))
+        if taken.any():
+            b = np.minimum(b, np.nan_to_num(np.nanmin(np.where(taken[None, :], m.Q, np.nan), axis=1,
+                                                      initial=np.inf), nan=1.0, posinf=1.0))
+        improvement = np.nan_to_num(b[:, None] - np.minimum(m.Q, b[:, None]), nan=0.0)
+        gain = w @ improvement
+        gain[taken] = -np.inf
+        return gain
+
+    # ------------------------------------------------------------------ strategy
+    def _next_design(self, history: History, space: CASHSpace, rng: np.random.Generator | None = None
+                     ) -> Config | None:
+        if len(history) >= self.n_design:
+            return None
+        if len(history) >= self.n_portfolio:
+            if rng is None:  # asked whether the design goes on (acquisition): it does
+                return ("", {})
+            return self._explore(history, space, rng)
+        gain = self.gains(history, space)
+        j = int(np.argmax(gain))
+        if not np.isfinite(gain[j]) or gain[j] <= 0:
+            return None
+        a, p = self.matrix(space)[0].configs[j]
+        return a, dict(p)
+
+    def _explore(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Config:
+        """A uniform configuration of an algorithm not tried yet (any when all were)."""
+        from metabo.strategies.base import random_configuration
+
+        tried = {r.algorithm for r in history}
+        fresh = [a for a in space.algorithms if a not in tried] or list(space.algorithms)
+        return random_configuration(space, rng, history.config_ids, algorithm=fresh[int(rng.integers(len(fresh)))])
+
+    def transfer_starts(self, history: History, space: CASHSpace) -> list[Config]:
+        """The ``n_transfer_starts`` unasked configurations of largest gain."""
+        if self.n_transfer_starts == 0:
+            return []
+        gain = self.gains(history, space)
+        m, _ = self.matrix(space)
+        order = [j for j in np.argsort(-gain, kind="stable")[: self.n_transfer_starts] if np.isfinite(gain[j])]
+        return [(m.configs[j][0], dict(m.configs[j][1])) for j in order]
+
+    def suggest(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Config:
+        """The next portfolio configuration during the design, then GP-BO's suggestion."""
+        config = self._next_design(history, space, rng)
+        if config is not None:
+            return config
+        return self.then.suggest(history, space, rng, extra_starts=self.transfer_starts(history, space))
+
+    def acquisition(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Any:
+        """None during the design, then the GP's log EI (for the ensemble searches)."""
+        if self._next_design(history, space) is not None:
+            return None
+        return self.then.acquisition(history, space, rng)
+
+    def posterior_mean(self, history: History, space: CASHSpace, configs: Sequence[Config]) -> np.ndarray:
+        """The search-phase GP's posterior mean (thesis 3.4 selection)."""
+        return self.then.posterior_mean(history, space, configs)
+
+
+__all__ = ["PortfolioWarmStart", "RegretMatrix", "prior_weights", "rank_agreement"]
