@@ -105,14 +105,16 @@ def choose_datasets(kb: KnowledgeBase, tasks: Sequence[str], *, names: Sequence[
 
 # ----------------------------------------------------------------- one live run
 def live_run(method: str, task: str, seed: int, iterations: int, past_all: PastRuns, shared: Mapping[str, Any],
-             scratch: KnowledgeBase, spec: str | Dataset) -> dict[str, Any]:
-    """``method`` tunes hidden ``task`` live for ``iterations`` trials recorded in ``scratch``."""
+             scratch: KnowledgeBase, spec: str | Dataset, *, strategy: Any = None,
+             space: Any = None) -> dict[str, Any]:
+    """``method`` tunes hidden ``task`` live for ``iterations`` trials recorded in ``scratch``
+    (``strategy``: the method's strategy if already made; ``space``: instead of the shared one)."""
     from metabo.optimizer.tune import tune
 
-    past = past_all.without(task)
-    strategy = make_method(method, past, task, seed, shared)
+    if strategy is None:
+        strategy = make_method(method, past_all.without(task), task, seed, shared)
     start = time.perf_counter()
-    result = tune(spec, budget=iterations, space=shared["space"], strategy=strategy, kb=scratch, seed=seed,
+    result = tune(spec, budget=iterations, space=space if space is not None else shared["space"], strategy=strategy, kb=scratch, seed=seed,
                   protocol=KBSplit(split_seed=KB_EVALUATION["split_seed"]), metric=KB_EVALUATION["metric"],
                   time_limit=KB_EVALUATION["time_limit"], memory_limit_mb=KB_EVALUATION["memory_limit_mb"],
                   keep_predictions=False, meta_features=False, session_id=f"live-{task}-{method}-s{seed}")

@@ -23,20 +23,25 @@ Task weights ``w_p`` (a posterior over "which past task is the new one like"):
   recorded on the past tasks), and turned into a tempered likelihood instead of an arg max
   count: the weights sharpen with ``n`` but no single lucky ordering takes all of them.
 
-Design phase (the first ``n_design`` trials): the greedy portfolio step of Wistuba,
-Schilling & Schmidt-Thieme 2015 (sequential model-free tuning) and auto-sklearn 2.0's
-portfolio (Feurer et al. 2022), made adaptive: with ``b_p = min`` of ``Q_{p,c}`` over the
-recorded configurations asked so far (1 before any), the next configuration is
+Design phase (the first ``n_design`` trials, of which the first ``n_portfolio`` come from
+the portfolio): the greedy portfolio step of Wistuba, Schilling & Schmidt-Thieme 2015
+(sequential model-free tuning) and auto-sklearn 2.0's portfolio (Feurer et al. 2022), made
+adaptive: with ``b_p = min`` of ``Q_{p,c}`` over the recorded configurations asked so far
+(1 before any), the next configuration is
 
     c* = argmax_c sum_p w_p (b_p - min(Q_{p,c}, b_p))
 
 the one that most lowers the weighted past tasks' best-so-far regret if the new task is
-like them. A configuration missing on task ``p`` gains nothing there, so one seen on few
-tasks cannot win by its absences. The first pick (no evidence) is the configuration with
-the lowest prior-weighted regret; later ones cover the tasks the earlier ones left poor,
-which spreads the design over algorithms, and the weights move towards the tasks that
-order the new one's results alike. The phase ends early when no configuration gains
-anything (every weighted task covered).
+like them: the expected improvement in regret under the mixture "the new task is task
+``p`` with probability ``w_p``". A configuration missing on task ``p`` gains nothing there,
+so one seen on few tasks cannot win by its absences. With ``distinct`` (default) each pick
+is of an algorithm not tried yet while one with recorded configurations is left: the
+algorithm choice matters most early, and a cold search's random design owes its strength
+at a few evaluations to spanning algorithms; here each algorithm is represented by its
+best-covering configuration instead of a random one. Design trials after the portfolio's
+are uniform configurations of algorithms not tried yet (for instance ones the past never
+ran). The first pick (no evidence) is the configuration with the lowest prior-weighted
+regret; the weights move towards the tasks that order the new one's results alike.
 
 Search phase: GP-BO (:class:`~metabo.strategies.gp.GPBO`, the cold strategy's model and
 acquisition search, no random initial design) on every observation so far, its local
@@ -175,7 +180,9 @@ class PortfolioWarmStart:
     Args:
         past: the past runs (other tasks only) and their meta-features.
         meta_features: the new task's meta-features (None or empty: uniform prior weights).
-        n_design: trials taken from the portfolio before the GP takes over.
+        n_portfolio: design trials taken from the portfolio.
+        n_design: design trials in all (the ones after the portfolio's: untried algorithms).
+        distinct: each portfolio pick of an algorithm not tried yet (while one is left).
         beta: evidence temperature of the task weights (``log w += beta n tau``).
         n_transfer_starts: portfolio configurations the GP's local search also starts from.
         then: the search-phase strategy (default: :class:`~metabo.strategies.gp.GPBO` with
@@ -186,8 +193,8 @@ class PortfolioWarmStart:
     name = "warm"
 
     def __init__(self, past: PastRuns, meta_features: Mapping[str, float] | pd.Series | None = None, *,
-                 n_portfolio: int = 3, n_design: int = 5, beta: float = 1.0, n_transfer_starts: int = 5,
-                 then: GPBO | None = None, seed: int = 0) -> None:
+                 n_portfolio: int = 8, n_design: int = 8, distinct: bool = True, beta: float = 1.0,
+                 n_transfer_starts: int = 5, then: GPBO | None = None, seed: int = 0) -> None:
         if min(n_portfolio, n_design, n_transfer_starts, beta) < 0:
             raise InputDataError("n_portfolio, n_design, n_transfer_starts and beta must be >= 0")
         if not past.tasks:
@@ -195,7 +202,7 @@ class PortfolioWarmStart:
         from metabo.strategies.gp import GPBO
 
         self.past, self.n_portfolio, self.n_design, self.beta = past, n_portfolio, max(n_design, n_portfolio), beta
-        self.n_transfer_starts, self.seed = n_transfer_starts, seed
+        self.n_transfer_starts, self.seed, self.distinct = n_transfer_starts, seed, distinct
         self.meta_features = None if meta_features is None else {
             str(k): float(v) for k, v in dict(meta_features).items() if v == v}
         self.then = then if then is not None else GPBO(n_init=0, seed=seed)
@@ -247,17 +254,24 @@ class PortfolioWarmStart:
     # ------------------------------------------------------------------ strategy
     def _next_design(self, history: History, space: CASHSpace, rng: np.random.Generator | None = None
                      ) -> Config | None:
+        """The next design configuration, None once the design is over."""
         if len(history) >= self.n_design:
             return None
         if len(history) >= self.n_portfolio:
             if rng is None:  # asked whether the design goes on (acquisition): it does
                 return ("", {})
             return self._explore(history, space, rng)
+        m, _ = self.matrix(space)
         gain = self.gains(history, space)
+        if self.distinct:
+            tried = {r.algorithm for r in history}
+            fresh = np.array([a not in tried for a, _ in m.configs])
+            if (fresh & np.isfinite(gain)).any():
+                gain = np.where(fresh, gain, -np.inf)
         j = int(np.argmax(gain))
         if not np.isfinite(gain[j]) or gain[j] <= 0:
             return None
-        a, p = self.matrix(space)[0].configs[j]
+        a, p = m.configs[j]
         return a, dict(p)
 
     def _explore(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Config:

@@ -1,0 +1,261 @@
+"""The warm-start benchmarks that cannot flatter (scripts/bench_warm.py): every method on
+tasks held out of the knowledge base, scored where the transfer was not fitted.
+
+Protocols (a task ``t`` is held out: its runs, and those of every task with the same
+content fingerprint, are removed from the past the methods transfer from):
+
+- ``surrogate``: ``t``'s objective is :class:`~metabo.benchmarks.surrogate_task.SurrogateTask`,
+  a random forest per algorithm fitted on all of ``t``'s recorded runs, queried anywhere in
+  the space; candidates come from each method's own search, not the recorded grid. The
+  space is the CASH space of the algorithms ``t`` has runs of.
+- ``live``: ``t`` tuned with models really trained and scored as the knowledge base's runs
+  were (:func:`metabo.benchmarks.transfer_live.live_run`: its 60/20/20 split, training capped
+  at the knowledge base's 2,000 rows so that the transferred knowledge and the target are at
+  one fidelity), over the full CASH space (algorithms the knowledge base never ran
+  included); the selected configuration's test error is recorded. Regret is normalized by
+  the best and worst validation error seen on ``t`` by any method and seed together with
+  ``t``'s recorded runs (the knowledge base's range).
+
+Methods (:data:`METHODS`): ``random``; ``gp`` (cold GP-BO, the ``gp`` strategy's defaults);
+``optuna-tpe`` (Optuna's TPE over the same space, continuous); ``knn`` (5 nearest tasks'
+best, then GP-BO); ``rgpe`` and ``rlgp`` (first pick from the base GPs); ``rlgp-opa`` (the
+RLGP paper's mode: one configuration per algorithm in turn); ``scot``; ``warm``
+(:class:`~metabo.strategies.portfolio.PortfolioWarmStart`, the default warm start).
+
+Report (:func:`report`): mean normalized regret at 1, 3, 5, 10, 25, 50 and average ranks
+(:func:`metabo.benchmarks.compare.summarize`, each task's regret averaged over seeds; Friedman
+and Wilcoxon over tasks), Wilcoxon over runs (task x seed) against ``gp`` and ``knn``, the
+evaluation at which ``gp``'s mean regret first reaches each method's mean regret at 5,
+distinct algorithms in the first 15 evaluations, seconds per suggestion at 50 observations,
+test error (live), and a plot.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from metabo.benchmarks.compare import REPORT_AT, format_table, plot_curves, summarize, wilcoxon_p
+from metabo.exceptions import InputDataError
+from metabo.kb.past import PastRuns
+from metabo.space.cash import CASHSpace
+from metabo.strategies.base import Config
+
+logger = logging.getLogger(__name__)
+
+METHODS = ("random", "gp", "optuna-tpe", "knn", "rgpe", "rlgp", "rlgp-opa", "scot", "warm")
+#: The methods that need the surrogate bank.
+BANK_METHODS = ("rgpe", "rlgp", "rlgp-opa")
+
+
+class OptunaTPE:
+    """Optuna's TPE sampler as a strategy over a continuous CASH space: the observed
+    trials are added to its study before each ask (needs the ``optuna`` extra)."""
+
+    name = "optuna-tpe"
+
+    def __init__(self, *, seed: int = 0) -> None:
+        self.seed = int(seed)
+        self._peer: Any = None
+        self._told = 0
+
+    def __repr__(self) -> str:
+        return f"OptunaTPE(seed={self.seed})"
+
+    def suggest(self, history: Any, space: CASHSpace, rng: np.random.Generator) -> Config:
+        from metabo.benchmarks.peers import OptunaSuggester
+        from metabo.kb.canonical import config_id
+
+        if self._peer is None:
+            self._peer = OptunaSuggester(space, self.seed, sampler="tpe")
+        done = [r for r in history.completed if r.ok]
+        if len(done) > self._told:
+            new = done[self._told:]
+            self._peer.observe([(r.algorithm, dict(r.params)) for r in new], [float(r.value) for r in new])
+            self._told = len(done)
+        for _ in range(100):
+            algorithm, params = self._peer.ask()
+            self._peer.discard()
+            if config_id(algorithm, params) not in history.config_ids:
+                return algorithm, dict(params)
+        raise InputDataError("Optuna's TPE proposed only configurations already asked")
+
+
+def held_out(past: PastRuns, task: str, same_content: Mapping[str, Sequence[str]]) -> PastRuns:
+    """The past without ``task`` and the tasks holding the same data."""
+    return past.without({task, *same_content.get(task, ())})
+
+
+def make_method(name: str, past: PastRuns, meta: Mapping[str, float], seed: int, bank: Any, task: str,
+                drop: Sequence[str]) -> Any:
+    """The strategy of ``name`` for a held-out task (``past`` already excludes it; ``bank``
+    the surrogate bank of every task, ``drop`` the tasks to remove from it)."""
+    from metabo.strategies import GPBO, RandomSearch
+
+    if name == "random":
+        return RandomSearch()
+    if name == "gp":
+        return GPBO(seed=seed)
+    if name == "optuna-tpe":
+        return OptunaTPE(seed=seed)
+    if name == "knn":
+        from metabo.strategies.knn import KNNWarmStart
+
+        return KNNWarmStart(past, meta, k=5, then=GPBO(n_init=0, seed=seed), seed=seed)
+    if name == "warm":
+        from metabo.strategies.portfolio import PortfolioWarmStart
+
+        return PortfolioWarmStart(past, meta, seed=seed)
+    if name in BANK_METHODS:
+        from metabo.strategies.rgpe import RGPE
+        from metabo.strategies.rlgp import RLGP
+
+        sub = bank.without(list(drop))
+        if name == "rgpe":
+            return RGPE(sub, seed=seed)
+        return RLGP(sub, seed=seed, one_per_algorithm=name == "rlgp-opa")
+    if name == "scot":
+        from metabo.benchmarks.transfer_methods import SCOT_SETTINGS
+        from metabo.strategies.scot import SCoT
+
+        return SCoT(past, meta, **SCOT_SETTINGS, seed=seed)
+    raise InputDataError(f"unknown method {name!r}; use one of {', '.join(METHODS)}")
+
+
+def meta_of(past: PastRuns, task: str) -> dict[str, float]:
+    mf = past.meta_features
+    return {} if task not in mf.index else {k: float(v) for k, v in mf.loc[task].items() if np.isfinite(v)}
+
+
+# ----------------------------------------------------------------- one surrogate run
+def surrogate_run(method: str, task: str, seed: int, iterations: int, past_all: PastRuns, shared: Mapping[str, Any]
+                  ) -> dict[str, Any]:
+    """``method`` tunes held-out ``task``'s surrogate objective for ``iterations`` trials."""
+    from metabo.benchmarks.surrogate_task import SurrogateTask
+    from metabo.optimizer import Optimizer
+
+    cache = shared.setdefault("_tasks", {})
+    if task not in cache:
+        cache.clear()  # one task at a time per worker (jobs are ordered by task)
+        cache[task] = SurrogateTask.from_past(past_all, task, shared["space"], seed=0)
+    objective = cache[task]
+    drop = [task, *shared["same_content"].get(task, ())]
+    past = past_all.without(drop)
+    strategy = make_method(method, past, meta_of(past_all, task), seed, shared.get("bank"), task, drop)
+    opt = Optimizer(objective.space, strategy, seed=seed)
+    values, seconds, algorithms = [], [], []
+    for _ in range(iterations):
+        start = time.perf_counter()
+        trial = opt.ask()
+        seconds.append(time.perf_counter() - start)
+        value = objective(trial.algorithm, trial.params)
+        opt.tell(trial, value)
+        values.append(value)
+        algorithms.append(trial.algorithm)
+    return {"protocol": "surrogate", "method": method, "task": task, "seed": seed, "values": values,
+            "regret": objective.regret(values).tolist(), "seconds": seconds, "algorithms": algorithms}
+
+
+# ----------------------------------------------------------------- report
+def live_regret(runs: list[dict[str, Any]], recorded: Mapping[str, tuple[float, float]]) -> None:
+    """Add ``regret`` to live runs: best-so-far validation error normalized per task by the
+    least and largest error seen on it (every run of every method, and its recorded runs)."""
+    lo: dict[str, float] = {}
+    hi: dict[str, float] = {}
+    for r in runs:
+        v = [x for x in r["values"] if x is not None and math.isfinite(x)]
+        if v:
+            lo[r["task"]] = min(lo.get(r["task"], math.inf), min(v))
+            hi[r["task"]] = max(hi.get(r["task"], -math.inf), max(v))
+    for t, (a, b) in recorded.items():
+        lo[t], hi[t] = min(lo.get(t, math.inf), a), max(hi.get(t, -math.inf), b)
+    for r in runs:
+        v = np.array([x if x is not None and math.isfinite(x) else np.nan for x in r["values"]], dtype=float)
+        best = np.fmin.accumulate(np.where(np.isfinite(v), v, hi[r["task"]]))
+        span = hi[r["task"]] - lo[r["task"]]
+        r["regret"] = (np.zeros(len(best)) if span <= 0 else (best - lo[r["task"]]) / span).tolist()
+
+
+def report(runs: Sequence[Mapping[str, Any]], methods: Sequence[str], iterations: int, out: Path, title: str
+           ) -> tuple[dict[str, Any], str]:
+    """The figures of the module docstring for ``runs`` of one protocol; writes the plot."""
+    from metabo.benchmarks.compare import regret_table
+
+    methods = [m for m in methods if any(r["method"] == m for r in runs)]
+    tasks, R = regret_table(runs, methods, iterations)
+    if not tasks:
+        raise InputDataError("no task has runs of every method yet")
+    refs = [m for m in ("gp", "knn") if m in methods]
+    summary = summarize(R, methods, references=refs)
+    text = format_table(summary, methods, title)
+    # Wilcoxon over runs (task x seed) present for every method
+    keyed: dict[tuple[str, str, int], list[float]] = {(r["method"], r["task"], r["seed"]): r["regret"] for r in runs}
+    pairs = sorted({(t, s) for (_, t, s) in keyed if t in tasks and all((m, t, s) in keyed for m in methods)})
+    at_runs: dict[str, dict[str, dict[str, float]]] = {}
+    lines = [f"Wilcoxon p over {len(pairs)} runs (task x seed), two-sided; mean regret difference (method - ref)"]
+    for ref in refs:
+        lines.append(f"  vs {ref}: " + "".join(f"{'@' + str(k):>18s}" for k in REPORT_AT if k <= iterations))
+        for m in methods:
+            if m == ref:
+                continue
+            cells = []
+            for k in (k for k in REPORT_AT if k <= iterations):
+                a = np.array([_at(keyed[m, t, s], k) for t, s in pairs])
+                b = np.array([_at(keyed[ref, t, s], k) for t, s in pairs])
+                p = wilcoxon_p(a, b)
+                at_runs.setdefault(m, {}).setdefault(f"vs_{ref}", {})[str(k)] = p
+                cells.append(f"{p:>9.2g} ({float(np.mean(a - b)):+.3f})")
+            lines.append(f"    {m:12s}" + "".join(cells))
+    summary["wilcoxon_runs"] = at_runs
+    summary["n_runs_paired"] = len(pairs)
+    # when cold GP-BO first reaches each method's mean regret at 5
+    reach: dict[str, int | None] = {}
+    if "gp" in methods and iterations >= 5:
+        gp = R[methods.index("gp")].mean(axis=0)
+        for i, m in enumerate(methods):
+            target = float(R[i, :, 4].mean())
+            hit = np.flatnonzero(gp <= target + 1e-12)
+            reach[m] = int(hit[0]) + 1 if len(hit) else None
+        lines.append("Evaluation at which cold GP-BO's mean regret first reaches each method's mean regret at 5 "
+                     f"(None: not within {iterations}): " + ", ".join(f"{m} {reach[m]}" for m in methods))
+    summary["gp_reaches_regret_at_5"] = reach
+    # distinct algorithms in the first 15, seconds per suggestion at 50 observations
+    algs: dict[str, float] = {}
+    secs: dict[str, float] = {}
+    for m in methods:
+        mine = [r for r in runs if r["method"] == m and r["task"] in tasks]
+        n_alg = [len(set(r["algorithms"][:15])) for r in mine if r.get("algorithms")]
+        algs[m] = float(np.mean(n_alg)) if n_alg else math.nan
+        s50 = [r["seconds"][49] for r in mine if len(r.get("seconds") or []) >= 50]
+        secs[m] = float(np.median(s50)) if s50 else math.nan
+    summary["distinct_algorithms_in_15"] = algs
+    summary["seconds_per_suggestion_at_50"] = secs
+    lines.append("Distinct algorithms in the first 15 evaluations (mean over runs): "
+                 + ", ".join(f"{m} {algs[m]:.2f}" for m in methods))
+    lines.append("Median seconds per suggestion at 50 observations: "
+                 + ", ".join(f"{m} {secs[m]:.3f}" for m in methods))
+    tests = {m: [r["test_error"] for r in runs if r["method"] == m and r["task"] in tasks
+                 and r.get("test_error") is not None] for m in methods}
+    if any(tests.values()):
+        summary["test_error"] = {m: float(np.mean(v)) if v else math.nan for m, v in tests.items()}
+        lines.append("Mean test error of the selected configuration: "
+                     + ", ".join(f"{m} {summary['test_error'][m]:.4f}" for m in methods))
+    text += "\n".join(lines) + "\n"
+    summary["tasks"] = tasks
+    plot_curves(R, methods, out, title=title)
+    return summary, text
+
+
+def _at(curve: Sequence[float], k: int) -> float:
+    return float(curve[min(k, len(curve)) - 1])
+
+
+__all__ = ["BANK_METHODS", "METHODS", "OptunaTPE", "held_out", "live_regret", "make_method", "report",
+           "surrogate_run"]

@@ -1,0 +1,190 @@
+"""Warm start against cold, on tasks the knowledge base has never seen (issue 16): every
+method in one run, under the protocols of :mod:`metabo.benchmarks.warm_bench`.
+
+    python scripts/bench_warm.py surrogate [--seeds 5] [--iterations 50] [--jobs 2]
+        [--methods random,gp,...] [--tasks N] [--resume] [--out reports/warm]
+    python scripts/bench_warm.py live [--n-datasets 20] [--seeds 3] [--iterations 50] [--jobs 2] [--resume]
+    python scripts/bench_warm.py report surrogate|live   (the report of the runs so far)
+
+Runs are appended to ``<out>/<protocol>_runs.jsonl`` as they finish (ordered seed, task,
+method, so that a partial file holds whole task x seed blocks), so a killed run resumes
+with ``--resume``; the report (``<protocol>_summary.txt``, ``.json``, ``<protocol>_curves.png``)
+covers the tasks every method finished. The lookup protocol (candidates = the recorded
+grid the base models were fitted on) is kept in scripts/bench_transfer.py as an optimistic
+check only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import multiprocessing as mp
+import os
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger("bench_warm")
+_STATE: dict[str, Any] = {}
+
+
+def _load(kb_path: str, protocol: str, methods: list[str]) -> None:
+    """Worker state: the past, the same-content groups, the space, the bank if needed."""
+    from metabo.benchmarks.warm_bench import BANK_METHODS
+    from metabo.kb import KnowledgeBase
+    from metabo.kb.past import PastRuns
+    from metabo.space.algorithms import default_cash_space
+
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    with KnowledgeBase(kb_path, read_only=True) as kb:
+        past = PastRuns.from_kb(kb)
+        fp = kb.query("SELECT dataset_id, fingerprint FROM datasets")
+    groups: dict[str, list[str]] = {}
+    for f, part in fp.groupby("fingerprint"):
+        ids = part["dataset_id"].tolist()
+        for d in ids:
+            groups[d] = [x for x in ids if x != d]
+    kb_space = default_cash_space([a for a in default_cash_space().algorithms if a in past.algorithms])
+    shared: dict[str, Any] = {"space": kb_space if protocol == "surrogate" else default_cash_space(),
+                              "same_content": groups, "kb_path": kb_path}
+    if set(BANK_METHODS) & set(methods):
+        from metabo.surrogates.bank import SurrogateBank, space_encoder
+
+        shared["bank"] = SurrogateBank.fit(past, space_encoder(kb_space), seed=0)
+    _STATE.update(past=past, shared=shared, protocol=protocol)
+
+
+def _run(job: tuple[str, str, int, int, str]) -> dict[str, Any]:
+    method, task, seed, iterations, scratch = job
+    from metabo.benchmarks.warm_bench import surrogate_run
+
+    past, shared = _STATE["past"], _STATE["shared"]
+    start = time.perf_counter()
+    if _STATE["protocol"] == "surrogate":
+        record = surrogate_run(method, task, seed, iterations, past, shared)
+    else:
+        record = _live(method, task, seed, iterations, past, shared, scratch)
+    record["wall_seconds"] = time.perf_counter() - start
+    return record
+
+
+def _live(method: str, task: str, seed: int, iterations: int, past_all: Any, shared: dict[str, Any],
+          scratch: str) -> dict[str, Any]:
+    from metabo.benchmarks.transfer_live import dataset_spec, live_run
+    from metabo.benchmarks.warm_bench import make_method, meta_of
+    from metabo.kb import KnowledgeBase
+
+    drop = [task, *shared["same_content"].get(task, ())]
+    past = past_all.without(drop)
+    strategy = make_method(method, past, meta_of(past_all, task), seed, shared.get("bank"), task, drop)
+    with KnowledgeBase(shared["kb_path"], read_only=True) as kb:
+        spec = dataset_spec(kb, task)
+    with KnowledgeBase(f"{scratch}-{os.getpid()}.duckdb") as store:
+        record = live_run(method, task, seed, iterations, past_all, shared, store, spec, strategy=strategy)
+    record["protocol"] = "live"
+    record["algorithms"] = [a for a, _ in record["configs"]]
+    record["seconds"] = []
+    return record
+
+
+def _report(protocol: str, out: Path, methods: list[str], iterations: int, kb_path: str, command: str) -> None:
+    from metabo.benchmarks.transfer_methods import load_runs
+    from metabo.benchmarks.warm_bench import live_regret, report
+
+    runs = [r for r in load_runs(out / f"{protocol}_runs.jsonl") if r["method"] in methods]
+    if protocol == "live":
+        from metabo.kb import KnowledgeBase
+        from metabo.kb.past import PastRuns
+
+        with KnowledgeBase(kb_path, read_only=True) as kb:
+            past = PastRuns.from_kb(kb)
+        recorded = {}
+        for t in {r["task"] for r in runs}:
+            vals = [v for g in past.task_runs(t).values() for v in g.values]
+            if vals:
+                recorded[t] = (min(vals), max(vals))
+        live_regret(runs, recorded)
+    title = {"surrogate": "Surrogate protocol (held-out task's objective = RF on its runs)",
+             "live": "Live protocol (held-out tasks trained for real)"}[protocol]
+    summary, text = report(runs, methods, iterations, out / f"{protocol}_curves.png", title)
+    seeds = sorted({r["seed"] for r in runs})
+    head = (f"{title}\nCommand: {command}\nRuns: {len(runs)}; seeds {seeds}; tasks every method finished: "
+            f"{len(summary['tasks'])}\n\n")
+    (out / f"{protocol}_summary.txt").write_text(head + text)
+    (out / f"{protocol}_summary.json").write_text(json.dumps({"command": command, "summary": summary}, indent=1,
+                                                             default=float))
+    print(head + text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from metabo.benchmarks.warm_bench import METHODS
+
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("protocol", choices=["surrogate", "live", "report"])
+    p.add_argument("which", nargs="?", choices=["surrogate", "live"], help="report: the protocol to report")
+    p.add_argument("--kb", help="knowledge base file (default: the shipped export in a temporary store)")
+    p.add_argument("--methods", type=lambda s: s.split(","), default=list(METHODS))
+    p.add_argument("--seeds", type=int, default=5)
+    p.add_argument("--iterations", type=int, default=50)
+    p.add_argument("--tasks", type=int, default=None, help="only the first N tasks (surrogate)")
+    p.add_argument("--n-datasets", type=int, default=20, help="live: held-out datasets, drawn with --dataset-seed")
+    p.add_argument("--dataset-seed", type=int, default=0)
+    p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--resume", action="store_true")
+    p.add_argument("--scratch", default=str(Path(tempfile.gettempdir()) / "metabo-bench-warm-live"))
+    p.add_argument("--out", type=Path, default=Path("reports/warm"))
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+    for name in ("metabo", "optuna", "distributed"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    from metabo.benchmarks.transfer_methods import load_runs, shipped_kb_file
+    from metabo.kb import KnowledgeBase
+    from metabo.kb.past import PastRuns
+
+    command = "python scripts/bench_warm.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    kb_path = shipped_kb_file(args.kb)
+    args.out.mkdir(parents=True, exist_ok=True)
+    if args.protocol == "report":
+        if not args.which:
+            p.error("report needs the protocol: report surrogate|live")
+        _report(args.which, args.out, args.methods, args.iterations, kb_path, command)
+        return 0
+    runs_path = args.out / f"{args.protocol}_runs.jsonl"
+    if not args.resume and runs_path.exists():
+        runs_path.unlink()
+    with KnowledgeBase(kb_path, read_only=True) as kb:
+        tasks = list(PastRuns.from_kb(kb).tasks)
+        if args.protocol == "live":
+            from metabo.benchmarks.transfer_live import choose_datasets
+
+            tasks = choose_datasets(kb, tasks, n=args.n_datasets, seed=args.dataset_seed)
+    if args.tasks:
+        tasks = tasks[: args.tasks]
+    have = {(r["method"], r["task"], r["seed"]) for r in load_runs(runs_path)}
+    jobs = [(m, t, s, args.iterations, args.scratch) for s in range(args.seeds) for t in tasks for m in args.methods
+            if (m, t, s) not in have]
+    logger.info(f"{args.protocol}: {len(jobs)} runs to do ({len(have)} kept) on {len(tasks)} tasks, {args.jobs} jobs")
+    start = time.perf_counter()
+    # evaluations fork their own children (limits): workers must not be daemonic, as a
+    # multiprocessing.Pool's are; a ProcessPoolExecutor's are not
+    with ProcessPoolExecutor(args.jobs, mp_context=mp.get_context("fork"), initializer=_load,
+                             initargs=(kb_path, args.protocol, args.methods)) as pool:
+        futures = [pool.submit(_run, job) for job in jobs]
+        for i, future in enumerate(as_completed(futures)):
+            record = future.result()
+            with open(runs_path, "a") as f:
+                f.write(json.dumps(record) + "\n")
+            r = record.get("regret") or []
+            score = f"final regret {r[-1]:.3f}" if r else f"best valid {record.get('valid_error', float('nan')):.4f}"
+            logger.info(f"[{i + 1}/{len(jobs)}] {record['task']} {record['method']} seed {record['seed']}: {score}, "
+                        f"{record['wall_seconds']:.0f} s (elapsed {time.perf_counter() - start:.0f} s)")
+    _report(args.protocol, args.out, args.methods, args.iterations, kb_path, command)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
