@@ -1,5 +1,9 @@
 """Leave-one-dataset-out benchmarks of the warm-start methods (issue 6), one protocol per
-subcommand, each writing its report (text, JSON, plots) under ``--out``:
+subcommand, each writing its report (text, JSON, plots) under ``--out``.
+
+An optimistic check only: the lookup protocol's candidates are the very configurations
+every base model was fitted on, which flatters every transfer method. The warm start is
+judged by scripts/bench_warm.py (a surrogate objective queried anywhere, and live runs).
 
 ``lookup`` (the default): for every task of the knowledge base (the shipped one by
 default), hide it: each method gets the other tasks as its past (``PastRuns.without``, the
