@@ -64,10 +64,16 @@ def _run(job: tuple[str, str, int, int, str]) -> dict[str, Any]:
 
     past, shared = _STATE["past"], _STATE["shared"]
     start = time.perf_counter()
-    if _STATE["protocol"] == "surrogate":
-        record = surrogate_run(method, task, seed, iterations, past, shared)
-    else:
-        record = _live(method, task, seed, iterations, past, shared, scratch)
+    try:
+        if _STATE["protocol"] == "surrogate":
+            record = surrogate_run(method, task, seed, iterations, past, shared)
+        else:
+            record = _live(method, task, seed, iterations, past, shared, scratch)
+    except Exception as e:  # one failed run is reported, not the end of the benchmark
+        import traceback
+
+        return {"error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc(), "method": method,
+                "task": task, "seed": seed}
     record["wall_seconds"] = time.perf_counter() - start
     return record
 
@@ -176,6 +182,10 @@ def main(argv: list[str] | None = None) -> int:
         futures = [pool.submit(_run, job) for job in jobs]
         for i, future in enumerate(as_completed(futures)):
             record = future.result()
+            if "error" in record:
+                logger.error(f"[{i + 1}/{len(jobs)}] {record['task']} {record['method']} seed {record['seed']} "
+                             f"failed (not recorded; --resume runs it again): {record['traceback']}")
+                continue
             with open(runs_path, "a") as f:
                 f.write(json.dumps(record) + "\n")
             r = record.get("regret") or []

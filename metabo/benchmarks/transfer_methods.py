@@ -7,7 +7,8 @@ and the knowledge base benchmarked (:func:`shipped_kb_file`).
 Methods: ``random``, ``gp`` (GP-BO, 3 random first), ``knn`` (kNN warm start), ``rgpe``,
 ``rlgp`` (the RLGP paper's protocol: 3 random first), ``rlgp-warm`` (RLGP as the project
 runs it by default: the first pick from the base GPs), ``rgpe-warm`` (RGPE started the same way), ``scot``, ``global-default``,
-``collab-default`` (SCoT's first pick) and ``optuna-tpe`` (Optuna's TPE, each proposal
+``collab-default`` (SCoT's first pick), ``warm`` (the default warm start,
+:class:`~metabo.strategies.portfolio.PortfolioWarmStart`) and ``optuna-tpe`` (Optuna's TPE, each proposal
 snapped to the nearest recorded candidate). ``shared`` holds the CASH ``space``, the tasks'
 ``meta_features`` and, for rgpe/rlgp, the surrogate ``bank`` of every past task.
 """
@@ -30,7 +31,7 @@ SINGLE_PICK = ("global-default", "collab-default")
 #: SCoT made cheaper for a benchmark of thousands of suggestions (each retrains the ranker).
 SCOT_SETTINGS = {"max_points_per_task": 50, "max_gp_points": 150,
                  "ranker": {"n_components": 150, "max_pairs_per_group": 150}}
-ALL_METHODS = ("random", "gp", "knn", "rgpe", "rgpe-warm", "rlgp", "rlgp-warm", "scot", "global-default",
+ALL_METHODS = ("random", "gp", "knn", "warm", "rgpe", "rgpe-warm", "rlgp", "rlgp-warm", "scot", "global-default",
                "collab-default", "optuna-tpe")
 #: The methods that need the surrogate bank.
 TRANSFER_ENSEMBLES = ("rgpe", "rgpe-warm", "rlgp", "rlgp-warm")
@@ -54,6 +55,10 @@ def make_method(name: str, past: PastRuns, task: str, seed: int, bank: Any) -> A
         from metabo.strategies.knn import KNNWarmStart
 
         return KNNWarmStart(past, meta, k=5, then=GPBO(n_init=0, seed=seed), seed=seed)
+    if name == "warm":
+        from metabo.strategies.portfolio import PortfolioWarmStart
+
+        return PortfolioWarmStart(past, meta, seed=seed)
     if name in TRANSFER_ENSEMBLES:
         from metabo.strategies.rgpe import RGPE
         from metabo.strategies.rlgp import RLGP

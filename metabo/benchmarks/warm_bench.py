@@ -57,7 +57,10 @@ BANK_METHODS = ("rgpe", "rlgp", "rlgp-opa")
 
 class OptunaTPE:
     """Optuna's TPE sampler as a strategy over a continuous CASH space: the observed
-    trials are added to its study before each ask (needs the ``optuna`` extra)."""
+    trials are added to its study before each ask (needs the ``optuna`` extra). Optuna may
+    propose a configuration already evaluated (an algorithm with one configuration, say),
+    which the ask/tell loop does not repeat: such a proposal is told its known value again
+    and TPE asked anew; after 20 repeats in a row a uniform configuration is taken."""
 
     name = "optuna-tpe"
 
@@ -80,12 +83,18 @@ class OptunaTPE:
             new = done[self._told:]
             self._peer.observe([(r.algorithm, dict(r.params)) for r in new], [float(r.value) for r in new])
             self._told = len(done)
-        for _ in range(100):
+        values = {r.config_id: float(r.value) for r in done}
+        for _ in range(20):
             algorithm, params = self._peer.ask()
             self._peer.discard()
-            if config_id(algorithm, params) not in history.config_ids:
+            cid = config_id(algorithm, params)
+            if cid not in history.config_ids:
                 return algorithm, dict(params)
-        raise InputDataError("Optuna's TPE proposed only configurations already asked")
+            if cid in values:  # a repeat (e.g. an algorithm with one configuration): TPE sees its value again
+                self._peer.observe([(algorithm, params)], [values[cid]])
+        from metabo.strategies.base import random_configuration
+
+        return random_configuration(space, rng, history.config_ids)  # TPE insists on repeats
 
 
 def held_out(past: PastRuns, task: str, same_content: Mapping[str, Sequence[str]]) -> PastRuns:
