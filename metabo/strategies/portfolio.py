@@ -50,6 +50,16 @@ under the current weights, so the past still says where to look while the target
 model decides. Algorithms the past never ran keep the GP's prior amplitude under the
 conditional kernel (zero covariance across algorithms), so they stay open to EI.
 
+With ``prior_mean`` the search phase models the residual of a transferred prior mean
+instead (:class:`ResidualGP`; the past used as a prior mean that the target's data
+overrides, as in the GP of Salinas, Shen & Perrone 2020, here on the normalized-regret
+scale with an affine map fitted to the target): ``m0(x)`` is the weighted past regret
+``qbar_c = sum_p w_p Q_{p,c} / sum_p w_p 1(Q_{p,c} known)`` averaged over the
+``n_neighbours`` recorded configurations of ``x``'s algorithm nearest to ``x`` in the
+encoding (the neutral ``mean_c qbar_c`` for an algorithm the past never ran), the weights
+those of the refit prefix; the GP then models ``z - a - b m0(x)`` with ``(a, b >= 0)`` by
+least squares (``b = 0``, the cold model, when ``m0`` explains nothing).
+
 Deviations: Wistuba et al. fix the portfolio offline and rank tasks by meta-features only;
 here the weights adapt to the new task's results. The portfolio's objective is normalized
 regret averaged over tasks, not the papers' average rank or misclassification; it is
@@ -59,7 +69,7 @@ bounded per task and needs no extra scale.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -185,16 +195,20 @@ class PortfolioWarmStart:
         distinct: each portfolio pick of an algorithm not tried yet (while one is left).
         beta: evidence temperature of the task weights (``log w += beta n tau``).
         n_transfer_starts: portfolio configurations the GP's local search also starts from.
+        prior_mean: the search phase's GP models the residual of the transferred mean.
         then: the search-phase strategy (default: :class:`~metabo.strategies.gp.GPBO` with
             no random design, the settings of the cold ``gp`` strategy otherwise).
         seed: seeds the search phase's GP.
     """
 
     name = "warm"
+    #: recorded configurations averaged by the transfer mean ``m0`` (nearest in the encoding)
+    n_neighbours = 3
 
     def __init__(self, past: PastRuns, meta_features: Mapping[str, float] | pd.Series | None = None, *,
                  n_portfolio: int = 8, n_design: int = 8, distinct: bool = True, beta: float = 1.0,
-                 n_transfer_starts: int = 5, then: GPBO | None = None, seed: int = 0) -> None:
+                 n_transfer_starts: int = 5, prior_mean: bool = False, then: GPBO | None = None,
+                 seed: int = 0) -> None:
         if min(n_portfolio, n_design, n_transfer_starts, beta) < 0:
             raise InputDataError("n_portfolio, n_design, n_transfer_starts and beta must be >= 0")
         if not past.tasks:
@@ -203,6 +217,9 @@ class PortfolioWarmStart:
 
         self.past, self.n_portfolio, self.n_design, self.beta = past, n_portfolio, max(n_design, n_portfolio), beta
         self.n_transfer_starts, self.seed, self.distinct = n_transfer_starts, seed, distinct
+        self.prior_mean = prior_mean
+        self._residual: ResidualGP | None = None
+        self._encoded: tuple[CASHSpace, dict[str, tuple[np.ndarray, np.ndarray]]] | None = None
         self.meta_features = None if meta_features is None else {
             str(k): float(v) for k, v in dict(meta_features).items() if v == v}
         self.then = then if then is not None else GPBO(n_init=0, seed=seed)
@@ -296,17 +313,151 @@ class PortfolioWarmStart:
         config = self._next_design(history, space, rng)
         if config is not None:
             return config
+        if self.prior_mean:
+            return self._residual_gp().suggest(history, space, rng, self.transfer_mean(history, space),
+                                               self.transfer_starts(history, space))
         return self.then.suggest(history, space, rng, extra_starts=self.transfer_starts(history, space))
 
     def acquisition(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Any:
         """None during the design, then the GP's log EI (for the ensemble searches)."""
         if self._next_design(history, space) is not None:
             return None
+        if self.prior_mean:
+            return self._residual_gp().acquisition(history, space, self.transfer_mean(history, space))
         return self.then.acquisition(history, space, rng)
 
     def posterior_mean(self, history: History, space: CASHSpace, configs: Sequence[Config]) -> np.ndarray:
         """The search-phase GP's posterior mean (thesis 3.4 selection)."""
+        if self.prior_mean:
+            return self._residual_gp().posterior_mean(history, space, self.transfer_mean(history, space), configs)
         return self.then.posterior_mean(history, space, configs)
 
+    # ------------------------------------------------------------------ prior mean
+    def _residual_gp(self) -> ResidualGP:
+        if self._residual is None:
+            self._residual = ResidualGP(self.then)
+        return self._residual
 
-__all__ = ["PortfolioWarmStart", "RegretMatrix", "prior_weights", "rank_agreement"]
+    def transfer_mean(self, history: History, space: CASHSpace) -> Callable[[np.ndarray], np.ndarray]:
+        """``m0``: encoded CASH rows -> the weighted past tasks' regret there (module
+        docstring, search phase), with the weights of the history's refit prefix."""
+        m, _ = self.matrix(space)
+        n = len(history.completed)
+        prefix = n - n % self.then.refit_every if n >= self.then.refit_every else n
+        from metabo.optimizer.history import History as _History
+
+        w = self.weights(_History([r for r in history.completed[:prefix]]), space)
+        finite = np.isfinite(m.Q)
+        cover = w @ finite
+        qbar = np.where(cover > 0, (w @ np.where(finite, m.Q, 0.0)) / np.where(cover > 0, cover, 1.0), np.nan)
+        neutral = float(np.nanmean(qbar)) if np.isfinite(qbar).any() else 0.5
+        encoded = self._encodings(space)
+        index = {a: k for k, a in enumerate(space.algorithms)}
+
+        def mean(X: np.ndarray) -> np.ndarray:
+            from scipy.spatial.distance import cdist
+
+            X = np.asarray(X, dtype=float)
+            out = np.full(len(X), neutral)
+            owner = np.argmax(X[:, : len(space)], axis=1)
+            for a, (cols, E) in encoded.items():
+                rows = np.flatnonzero(owner == index[a])
+                q = qbar[cols]
+                ok = np.isfinite(q)
+                if not len(rows) or not ok.any():
+                    continue
+                E_ok, q_ok = E[ok], q[ok]
+                k = min(self.n_neighbours, len(q_ok))
+                D = cdist(X[rows][:, space.slices[a]], E_ok) if E_ok.shape[1] else np.zeros((len(rows), len(q_ok)))
+                near = np.argpartition(D, k - 1, axis=1)[:, :k]
+                out[rows] = q_ok[near].mean(axis=1)
+            return out
+
+        return mean
+
+    def _encodings(self, space: CASHSpace) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Per algorithm: the matrix columns of its recorded configurations and their
+        encoding in its own block."""
+        if self._encoded is None or self._encoded[0] is not space:
+            m, _ = self.matrix(space)
+            out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+            for a in space.algorithms:
+                cols = np.array([j for j, (b, _) in enumerate(m.configs) if b == a], dtype=int)
+                if len(cols):
+                    out[a] = (cols, space[a].encode_many([m.configs[j][1] for j in cols]))
+            self._encoded = (space, out)
+        return self._encoded[1]
+
+
+class ResidualGP:
+    """GP-BO on the residual of a transferred prior mean (module docstring, search phase):
+    ``z`` the warped values (:func:`~metabo.surrogates.warping.warp`, as GP-BO), ``(a, b)``
+    by least squares of ``z`` on ``m0(x)`` over the refit prefix (``b >= 0``), the
+    conditional GP of ``settings`` (a :class:`~metabo.strategies.gp.GPBO`) fitted on
+    ``r = z - a - b m0(x)``; log EI of ``a + b m0(x) + mu_r(x)`` with the GP's variance."""
+
+    def __init__(self, settings: GPBO) -> None:
+        from metabo.strategies.gp import ModelCache, make_gp
+
+        self.settings = settings
+        self._cache = ModelCache(make_gp(True, settings.gp_kernel, settings.noise, settings.n_restarts),
+                                 settings.seed, settings.refit_every, settings.warm_refit, "none")
+
+    def _fit(self, history: History, space: CASHSpace, mean: Callable[[np.ndarray], np.ndarray], *,
+             refit: bool = False) -> tuple[Any, float, float, float]:
+        """(residual GP, a, b, best warped value)."""
+        from metabo.surrogates.warping import warp
+
+        X, y = history.X(space), history.y
+        n = len(y)
+        r_every = self.settings.refit_every
+        m = n if refit or n < max(r_every, 3) else n - n % r_every
+        z = warp(y, m, self.settings.warping)
+        m0 = mean(X)
+        a, b = float(z[:m].mean()), 0.0
+        if m >= 2 and np.ptp(m0[:m]) > 1e-9:  # a slope only where m0 varies
+            (a_, b_), *_ = np.linalg.lstsq(np.column_stack([np.ones(m), m0[:m]]), z[:m], rcond=None)
+            if np.isfinite(b_) and b_ > 0:
+                a, b = float(a_), float(b_)
+        groups = np.argmax(X[:, : len(space)], axis=1)
+        model, _ = self._cache.model(X, z - a - b * m0, groups, refit=refit)
+        return model, float(a), float(b), float(z.min())
+
+    def acquisition(self, history: History, space: CASHSpace, mean: Callable[[np.ndarray], np.ndarray]
+                    ) -> Callable[[np.ndarray], np.ndarray] | None:
+        if len(history.completed) < 2 or not any(r.ok for r in history.completed):
+            return None
+        from metabo.strategies.base import thread_limits
+
+        with thread_limits(self.settings.threads):
+            model, a, b, best = self._fit(history, space, mean)
+
+        def score(Xc: np.ndarray) -> np.ndarray:
+            with thread_limits(self.settings.threads):
+                mu, var = model.predict(Xc, groups=np.argmax(Xc[:, : len(space)], axis=1))
+                return self.settings._log_ei(a + b * mean(Xc) + mu, var, best)
+
+        return score
+
+    def suggest(self, history: History, space: CASHSpace, rng: np.random.Generator,
+                mean: Callable[[np.ndarray], np.ndarray], extra_starts: Sequence[Config]) -> Config:
+        from metabo.strategies.base import random_configuration
+        from metabo.strategies.gp import top_configurations
+
+        score = self.acquisition(history, space, mean)
+        if score is None:
+            return random_configuration(space, rng, history.config_ids)
+        starts = top_configurations(history.completed, history.y, self.settings.n_starts)
+        starts += [c for c in extra_starts if config_id(*c) not in history.config_ids]
+        config, _ = self.settings._maximize(space, score, starts, history, rng)
+        return config
+
+    def posterior_mean(self, history: History, space: CASHSpace, mean: Callable[[np.ndarray], np.ndarray],
+                       configs: Sequence[Config]) -> np.ndarray:
+        model, a, b, _ = self._fit(history, space, mean, refit=True)
+        Xc = space.encode_many(list(configs))
+        mu, _ = model.predict(Xc, groups=np.argmax(Xc[:, : len(space)], axis=1))
+        return a + b * mean(Xc) + mu
+
+
+__all__ = ["PortfolioWarmStart", "ResidualGP", "RegretMatrix", "prior_weights", "rank_agreement"]

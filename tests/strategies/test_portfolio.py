@@ -163,3 +163,40 @@ def test_bad_arguments_are_refused():
     other = CASHSpace({"z": SearchSpace("z", (Float("w", 0.0, 1.0),))})
     with pytest.raises(InputDataError, match="portfolio"):
         RegretMatrix.from_past(past, other)
+
+
+def test_transfer_mean_averages_the_nearest_recorded_configurations_regret():
+    space, _ = two_algorithm_problem()
+    past = past_runs({"t0": [0.1, 0.5, 0.6, 0.3], "t1": [0.2, 0.5, 0.1, 0.3]})
+    s = PortfolioWarmStart(past, prior_mean=True)
+    s.n_neighbours = 1
+    m, _ = s.matrix(space)
+    mean = s.transfer_mean(History(), space)
+    for c in (A1, A2, B1, B2):
+        j = column(m, space, c)
+        assert mean(space.encode_many([c]))[0] == pytest.approx(m.Q[:, j].mean())  # uniform weights, itself nearest
+    far = ("a", {"u": 0.25, "k": "l1"})  # nearest recorded: A1
+    assert mean(space.encode_many([far]))[0] == pytest.approx(m.Q[:, column(m, space, A1)].mean())
+
+
+def test_prior_mean_makes_an_untried_algorithm_that_did_well_in_the_past_more_promising():
+    base, _ = two_algorithm_problem()
+    space = CASHSpace({**{a: base[a] for a in base.algorithms}, "c": SearchSpace("c", (Float("w", 0.0, 1.0),))})
+    # past: 'a' good and 'b' poor everywhere; 'c' good at small w, poor at large w
+    rows = []
+    for t in ("t0", "t1", "t2"):
+        rows += [(t, *A1, 0.10), (t, *A2, 0.12), (t, *B1, 0.50), (t, *B2, 0.52),
+                 (t, "c", {"w": 0.1}, 0.20), (t, "c", {"w": 0.5}, 0.30), (t, "c", {"w": 0.9}, 0.40)]
+    frame = pd.DataFrame(rows, columns=["dataset_id", "algorithm", "params", "value"])
+    frame["config_id"] = [config_id(a, p) for a, p in zip(frame["algorithm"], frame["params"])]
+    past = PastRuns.from_frame(frame)
+    # the target has seen 'c' only, ordered as in the past
+    h = history_of(space, [(("c", {"w": 0.1}), 0.2), (("c", {"w": 0.5}), 0.3), (("c", {"w": 0.9}), 0.4)])
+    scores = {}
+    for prior in (True, False):
+        s = PortfolioWarmStart(past, prior_mean=prior, n_portfolio=0, n_design=0, seed=0)
+        s.n_neighbours = 1  # three recorded configurations of 'c': its nearest alone varies
+        score = s.acquisition(h, space, np.random.default_rng(0))
+        scores[prior] = score(space.encode_many([A1, B1]))
+    assert scores[True][0] > scores[True][1] + 1.0  # log EI: 'a' (past regret 0) far above 'b' (regret ~1)
+    assert scores[False][0] == pytest.approx(scores[False][1], abs=1e-6)  # without it both are the GP's prior
