@@ -20,7 +20,9 @@ Methods (:data:`METHODS`): ``random``; ``gp`` (cold GP-BO, the ``gp`` strategy's
 ``optuna-tpe`` (Optuna's TPE over the same space, continuous); ``knn`` (5 nearest tasks'
 best, then GP-BO); ``rgpe`` and ``rlgp`` (first pick from the base GPs); ``rlgp-opa`` (the
 RLGP paper's mode: one configuration per algorithm in turn); ``scot``; ``warm``
-(:class:`~metabo.strategies.portfolio.PortfolioWarmStart`, the default warm start).
+(:class:`~metabo.strategies.portfolio.PortfolioWarmStart`, the default warm start). A
+reference, surrogate protocol only: ``oracle`` (:class:`RecordedOrder`, the held-out
+task's own recorded configurations best first: the floor of proposing recorded ones).
 
 Report (:func:`report`): mean normalized regret at 1, 3, 5, 10, 25, 50 and average ranks
 (:func:`metabo.benchmarks.compare.summarize`, each task's regret averaged over seeds; Friedman
@@ -97,6 +99,31 @@ class OptunaTPE:
         return random_configuration(space, rng, history.config_ids)  # TPE insists on repeats
 
 
+class RecordedOrder:
+    """A reference, not a transfer method (``oracle``): the held-out task's own recorded
+    configurations in increasing order of their recorded value, i.e. what a perfect
+    transfer of the recorded grid would propose. Its regret on the surrogate objective is
+    the floor that proposing recorded configurations can reach there (the forest's value at
+    a recorded configuration is smoothed by its neighbours)."""
+
+    name = "oracle"
+
+    def __init__(self, past_all: PastRuns, task: str) -> None:
+        self.runs = sorted(((float(v), a, p) for a, g in past_all.task_runs(task).items()
+                            for p, v in zip(g.params, g.values)), key=lambda r: r[0])
+
+    def suggest(self, history: Any, space: CASHSpace, rng: np.random.Generator) -> Config:
+        from metabo.kb.canonical import config_id
+        from metabo.strategies.base import random_configuration
+
+        for _, a, p in self.runs:
+            if a in space:
+                a2, p2 = space.normalize(a, p)
+                if config_id(a2, p2) not in history.config_ids:
+                    return a2, p2
+        return random_configuration(space, rng, history.config_ids)
+
+
 def held_out(past: PastRuns, task: str, same_content: Mapping[str, Sequence[str]]) -> PastRuns:
     """The past without ``task`` and the tasks holding the same data."""
     return past.without({task, *same_content.get(task, ())})
@@ -157,7 +184,10 @@ def surrogate_run(method: str, task: str, seed: int, iterations: int, past_all: 
     objective = cache[task]
     drop = [task, *shared["same_content"].get(task, ())]
     past = past_all.without(drop)
-    strategy = make_method(method, past, meta_of(past_all, task), seed, shared.get("bank"), task, drop)
+    if method == "oracle":
+        strategy: Any = RecordedOrder(past_all, task)
+    else:
+        strategy = make_method(method, past, meta_of(past_all, task), seed, shared.get("bank"), task, drop)
     opt = Optimizer(objective.space, strategy, seed=seed)
     values, seconds, algorithms = [], [], []
     for _ in range(iterations):
@@ -266,5 +296,5 @@ def _at(curve: Sequence[float], k: int) -> float:
     return float(curve[min(k, len(curve)) - 1])
 
 
-__all__ = ["BANK_METHODS", "METHODS", "OptunaTPE", "held_out", "live_regret", "make_method", "report",
+__all__ = ["BANK_METHODS", "METHODS", "OptunaTPE", "RecordedOrder", "held_out", "live_regret", "make_method", "report",
            "surrogate_run"]
