@@ -7,6 +7,8 @@ the tasks holding the same data as ``d`` (same content fingerprint) left out, so
 dataset tuned a second time does not transfer from its own earlier session, and limited to
 the algorithms of the space:
 
+- ``warm``: :class:`~metabo.strategies.portfolio.PortfolioWarmStart` (an adaptive portfolio
+  of the past tasks' recorded configurations, then GP-BO; meta-features used when stored);
 - ``knn``: :class:`~metabo.strategies.knn.KNNWarmStart` (the 5 nearest tasks by
   meta-features, then GP-BO);
 - ``rgpe`` / ``rlgp``: :class:`~metabo.strategies.rgpe.RGPE` /
@@ -30,7 +32,7 @@ if TYPE_CHECKING:
     from metabo.kb.store import KnowledgeBase
 
 #: The warm-start strategies by name (module docstring).
-WARM_STRATEGIES = ("knn", "rgpe", "rlgp", "scot")
+WARM_STRATEGIES = ("warm", "knn", "rgpe", "rlgp", "scot")
 
 
 def past_for(kb: KnowledgeBase, dataset_id: str, space: CASHSpace, *, metric: str = "error_rate") -> PastRuns:
@@ -73,6 +75,10 @@ def warm_factory(name: str, kb: KnowledgeBase, dataset_id: str, space: CASHSpace
     if name in ("knn", "scot") and not meta:
         raise InputDataError(f"dataset {dataset_id!r} has no meta-features: {name} needs them (store them with "
                              "`metabo data meta-features`, or use rlgp/rgpe, which need none)")
+    if name == "warm":
+        from metabo.strategies.portfolio import PortfolioWarmStart
+
+        return lambda seed: PortfolioWarmStart(past, meta or None, seed=seed, **kw)
     if name == "knn":
         from metabo.strategies.gp import GPBO
         from metabo.strategies.knn import KNNWarmStart

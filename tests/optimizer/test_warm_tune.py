@@ -71,3 +71,23 @@ def test_warm_strategy_without_a_knowledge_base_is_refused(store):
     with pytest.raises(InputDataError, match="pass kb"):
         tune(str(paths["iris"]), target="target", budget=1, space=default_cash_space(ALGS), strategy="rlgp")
     assert RLGP  # imported for the type check above
+
+
+def test_tune_with_the_warm_default_starts_with_the_portfolios_first_configuration(store, tmp_path):
+    from metabo.strategies.portfolio import PortfolioWarmStart
+
+    kb_path, paths = store
+    copy = tmp_path / "kb.duckdb"
+    copy.write_bytes(kb_path.read_bytes())
+    space = default_cash_space(ALGS)
+    with KnowledgeBase(copy) as kb:
+        ids = kb.query("SELECT dataset_id, name FROM datasets ORDER BY name")
+        iris = ids.loc[ids["name"].str.contains("iris"), "dataset_id"].item()
+        strategy = warm_strategy("warm", kb, iris, space)
+        assert isinstance(strategy, PortfolioWarmStart) and iris not in strategy.past.tasks
+        m, w = strategy.matrix(space)
+        first = m.configs[int((w @ (1 - m.Q)).argmax())]  # gain before any pick: sum_p w_p (1 - Q_pc)
+        result = tune(str(paths["iris"]), target="target", budget=3, space=space, strategy="warm", kb=kb, seed=0,
+                      session_id="warm-default")
+    asked = result.history[0]
+    assert (asked.algorithm, dict(asked.params)) == (first[0], dict(first[1]))
