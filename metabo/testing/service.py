@@ -132,6 +132,7 @@ def work(url: str, study_id: str, n: int, token: str | None = None) -> list[dict
 
 
 if __name__ == "__main__":  # pragma: no cover - run by the end-to-end test
+    import metabo.service.client  # noqa: F401 - imported before START, so that neither worker starts late
     if len(sys.argv) > 4:
         time.sleep(max(0.0, float(sys.argv[4]) - time.time()))
     print(json.dumps(work(sys.argv[1], sys.argv[2], int(sys.argv[3]))))

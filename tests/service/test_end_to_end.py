@@ -25,7 +25,7 @@ def test_two_workers_on_one_study_then_a_restart_lose_nothing(kb_path):
         with ServiceClient(server.url) as api:
             study = api.create_study(study_id="e2e", dataset_id="service-toy", strategy="random",
                                      space={"algorithms": ["knn", "decision_tree", "lda"]})["study_id"]
-        start = str(time.time() + 15)  # both workers start asking then, once imported (a loaded machine imports slowly)
+        start = str(time.time() + 5)  # both workers start asking then, once imported
         workers = [subprocess.Popen([sys.executable, "-m", "metabo.testing.service", server.url, study, str(N), start],
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
         outputs = [w.communicate(timeout=60) for w in workers]
