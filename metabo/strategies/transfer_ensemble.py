@@ -307,7 +307,7 @@ class WeightedGPEnsembles:
         self.last_weights_ = weights
         algorithms: Sequence[str] = space.algorithms
         if self.one_per_algorithm:
-            algorithms = [space.algorithms[len(done) % len(space.algorithms)]]
+            algorithms = _rotation(space, history)
         from metabo.acquisition.ei import log_expected_improvement
 
         scores: dict[str, Callable[[np.ndarray], np.ndarray]] = {}
@@ -334,6 +334,8 @@ class WeightedGPEnsembles:
         if found is None:
             return None
         scores = found[0]
+        if self.one_per_algorithm:  # the rotation's algorithm alone
+            scores = dict(list(scores.items())[:1])
         index = {a: k for k, a in enumerate(space.algorithms)}
 
         def score(X: np.ndarray) -> np.ndarray:
@@ -372,12 +374,15 @@ class WeightedGPEnsembles:
                                          n_random=self.n_random, n_local=self.n_local, seed=rng)
             except InputDataError:  # every configuration of a small discrete space was asked
                 continue
+            if self.one_per_algorithm:  # the first algorithm of the rotation with a configuration left
+                return config
             if winner is None or value > winner[0]:
                 winner = (value, config)
         if winner is None:
             if self.one_per_algorithm:
-                algorithm = space.algorithms[len(done) % len(space.algorithms)]
-                return random_configuration(space, rng, history.config_ids, algorithm=algorithm)
+                for algorithm in _rotation(space, history):
+                    with contextlib.suppress(InputDataError):  # nothing of it left: the next one
+                        return random_configuration(space, rng, history.config_ids, algorithm=algorithm)
             return random_configuration(space, rng, history.config_ids)
         return winner[1]
 
@@ -393,6 +398,16 @@ def _fast_predict(model: Any) -> Any:
         return state_predictor(model.posterior_state())
     except (AttributeError, SurrogateError):
         return model.predict
+
+
+def _rotation(space: CASHSpace, history: History) -> list[str]:
+    """``one_per_algorithm``'s order: the algorithms from ``n mod K`` on (``n`` completed
+    trials), cyclically, without those :func:`_exhausted` (the suggestion takes the first
+    one that still has a configuration to ask)."""
+    K = len(space.algorithms)
+    start = len(history.completed) % K
+    order = [space.algorithms[(start + i) % K] for i in range(K)]
+    return [a for a in order if not _exhausted(space, a, history)]
 
 
 def _exhausted(space: CASHSpace, algorithm: str, history: History) -> bool:
