@@ -55,6 +55,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -81,6 +82,24 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 Scope = Literal["task", "algorithm"]
+
+
+@dataclass(frozen=True)
+class _Context:
+    """One suggestion's shared state: whether nothing of the target is known yet
+    (``prior``), the target's normalization (``z = (y - ybar) / scale``), the incumbent
+    ``best = min z``, ``center = mean z`` (the prior mean of an algorithm without any
+    model), the target GPs and the weights by algorithm, and by algorithm the number of
+    pairs its weights were computed from."""
+
+    prior: bool
+    ybar: float
+    scale: float
+    best: float
+    center: float
+    targets: dict[str, tuple[Any, np.ndarray, np.ndarray]]
+    weights: dict[str, dict[str, float]]
+    pairs: dict[str, int]
 
 
 class WeightedGPEnsembles:
@@ -251,8 +270,12 @@ class WeightedGPEnsembles:
 
     # ------------------------------------------------------------------ prediction
     def _ensemble(self, a: str, weights: dict[str, float], target: tuple[Any, np.ndarray, np.ndarray] | None,
-                  ybar: float, scale: float) -> Any:
-        """``X -> (mean, var)`` of algorithm ``a``'s ensemble in standardized units, or None."""
+                  ybar: float, scale: float, *, mixture: bool, center: float = 0.0
+                  ) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]:
+        """``X -> (mean, var)`` of algorithm ``a``'s ensemble in the target's normalized
+        units (module docstring, step 2): ``mixture`` for the law of total variance
+        (no target GP of ``a``, or no pair behind the weights); ``center``: the prior
+        mean of an algorithm without any model (variance 1)."""
         members = list(self.bank.members(a)) if a in self.bank.algorithms else []
         w_base = np.array([weights.get(t, 0.0) for t in members])
         w_target = weights.get("target", 0.0) if target is not None else 0.0
@@ -260,10 +283,14 @@ class WeightedGPEnsembles:
         if total <= 0:
             if target is not None:
                 w_base, w_target = np.zeros(len(members)), 1.0
-            elif members:
-                w_base = np.full(len(members), 1.0 / len(members))
-            else:
-                return None
+            elif members:  # no weight yet: the base GPs' equal-weight mixture
+                w_base, mixture = np.full(len(members), 1.0 / len(members)), True
+            else:  # no model at all: the prior N(center, 1)
+
+                def prior(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                    return np.full(len(X), center), np.ones(len(X))
+
+                return prior
         else:
             w_base, w_target = w_base / total, w_target / total
         use = np.flatnonzero(w_base > 0)
@@ -271,15 +298,19 @@ class WeightedGPEnsembles:
 
         def predict(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             mean = np.zeros(len(X))
-            var = np.zeros(len(X))
+            var = np.zeros(len(X))  # sum_m w_m^2 var_m, or sum_m w_m (var_m + mu_m^2) with mixture
             if len(use):
                 mu, v = self.bank.predict(a, X, [members[i] for i in use])
                 mean += w_base[use] @ mu
-                var += (w_base[use] ** 2) @ v
+                var += w_base[use] @ (v + mu**2) if mixture else (w_base[use] ** 2) @ v
             if w_target > 0 and target_predict is not None:
                 mu_t, v_t = target_predict(X)
-                mean += w_target * (mu_t - ybar) / scale
-                var += w_target**2 * v_t / scale**2
+                mu_t, v_t = (mu_t - ybar) / scale, v_t / scale**2
+                mean += w_target * mu_t
+                var += w_target * (v_t + mu_t**2) if mixture else w_target**2 * v_t
+            if mixture:
+                var -= mean**2
+                np.maximum(var, 0.0, out=var)
             return mean, var
 
         return predict
@@ -289,11 +320,9 @@ class WeightedGPEnsembles:
         with self._blas_context():
             return self._suggest(history, space, rng)
 
-    def _scores(self, history: History, space: CASHSpace, rng: np.random.Generator
-                ) -> tuple[dict[str, Callable[[np.ndarray], np.ndarray]], bool] | None:
-        """Per algorithm, the acquisition of rows of its own block (log EI of its ensemble,
-        or minus the base models' mean before any target observation), and whether it is
-        that prior; None while the initial design is random."""
+    def _context(self, history: History, space: CASHSpace, rng: np.random.Generator) -> _Context | None:
+        """What every algorithm's ensemble of one suggestion shares (:class:`_Context`);
+        None while the initial design is random."""
         done = history.completed
         prior = not any(r.ok for r in done)  # nothing of the target yet
         if len(history) < self.n_init or (prior and (self.n_init > 0 or done)):
@@ -305,6 +334,42 @@ class WeightedGPEnsembles:
         targets = self._target_models(history, space, X) if not prior else {}
         weights = self.weights(history, space, targets, rng, X) if not prior else {}
         self.last_weights_ = weights
+        own = {a: n_pairs(y[[i for i, r in enumerate(done) if r.algorithm == a]]) for a in space.algorithms} \
+            if not prior else {}
+        pairs = own if self.scope == "algorithm" else dict.fromkeys(own, sum(own.values()))
+        center = float(((y - ybar) / scale).mean()) if not prior else 0.0
+        return _Context(prior, ybar, scale, best, center, targets, weights, pairs)
+
+    def _predictor(self, a: str, ctx: _Context) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]:
+        """Algorithm ``a``'s ensemble: the mixture variance when it has no target GP
+        (fewer than 2 observations) or its weights rest on no pair."""
+        target = ctx.targets.get(a)
+        mixture = target is None or ctx.pairs.get(a, 0) == 0
+        return self._ensemble(a, ctx.weights.get(a, {}), target, ctx.ybar, ctx.scale, mixture=mixture,
+                              center=ctx.center)
+
+    def posterior(self, history: History, space: CASHSpace, algorithm: str, X: np.ndarray,
+                  rng: np.random.Generator | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+        """Mean and variance (m,) of ``algorithm``'s ensemble at rows ``X`` (m, d_k) of its
+        own block, in the target's normalized units (the units of EI's incumbent), as the
+        next suggestion would see them (``rng``: the weights' samples; seed 0 by default);
+        None while the initial design is random."""
+        rng = np.random.default_rng(0) if rng is None else rng
+        with self._blas_context():
+            ctx = self._context(history, space, rng)
+            if ctx is None:
+                return None
+            return self._predictor(algorithm, ctx)(np.asarray(X, dtype=float))
+
+    def _scores(self, history: History, space: CASHSpace, rng: np.random.Generator
+                ) -> tuple[dict[str, Callable[[np.ndarray], np.ndarray]], bool] | None:
+        """Per algorithm, the acquisition of rows of its own block (log EI of its ensemble,
+        or minus the base models' mean before any target observation), and whether it is
+        that prior; None while the initial design is random."""
+        ctx = self._context(history, space, rng)
+        if ctx is None:
+            return None
+        prior, best = ctx.prior, ctx.best
         algorithms: Sequence[str] = space.algorithms
         if self.one_per_algorithm:
             algorithms = _rotation(space, history)
@@ -312,9 +377,7 @@ class WeightedGPEnsembles:
 
         scores: dict[str, Callable[[np.ndarray], np.ndarray]] = {}
         for a in algorithms:
-            predict = self._ensemble(a, weights.get(a, {}), targets.get(a), ybar, scale)
-            if predict is None:
-                continue
+            predict = self._predictor(a, ctx)
 
             def score(Xb: np.ndarray, predict: Any = predict) -> np.ndarray:
                 if prior:  # the base models' mean alone: its minimizer (no incumbent for EI yet)

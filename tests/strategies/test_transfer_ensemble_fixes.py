@@ -66,3 +66,98 @@ def test_one_per_algorithm_skips_exhausted_one_configuration_algorithms(cls):
     assert len(set(ids)) == len(ids)
     counts = {a: sum(r.algorithm == a for r in opt.history) for a in space.algorithms}
     assert counts["lda"] == counts["gaussian_nb"] == 1 and counts["qda"] == 7
+
+
+# ---------------------------------------------------------------- 1 and 4. mixture variance
+def _noise(seed: int):
+    rng = np.random.default_rng(seed)
+    table: dict[str, float] = {}
+    return lambda a, p: table.setdefault(config_id(a, p), float(rng.normal()))
+
+
+TASKS = {"copy": OBJECTIVE, "anti": lambda a, p: -OBJECTIVE(a, p), "noise": _noise(1)}
+
+
+@pytest.fixture(scope="module")
+def bank() -> SurrogateBank:
+    return SurrogateBank.fit(make_past(SPACE, TASKS, n=24), space_encoder(SPACE), max_points=None, seed=0)
+
+
+def _mixture(mu: np.ndarray, v: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The law of total variance of the mixture sum_m w_m N(mu_m, v_m): (mean, var)."""
+    mean = w @ mu
+    return mean, w @ (v + mu**2) - mean**2
+
+
+@pytest.mark.parametrize("cls", [RLGP, RGPE])
+def test_after_one_observation_the_variance_is_the_mixture_variance(bank, cls):
+    """No pair to weight by after trial 1: the base GPs weigh the same and the ensemble is
+    their mixture (variance by the law of total variance), not mean(sigma^2) / T."""
+    (config,) = SPACE.subset(["a"]).sample(np.random.default_rng(3), 1)
+    h = history_of([config], [OBJECTIVE(*config)])
+    strategy = cls(bank, n_random=50, seed=0)
+    for a in SPACE.algorithms:
+        X = SPACE[a].sample_encoded(np.random.default_rng(4), 7)
+        mu, v = bank.predict(a, X)
+        w = np.full(len(mu), 1.0 / len(mu))
+        mean, var = strategy.posterior(h, SPACE, a, X)
+        np.testing.assert_allclose(mean, _mixture(mu, v, w)[0], rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(var, _mixture(mu, v, w)[1], rtol=1e-8, atol=1e-12)
+        assert np.all(var > v.mean(axis=0) / len(mu))
+
+
+@pytest.fixture(scope="module")
+def similar_bank() -> SurrogateBank:
+    """Two tasks that order every configuration as the target does, and a rough copy."""
+    rough = _noise(2)
+    tasks = {"copy": OBJECTIVE, "scaled": lambda a, p: 1.5 * OBJECTIVE(a, p) + 0.3,
+             "rough": lambda a, p: OBJECTIVE(a, p) + 0.2 * rough(a, p)}
+    return SurrogateBank.fit(make_past(SPACE, tasks, n=24), space_encoder(SPACE), max_points=None, seed=0)
+
+
+def test_an_untried_algorithm_keeps_the_mixture_variance_of_its_weighted_base_gps(similar_bank):
+    """RLGP's task weights come from 'a''s pairs (split between 'copy' and 'scaled'); 'b'
+    is untried (no target GP): its ensemble is the weighted mixture of its base GPs,
+    variance by the law of total variance, not sum_m w_m^2 var_m."""
+    bank = similar_bank
+    configs = SPACE.subset(["a"]).sample(np.random.default_rng(2), 6)
+    h = history_of(configs, [OBJECTIVE(*c) for c in configs])
+    strategy = RLGP(bank, n_random=50, n_samples=50, seed=0)
+    X = SPACE["b"].sample_encoded(np.random.default_rng(6), 9)
+    mean, var = strategy.posterior(h, SPACE, "b", X, np.random.default_rng(1))
+    weights = strategy.last_weights_["b"]
+    members = bank.members("b")
+    w = np.array([weights.get(t, 0.0) for t in members])
+    w = w / w.sum() if w.sum() > 0 else np.full(len(members), 1.0 / len(members))
+    mu, v = bank.predict("b", X)
+    np.testing.assert_allclose(mean, _mixture(mu, v, w)[0], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(var, _mixture(mu, v, w)[1], rtol=1e-8, atol=1e-12)
+    assert np.count_nonzero(w) >= 2
+    assert np.all(var >= w @ v - 1e-12)  # never below the members' weighted variance
+
+
+@pytest.fixture(scope="module")
+def bank_without_b() -> SurrogateBank:
+    """Past tasks that never ran algorithm 'b' (the optimum's algorithm on the target)."""
+    past = make_past(SPACE, {"copy": OBJECTIVE, "shifted": lambda a, p: OBJECTIVE(a, p) + 0.2}, n=15,
+                     algorithms=("a",))
+    return SurrogateBank.fit(past, space_encoder(SPACE), max_points=None, seed=0)
+
+
+@pytest.mark.parametrize("cls", [RLGP, RGPE])
+def test_an_algorithm_without_base_gps_gets_the_prior_and_is_tried(bank_without_b, cls):
+    """No past task ran 'b': before it is tried its ensemble is N(mean of the target's
+    normalized values, 1) (finite EI), and the strategy tries it within a modest budget."""
+    assert bank_without_b.algorithms == ("a",)
+    configs = SPACE.subset(["a"]).sample(np.random.default_rng(5), 4)
+    h = history_of(configs, [OBJECTIVE(*c) for c in configs])
+    X = SPACE["b"].sample_encoded(np.random.default_rng(6), 5)
+    found = cls(bank_without_b, n_random=50, seed=0).posterior(h, SPACE, "b", X)
+    assert found is not None
+    np.testing.assert_allclose(found[0], 0.0, atol=1e-12)
+    np.testing.assert_allclose(found[1], 1.0)
+    opt = Optimizer(SPACE, cls(bank_without_b, n_random=100, n_local=3, seed=0), seed=0)
+    for _ in range(10):
+        t = opt.ask()
+        opt.tell(t, OBJECTIVE(t.algorithm, t.params))
+    assert any(r.algorithm == "b" for r in opt.history)
