@@ -66,12 +66,14 @@ from metabo.space.hyperparameters import Constant
 from metabo.strategies.base import Config, random_configuration
 from metabo.strategies.gp import ModelCache, top_configurations
 from metabo.strategies.weights import (
+    TARGET_FLOOR_N0,
     Weighting,
     ensemble_weights,
     landmark_counts,
     loo_counts,
     loo_samples,
     n_pairs,
+    target_floor,
 )
 from metabo.surrogates.gp import GaussianProcess
 
@@ -112,6 +114,9 @@ class WeightedGPEnsembles:
             comes from the base GPs; the RLGP paper's protocol uses 3).
         n_samples: posterior samples ``S`` for the weights.
         weighting, dilution: see :mod:`metabo.strategies.weights`.
+        target_floor: ``n0`` of the target's weight floor ``n / (n + n0)``
+            (:func:`~metabo.strategies.weights.target_floor`, a deviation from both papers);
+            None: no floor (the papers' weights).
         one_per_algorithm: round-robin over algorithms instead of the largest EI.
         n_random, n_local, n_starts: the acquisition search (per algorithm).
         refit_every, n_restarts: the target GPs' fits.
@@ -123,7 +128,8 @@ class WeightedGPEnsembles:
 
     def __init__(
         self, bank: SurrogateBank, *, scope: Scope = "task", n_init: int = 0, n_samples: int = 100,
-        weighting: Weighting = "argmax", dilution: bool = False, one_per_algorithm: bool = False,
+        weighting: Weighting = "argmax", dilution: bool = False, target_floor: float | None = TARGET_FLOOR_N0,
+        one_per_algorithm: bool = False,
         n_random: int = 300, n_local: int = 5, n_starts: int = 5, refit_every: int = 10, n_restarts: int = 1,
         blas_threads: int | None = 1, seed: int = 0,
     ) -> None:
@@ -131,6 +137,9 @@ class WeightedGPEnsembles:
             raise InputDataError(f"scope must be 'task' or 'algorithm', got {scope!r}")
         if n_init < 0 or n_samples < 1:
             raise InputDataError("n_init >= 0 and n_samples >= 1 are required")
+        if target_floor is not None and not target_floor > 0:
+            raise InputDataError(f"target_floor must be > 0 or None, got {target_floor}")
+        self.target_floor = target_floor
         self.bank, self.scope, self.n_init, self.n_samples = bank, scope, n_init, n_samples
         self.weighting, self.dilution, self.one_per_algorithm = weighting, dilution, one_per_algorithm
         self.n_random, self.n_local, self.n_starts = n_random, n_local, n_starts
@@ -252,6 +261,8 @@ class WeightedGPEnsembles:
                 target = sum(targets_) if targets_ else np.zeros(self.n_samples)
                 w = ensemble_weights(base, target, sum(p for _, _, p in per_alg.values()), weighting=self.weighting,
                                      dilution=self.dilution, seed=weight_seed)
+                if self.target_floor is not None:  # the target task's evidence: all its observations
+                    w = target_floor(w, len(done), self.target_floor)
                 shared = {**dict(zip(tasks, w[:-1])), "target": float(w[-1])}
             else:
                 shared = {}
@@ -265,6 +276,8 @@ class WeightedGPEnsembles:
                 target = target if target is not None else np.zeros(self.n_samples)
                 w = ensemble_weights(base, target, pairs, weighting=self.weighting, dilution=self.dilution,
                                      seed=weight_seed)
+                if self.target_floor is not None:  # the evidence of a's target GP: a's observations
+                    w = target_floor(w, sum(r.algorithm == a for r in done), self.target_floor)
                 out[a] = {**dict(zip(tasks, w[:-1])), "target": float(w[-1])}
         return out
 

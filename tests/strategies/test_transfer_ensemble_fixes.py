@@ -161,3 +161,41 @@ def test_an_algorithm_without_base_gps_gets_the_prior_and_is_tried(bank_without_
         t = opt.ask()
         opt.tell(t, OBJECTIVE(t.algorithm, t.params))
     assert any(r.algorithm == "b" for r in opt.history)
+
+
+# ---------------------------------------------------------------- 3. the target's weight floor
+def _rough(a: str, p: dict) -> float:
+    """The toy objective with a ripple the target's few observations cannot resolve."""
+    return OBJECTIVE(a, p) + 0.3 * np.sin(12 * (p["u"] if a == "a" else p["v"]))
+
+
+@pytest.fixture(scope="module")
+def many_copies_bank() -> SurrogateBank:
+    """Eight past tasks that order every configuration as the target does, each GP fitted
+    on 40 runs: they out-rank the target's leave-one-out GP at every sample, which alone
+    would get (almost) no weight (0.02 of RLGP's at 16 observations before the floor)."""
+    tasks = {f"copy{i}": (lambda a, p, i=i: (1 + 0.1 * i) * _rough(a, p) + i) for i in range(8)}
+    return SurrogateBank.fit(make_past(SPACE, tasks, n=40), space_encoder(SPACE), max_points=None, seed=0)
+
+
+@pytest.mark.parametrize("cls", [RLGP, RGPE])
+def test_the_target_weight_grows_with_its_evidence(many_copies_bank, cls):
+    """w_target >= n / (n + n0) (n0 = 10, the default; n: the target's observations, of
+    the algorithm for RGPE), the base weights rescaled to the rest."""
+    configs = SPACE.sample(np.random.default_rng(8), 16)
+    h = history_of(configs, [_rough(*c) for c in configs])
+    strategy = cls(many_copies_bank, n_random=50, n_samples=50, seed=0)
+    strategy.posterior(h, SPACE, "a", SPACE["a"].sample_encoded(np.random.default_rng(0), 2))
+    for a, w in strategy.last_weights_.items():
+        n = len(h.completed) if cls is RLGP else sum(r.algorithm == a for r in h.completed)
+        assert w["target"] >= n / (n + 10) - 1e-12, (a, n, w)
+        assert sum(w.values()) == pytest.approx(1.0)
+
+
+def test_target_floor_rescales_the_base_weights():
+    from metabo.strategies.weights import target_floor
+
+    w = target_floor(np.array([0.6, 0.3, 0.1]), n=10, n0=10)  # the target (last) is below 10/20
+    np.testing.assert_allclose(w, [0.6 * 0.5 / 0.9, 0.3 * 0.5 / 0.9, 0.5])
+    np.testing.assert_array_equal(target_floor(np.array([0.2, 0.8]), n=10, n0=10), [0.2, 0.8])  # above: kept
+    np.testing.assert_array_equal(target_floor(np.array([0.7, 0.3]), n=0, n0=10), [0.7, 0.3])
