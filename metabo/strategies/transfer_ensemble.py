@@ -53,6 +53,7 @@ candidates (~35%; ``reports/transfer/rlgp_speed.txt``).
 from __future__ import annotations
 
 import contextlib
+import inspect
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -64,7 +65,7 @@ from metabo.exceptions import InputDataError
 from metabo.space.cash import CASHSpace
 from metabo.space.hyperparameters import Constant
 from metabo.strategies.base import Config, random_configuration
-from metabo.strategies.gp import ModelCache, top_configurations
+from metabo.strategies.gp import GPBO, ModelCache, top_configurations
 from metabo.strategies.weights import (
     TARGET_FLOOR_N0,
     Weighting,
@@ -75,7 +76,10 @@ from metabo.strategies.weights import (
     n_pairs,
     target_floor,
 )
-from metabo.surrogates.gp import GaussianProcess
+from metabo.surrogates.gp import GaussianProcess, GPHyperparameters
+from metabo.surrogates.likelihood import unpack_theta
+from metabo.surrogates.normalization import NORMALIZATIONS, Normalization, normalize
+from metabo.surrogates.warping import WARPINGS, Warping, warp
 
 if TYPE_CHECKING:
     from metabo.optimizer.history import History
@@ -85,18 +89,20 @@ logger = logging.getLogger(__name__)
 
 Scope = Literal["task", "algorithm"]
 
+#: GP-BO's default arguments (:class:`~metabo.strategies.gp.GPBO`): the target GPs' fits and
+#: the acquisition search take the same defaults, read from its signature, not copied.
+_GPBO: dict[str, Any] = {k: p.default for k, p in inspect.signature(GPBO.__init__).parameters.items()
+                         if p.default is not inspect.Parameter.empty}
+
 
 @dataclass(frozen=True)
 class _Context:
     """One suggestion's shared state: whether nothing of the target is known yet
-    (``prior``), the target's normalization (``z = (y - ybar) / scale``), the incumbent
-    ``best = min z``, ``center = mean z`` (the prior mean of an algorithm without any
+    (``prior``), the incumbent ``best = min z`` of the target's normalized values, ``center = mean z`` (the prior mean of an algorithm without any
     model), the target GPs and the weights by algorithm, and by algorithm the number of
     pairs its weights were computed from."""
 
     prior: bool
-    ybar: float
-    scale: float
     best: float
     center: float
     targets: dict[str, tuple[Any, np.ndarray, np.ndarray]]
@@ -119,7 +125,10 @@ class WeightedGPEnsembles:
             None: no floor (the papers' weights).
         one_per_algorithm: round-robin over algorithms instead of the largest EI.
         n_random, n_local, n_starts: the acquisition search (per algorithm).
-        refit_every, n_restarts: the target GPs' fits.
+        refit_every, n_restarts, warping: the target GPs' hyperparameter fits (as GP-BO's:
+            the defaults are :class:`~metabo.strategies.gp.GPBO`'s, read from its signature).
+        normalization: the target values' shared scale, ``"copula"`` or ``"standardize"``
+            (:mod:`metabo.surrogates.normalization`); None: the bank's (``bank.normalization_``).
         blas_threads: BLAS threads during a suggestion (None: leave BLAS as it is).
         seed: seeds the target GPs, the samples and the tie breaks.
     """
@@ -130,11 +139,19 @@ class WeightedGPEnsembles:
         self, bank: SurrogateBank, *, scope: Scope = "task", n_init: int = 0, n_samples: int = 100,
         weighting: Weighting = "argmax", dilution: bool = False, target_floor: float | None = TARGET_FLOOR_N0,
         one_per_algorithm: bool = False,
-        n_random: int = 300, n_local: int = 5, n_starts: int = 5, refit_every: int = 10, n_restarts: int = 1,
+        n_random: int = _GPBO["n_random"], n_local: int = _GPBO["n_local"], n_starts: int = _GPBO["n_starts"],
+        refit_every: int = _GPBO["refit_every"], n_restarts: int = _GPBO["n_restarts"],
+        warping: Warping = _GPBO["warping"], normalization: Normalization | None = None,
         blas_threads: int | None = 1, seed: int = 0,
     ) -> None:
         if scope not in ("task", "algorithm"):
             raise InputDataError(f"scope must be 'task' or 'algorithm', got {scope!r}")
+        if warping not in WARPINGS:
+            raise InputDataError(f"unknown warping {warping!r}; use one of {list(WARPINGS)}")
+        normalization = getattr(bank, "normalization_", "standardize") if normalization is None else normalization
+        if normalization not in NORMALIZATIONS:
+            raise InputDataError(f"unknown normalization {normalization!r}; use one of {list(NORMALIZATIONS)}")
+        self.warping, self.normalization = warping, normalization
         if n_init < 0 or n_samples < 1:
             raise InputDataError("n_init >= 0 and n_samples >= 1 are required")
         if target_floor is not None and not target_floor > 0:
@@ -173,12 +190,25 @@ class WeightedGPEnsembles:
                 f"one_per_algorithm={self.one_per_algorithm}, seed={self.seed})")
 
     # ------------------------------------------------------------------ models
-    def _target_models(self, history: History, space: CASHSpace,
-                       X: np.ndarray | None = None) -> dict[str, tuple[Any, np.ndarray, np.ndarray]]:
-        """Per algorithm with >= 2 completed trials: (target GP, X_k, y_k) in its own block
-        (``X``: ``history.X(space)`` if already computed)."""
+    def target_values(self, history: History) -> np.ndarray:
+        """The target's completed values on the shared scale (module docstring): ``z``,
+        lower is better; the incumbent is ``min z``."""
+        y = history.y
+        if self.normalization == "copula":  # rank-based: a monotone warping would change nothing
+            return normalize(y, "copula")
+        return normalize(warp(y, None, self.warping), "standardize")
+
+    def _target_models(self, history: History, space: CASHSpace, X: np.ndarray | None = None,
+                       z: np.ndarray | None = None) -> dict[str, tuple[Any, np.ndarray, np.ndarray]]:
+        """Per algorithm with >= 2 completed trials: (target GP, X_k, z_k) in its own block
+        (``X``: ``history.X(space)``, ``z``: :meth:`target_values`, if already computed).
+        The GP's hyperparameters are GP-BO's fit of the algorithm's own warped values
+        (:class:`~metabo.strategies.gp.ModelCache`, ``warping``, ``refit_every``,
+        ``n_restarts``); the GP is that one conditioned on ``z_k``, its hyperparameters in
+        the GP's standardized units carried over."""
         done, y = history.completed, history.y
         X = history.X(space) if X is None else X
+        z = self.target_values(history) if z is None else z
         out = {}
         for j, a in enumerate(space.algorithms):
             rows = [i for i, r in enumerate(done) if r.algorithm == a]
@@ -186,9 +216,10 @@ class WeightedGPEnsembles:
                 continue
             if a not in self._caches:
                 seed = int(np.random.SeedSequence([self.seed, j]).generate_state(1)[0])
-                self._caches[a] = ModelCache(self._make_gp, seed, self.refit_every)
-            Xa, ya = X[rows][:, space.slices[a]], y[rows]
-            out[a] = (self._caches[a].model(Xa, ya, None)[0], Xa, ya)
+                self._caches[a] = ModelCache(self._make_gp, seed, self.refit_every, warping=self.warping)
+            Xa, za = X[rows][:, space.slices[a]], z[rows]
+            fitted = self._caches[a].model(Xa, y[rows], None)[0]
+            out[a] = (_conditioned(fitted, Xa, za), Xa, za)
         return out
 
     def _make_gp(self, seed: int) -> GaussianProcess:
@@ -283,7 +314,7 @@ class WeightedGPEnsembles:
 
     # ------------------------------------------------------------------ prediction
     def _ensemble(self, a: str, weights: dict[str, float], target: tuple[Any, np.ndarray, np.ndarray] | None,
-                  ybar: float, scale: float, *, mixture: bool, center: float = 0.0
+                  *, mixture: bool, center: float = 0.0
                   ) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]:
         """``X -> (mean, var)`` of algorithm ``a``'s ensemble in the target's normalized
         units (module docstring, step 2): ``mixture`` for the law of total variance
@@ -317,8 +348,7 @@ class WeightedGPEnsembles:
                 mean += w_base[use] @ mu
                 var += w_base[use] @ (v + mu**2) if mixture else (w_base[use] ** 2) @ v
             if w_target > 0 and target_predict is not None:
-                mu_t, v_t = target_predict(X)
-                mu_t, v_t = (mu_t - ybar) / scale, v_t / scale**2
+                mu_t, v_t = target_predict(X)  # the target GP models z: no conversion
                 mean += w_target * mu_t
                 var += w_target * (v_t + mu_t**2) if mixture else w_target**2 * v_t
             if mixture:
@@ -341,25 +371,24 @@ class WeightedGPEnsembles:
         if len(history) < self.n_init or (prior and (self.n_init > 0 or done)):
             return None
         y = history.y if not prior else np.zeros(0)
-        ybar, scale = (float(y.mean()), float(y.std()) or 1.0) if not prior else (0.0, 1.0)
-        best = float(((y - ybar) / scale).min()) if not prior else 0.0
+        z = self.target_values(history) if not prior else np.zeros(0)
+        best = float(z.min()) if not prior else 0.0
         X = history.X(space) if not prior else None
-        targets = self._target_models(history, space, X) if not prior else {}
+        targets = self._target_models(history, space, X, z) if not prior else {}
         weights = self.weights(history, space, targets, rng, X) if not prior else {}
         self.last_weights_ = weights
         own = {a: n_pairs(y[[i for i, r in enumerate(done) if r.algorithm == a]]) for a in space.algorithms} \
             if not prior else {}
         pairs = own if self.scope == "algorithm" else dict.fromkeys(own, sum(own.values()))
-        center = float(((y - ybar) / scale).mean()) if not prior else 0.0
-        return _Context(prior, ybar, scale, best, center, targets, weights, pairs)
+        center = float(z.mean()) if not prior else 0.0
+        return _Context(prior, best, center, targets, weights, pairs)
 
     def _predictor(self, a: str, ctx: _Context) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]:
         """Algorithm ``a``'s ensemble: the mixture variance when it has no target GP
         (fewer than 2 observations) or its weights rest on no pair."""
         target = ctx.targets.get(a)
         mixture = target is None or ctx.pairs.get(a, 0) == 0
-        return self._ensemble(a, ctx.weights.get(a, {}), target, ctx.ybar, ctx.scale, mixture=mixture,
-                              center=ctx.center)
+        return self._ensemble(a, ctx.weights.get(a, {}), target, mixture=mixture, center=ctx.center)
 
     def posterior(self, history: History, space: CASHSpace, algorithm: str, X: np.ndarray,
                   rng: np.random.Generator | None = None) -> tuple[np.ndarray, np.ndarray] | None:
@@ -461,6 +490,17 @@ class WeightedGPEnsembles:
                         return random_configuration(space, rng, history.config_ids, algorithm=algorithm)
             return random_configuration(space, rng, history.config_ids)
         return winner[1]
+
+
+def _conditioned(model: GaussianProcess, X: np.ndarray, z: np.ndarray) -> GaussianProcess:
+    """A GP on ``(X, z)`` with ``model``'s hyperparameters in standardized units (the GP
+    standardizes its targets: lengthscales, signal and noise variances relative to the
+    targets' variance, the constant mean in their standard deviations); no optimization."""
+    ls, amp, noise, mean = unpack_theta(model.theta_, X.shape[1])
+    shift, sd = float(np.mean(z)), float(np.std(z))
+    scale = sd if sd > 1e-12 * max(1.0, abs(shift)) else 1.0
+    h = GPHyperparameters(ls, amp * scale**2, noise * scale**2, shift + scale * mean)
+    return GaussianProcess(kernel="matern52", blas_threads=None).fit(X, z, hyperparameters=h)
 
 
 def _fast_predict(model: Any) -> Any:

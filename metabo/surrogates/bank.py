@@ -6,12 +6,18 @@ and Algorithm 1 line 1, "To each prior task, fit base models S_{k,p} on D_p^k"):
 - past task ``p``, algorithm ``k``; runs ``D_p^k = {(x_i, y_i)}``, ``x_i`` in the
   algorithm's own unit-cube encoding (d_k,) (:func:`space_encoder`), ``y_i`` the mean value
   of configuration ``i`` on task ``p`` (lower is better);
-- targets ``u_i = (y_i - ybar_p) / s_p`` with ``ybar_p``, ``s_p`` the mean and population
-  std of task ``p``'s values over *all* its algorithms' runs (``s_p = 1`` if constant). The
-  paper does not say how it scales the base GPs' targets; RGPE (Feurer et al. 2018)
-  standardizes each model's own data. One scale per task keeps the levels across a task's
-  algorithms (an algorithm that is worse on ``p`` stays higher), which RLGP needs: its
-  weights count pairs across all algorithms, and its ensembles compare algorithms.
+- targets ``u_i`` on a shared scale, normalized per task over *all* its algorithms' runs
+  (:mod:`metabo.surrogates.normalization`): ``normalization="copula"`` (default) the
+  Gaussian copula ``u = Phi^{-1}(F~_p(y))`` with ``F~_p`` the winsorized empirical CDF of
+  task ``p``'s values (Salinas, Shen & Perrone 2020, sec. 3), so that every task, and the
+  target normalized the same way (:mod:`metabo.strategies.transfer_ensemble`), has
+  standard normal marginals whatever its error scale; ``"standardize"`` (the earlier
+  behaviour) ``u_i = (y_i - ybar_p) / s_p`` with the task's mean and population std
+  (``s_p = 1`` if constant). The RLGP paper does not say how it scales the base GPs'
+  targets; RGPE (Feurer et al. 2018) standardizes each model's own data. One scale per task
+  keeps the levels across a task's algorithms (an algorithm that is worse on ``p`` stays
+  higher), which RLGP needs: its weights count pairs across all algorithms, and its
+  ensembles compare algorithms.
 - at most ``max_points`` runs per (task, algorithm), drawn without replacement by a
   generator seeded from (seed, task, algorithm), so a member does not depend on which
   other tasks are present (sec. 4: "Base GPs are fitted to a set of 50 randomly selected
@@ -87,6 +93,7 @@ from metabo.kb.past import PastRuns
 from metabo.surrogates import bank_cache
 from metabo.surrogates.gp import GaussianProcess, PosteriorState
 from metabo.surrogates.likelihood import cholesky_jitter
+from metabo.surrogates.normalization import NORMALIZATIONS, Normalization, normalize
 
 if TYPE_CHECKING:
     from metabo.kb.store import KnowledgeBase
@@ -257,13 +264,16 @@ class SurrogateBank:
 
     ``members_``: (task, algorithm) -> :class:`PosteriorState`; ``targets_``: the ``u``
     each was fitted on (n,); ``n_fitted_`` / ``n_loaded_``: members fitted by the last
-    :meth:`fit` / loaded from the store's cache; ``fit_seconds_``: its wall time."""
+    :meth:`fit` / loaded from the store's cache; ``fit_seconds_``: its wall time;
+    ``normalization_``: the shared scale of ``u`` (:mod:`metabo.surrogates.normalization`)."""
 
     def __init__(self, members: Mapping[tuple[str, str], PosteriorState],
                  targets: Mapping[tuple[str, str], np.ndarray] | None = None, *, n_fitted: int = 0,
                  n_loaded: int = 0, fit_seconds: float = 0.0,
-                 _prepared: dict[tuple[str, str], _Prepared] | None = None) -> None:
+                 _prepared: dict[tuple[str, str], _Prepared] | None = None,
+                 normalization: Normalization = "copula") -> None:
         self.members_ = dict(members)
+        self.normalization_ = normalization
         self.targets_ = dict(targets or {})
         self.n_fitted_ = n_fitted
         self.n_loaded_ = n_loaded
@@ -283,12 +293,13 @@ class SurrogateBank:
 
     def __getstate__(self) -> dict[str, Any]:
         """Members and their prepared arrays; the caches are derived again on loading."""
-        keep = ("members_", "targets_", "n_fitted_", "n_loaded_", "fit_seconds_", "_prepared")
+        keep = ("members_", "targets_", "n_fitted_", "n_loaded_", "fit_seconds_", "_prepared", "normalization_")
         return {k: self.__dict__[k] for k in keep if k in self.__dict__}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self.__dict__.setdefault("_prepared", {})
+        self.__dict__.setdefault("normalization_", "standardize")  # pickled before normalizations existed
         self._derive()
 
     def __repr__(self) -> str:
@@ -299,7 +310,7 @@ class SurrogateBank:
     def fit(
         cls, past: PastRuns, encode: Encoder, *, max_points: int | None = 50, kernel: str = "matern52",
         n_restarts: int = 1, seed: int = 0, kb: KnowledgeBase | None = None,
-        progress: Callable[[int, int], None] | None = None,
+        progress: Callable[[int, int], None] | None = None, normalization: Normalization = "copula",
     ) -> SurrogateBank:
         """One GP per (task, algorithm) of ``past`` whose algorithm ``encode`` knows.
 
@@ -309,7 +320,9 @@ class SurrogateBank:
         tasks whose runs changed are refitted. A store that cannot be read or written
         (read-only) is logged as a warning and the bank built without it. Caching needs
         ``encode.key(algorithm)`` (as :func:`space_encoder` has). ``progress(done, total)``
-        is called per member; ``n_fitted_`` counts the GPs fitted by this call."""
+        is called per member; ``n_fitted_`` counts the GPs fitted by this call.
+        ``normalization``: each task's values on the shared scale (module docstring); part
+        of the cache key."""
         start = time.perf_counter()
         if kernel != "matern52":
             raise InputDataError(f"the bank's batched predictions implement the Matern 5/2 kernel, not {kernel!r}")
@@ -320,13 +333,16 @@ class SurrogateBank:
         key = getattr(encode, "key", None)
         if kb is not None and key is None:
             raise InputDataError("caching in the store needs an encoder with a key(algorithm) (see space_encoder)")
-        scale: dict[str, tuple[float, float]] = {}
+        if normalization not in NORMALIZATIONS:
+            raise InputDataError(f"unknown normalization {normalization!r}; use one of {list(NORMALIZATIONS)}")
+        normalized: dict[tuple[str, str], np.ndarray] = {}  # u of each (task, algorithm)'s runs
         fingerprint: dict[str, str] = {}
         for task in past.tasks:
             runs = past.task_runs(task)
-            values = np.concatenate([g.values for g in runs.values()])
-            sd = float(values.std())
-            scale[task] = (float(values.mean()), sd if sd > 1e-12 * max(1.0, abs(float(values.mean()))) else 1.0)
+            u = normalize(np.concatenate([np.asarray(g.values, dtype=float) for g in runs.values()]), normalization)
+            bounds = np.cumsum([0] + [len(g.values) for g in runs.values()])
+            for k, algorithm in enumerate(runs):
+                normalized[(task, algorithm)] = u[bounds[k]:bounds[k + 1]]
             fingerprint[task] = bank_cache.task_fingerprint(runs)
         keys = sorted(past.groups)
         settings: dict[str, str] = {}
@@ -336,7 +352,8 @@ class SurrogateBank:
             except (KeyError, UnknownAlgorithmError):
                 continue  # not in the encoder's space: skipped below
             settings[algorithm] = bank_cache.settings_key(kernel=kernel, max_points=max_points,
-                                                          n_restarts=n_restarts, seed=seed, encoder=encoder_key)
+                                                          n_restarts=n_restarts, seed=seed, encoder=encoder_key,
+                                                          normalization=normalization)
         wanted = {(t, a): (settings[a], fingerprint[t]) for t, a in keys if a in settings}
         cached: dict[tuple[str, str], bank_cache.CachedMember] = {}
         if kb is not None:
@@ -352,8 +369,8 @@ class SurrogateBank:
             if (task, algorithm) in cached:
                 hit = cached[(task, algorithm)]
                 members[(task, algorithm)], targets[(task, algorithm)] = hit.state, hit.y
-            elif (fitted := _fit_member(past, encode, task, algorithm, scale[task], max_points, kernel, n_restarts,
-                                        seed)) is not None:
+            elif (fitted := _fit_member(past, encode, task, algorithm, normalized[(task, algorithm)], max_points,
+                                        kernel, n_restarts, seed)) is not None:
                 members[(task, algorithm)], targets[(task, algorithm)] = fitted.state, fitted.y
                 if algorithm in settings:
                     new.append((task, algorithm, settings[algorithm], fingerprint[task], fitted))
@@ -370,14 +387,15 @@ class SurrogateBank:
         logger.info("surrogate bank: %d GPs over %d tasks (%d fitted, %d from the store, %d skipped)", len(members),
                     len({t for t, _ in members}), n_fitted, len(cached), skipped)
         return cls(members, targets, n_fitted=n_fitted, n_loaded=len(cached),
-                   fit_seconds=time.perf_counter() - start)
+                   fit_seconds=time.perf_counter() - start, normalization=normalization)
 
     def without(self, tasks: str | Iterable[str]) -> SurrogateBank:
         """The same bank without ``tasks`` (a leave-one-task-out view: no refit, the
         members' precomputed arrays are shared)."""
         drop = {tasks} if isinstance(tasks, str) else set(tasks)
         keep = {k: v for k, v in self.members_.items() if k[0] not in drop}
-        return SurrogateBank(keep, {k: v for k, v in self.targets_.items() if k in keep}, _prepared=self._prepared)
+        return SurrogateBank(keep, {k: v for k, v in self.targets_.items() if k in keep}, _prepared=self._prepared,
+                             normalization=self.normalization_)
 
     # ------------------------------------------------------------------ views
     @property
@@ -399,7 +417,7 @@ class SurrogateBank:
         return int(self.members_[(tasks[0], algorithm)].X.shape[1])
 
     def training_data(self, task: str, algorithm: str) -> tuple[np.ndarray, np.ndarray]:
-        """``(X, u)`` member (task, algorithm) was fitted on (u task-standardized)."""
+        """``(X, u)`` member (task, algorithm) was fitted on (u task-normalized)."""
         if (task, algorithm) not in self.members_:
             raise InputDataError(f"the bank has no GP for {algorithm!r} on {task!r}")
         return self.members_[(task, algorithm)].X, self.targets_[(task, algorithm)]
@@ -462,7 +480,7 @@ class SurrogateBank:
 
     # ------------------------------------------------------------------ predictions
     def predict(self, algorithm: str, X: Any, tasks: Sequence[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Posterior mean and latent (noise-free) variance, in task-standardized units, at
+        """Posterior mean and latent (noise-free) variance, in task-normalized units, at
         ``X`` (m, d_k) of every member (or of ``tasks``, in that order: an ensemble needs
         only its members with weight): two (T, m) arrays. The stacked arrays of a
         selection of members are kept for the next calls with the same ``tasks`` (the
@@ -511,7 +529,7 @@ class SurrogateBank:
     def sample(self, algorithm: str, X: Any, n_samples: int, seed: Seed = 0,
                tasks: Sequence[str] | None = None) -> np.ndarray:
         """``n_samples`` joint posterior samples of the latent f at ``X`` (m, d_k) of every
-        member (or of ``tasks``), task-standardized units: (T, S, m). One generator from
+        member (or of ``tasks``), task-normalized units: (T, S, m). One generator from
         ``seed`` draws each member's ``xi`` (m, S) in turn (module docstring). The
         members' posterior means and covariance factors at ``X`` are kept for the next
         calls with the same ``X`` and ``tasks`` (the :data:`_FACTORS_KEPT` most recent):
@@ -570,12 +588,12 @@ class SurrogateBank:
         return factors
 
 
-def _fit_member(past: PastRuns, encode: Encoder, task: str, algorithm: str, scale: tuple[float, float],
+def _fit_member(past: PastRuns, encode: Encoder, task: str, algorithm: str, u: np.ndarray,
                 max_points: int | None, kernel: str, n_restarts: int, seed: int) -> bank_cache.CachedMember | None:
-    """Fit member (task, algorithm) (module docstring), or None if ``encode`` does not know
-    the algorithm or the GP cannot be fitted (logged)."""
+    """Fit member (task, algorithm) on its runs' normalized values ``u`` (module docstring),
+    or None if ``encode`` does not know the algorithm or the GP cannot be fitted (logged)."""
     runs = past.groups[(task, algorithm)]
-    u = (np.asarray(runs.values, dtype=float) - scale[0]) / scale[1]
+    u = np.asarray(u, dtype=float)
     try:
         X = np.asarray(encode(algorithm, runs.params), dtype=float)
     except (UnknownAlgorithmError, KeyError) as e:

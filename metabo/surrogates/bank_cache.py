@@ -1,7 +1,7 @@
 """The surrogate bank's cache in the knowledge base (table ``surrogate_bank``, schema v5).
 
 Notation (:mod:`metabo.surrogates.bank`): member ``S_{k,p}`` of task ``p`` and algorithm
-``k``, fitted on ``n`` rows ``X`` (n, d_k) with task-standardized targets ``u`` (n,); its
+``k``, fitted on ``n`` rows ``X`` (n, d_k) with task-normalized targets ``u`` (n,); its
 GP state: lengthscales ``l`` (d_k,), signal variance ``sigma_a^2``, noise ``nu``, constant
 mean ``m``, the GP's own standardization ``z = (u - c) / s`` (``c``, ``s``), the jitter
 ``j`` its factorization needed, ``K = sigma_a^2 k(X, X; l) + (nu + j) I = L L^T`` (n, n)
@@ -9,8 +9,8 @@ and ``alpha = K^-1 (z - m)`` (n,).
 
 One row per (task, algorithm, metric, settings): ``settings`` is JSON of everything a
 member depends on besides its runs (kernel, ``max_points``, restarts, seed, the encoder's
-key, :data:`FORMAT`); ``fingerprint`` is :func:`task_fingerprint` of the task's runs (all
-algorithms: the standardization of ``u`` uses them all, so any new run of the task
+key, the normalization of the task's values, :data:`FORMAT`); ``fingerprint`` is :func:`task_fingerprint` of the task's runs (all
+algorithms: the normalization of ``u`` uses them all, so any new run of the task
 invalidates its members); ``state`` is :data:`MAGIC`, the SHA-256 of the rest, then one
 ``np.savez_compressed`` archive of float64 arrays (``X``, ``u``, ``L``, ``alpha``, ``l``,
 the scalars) and the row's identity.
@@ -81,10 +81,13 @@ def task_fingerprint(runs: Mapping[str, TaskAlgorithmRuns]) -> str:
     return h.hexdigest()[:32]
 
 
-def settings_key(*, kernel: str, max_points: int | None, n_restarts: int, seed: int, encoder: str) -> str:
-    """The JSON ``settings`` column of one algorithm's members."""
+def settings_key(*, kernel: str, max_points: int | None, n_restarts: int, seed: int, encoder: str,
+                 normalization: str = "copula") -> str:
+    """The JSON ``settings`` column of one algorithm's members (``normalization``: how the
+    task's values were put on the shared scale, :mod:`metabo.surrogates.normalization`;
+    part of the key since it was introduced, so members cached before are refitted)."""
     return json.dumps({"format": FORMAT, "kernel": kernel, "max_points": max_points, "n_restarts": n_restarts,
-                       "seed": seed, "encoder": encoder}, sort_keys=True)
+                       "seed": seed, "encoder": encoder, "normalization": normalization}, sort_keys=True)
 
 
 def pack(member: CachedMember, identity: Sequence[str]) -> bytes:

@@ -199,3 +199,85 @@ def test_target_floor_rescales_the_base_weights():
     np.testing.assert_allclose(w, [0.6 * 0.5 / 0.9, 0.3 * 0.5 / 0.9, 0.5])
     np.testing.assert_array_equal(target_floor(np.array([0.2, 0.8]), n=10, n0=10), [0.2, 0.8])  # above: kept
     np.testing.assert_array_equal(target_floor(np.array([0.7, 0.3]), n=0, n0=10), [0.7, 0.3])
+
+
+# ---------------------------------------------------------------- 2. one scale (Gaussian copula)
+def test_copula_transform_in_closed_form():
+    from scipy.stats import norm
+
+    from metabo.surrogates.normalization import copula, winsorized_delta
+
+    delta = 1.0 / (4.0 * 3**0.25 * np.sqrt(np.pi * np.log(3)))
+    assert winsorized_delta(3) == pytest.approx(delta)
+    F = np.clip(np.array([2.5, 0.5, 1.5]) / 3, delta, 1 - delta)  # mid-ranks of [3, 1, 2]
+    np.testing.assert_allclose(copula(np.array([3.0, 1.0, 2.0])), norm.ppf(F), rtol=1e-12)
+    ties = copula(np.array([1.0, 1.0, 2.0, 3.0]))  # tied values: one z, F = (0 + 2/2) / 4
+    assert ties[0] == ties[1] == pytest.approx(norm.ppf(max(0.25, winsorized_delta(4))))
+    y = np.random.default_rng(0).lognormal(size=50)
+    z = copula(y)
+    order = np.argsort(y)
+    assert np.all(np.diff(z[order]) > 0)  # strictly increasing in y (no ties here)
+    np.testing.assert_allclose(copula(np.exp(3 * y) + 7), z, rtol=0, atol=0)  # invariant to monotone maps
+    np.testing.assert_allclose(copula(-y), -z, rtol=1e-12)  # symmetric
+    assert z.min() == pytest.approx(norm.ppf(winsorized_delta(50)))  # winsorized
+    assert copula(np.array([4.0])).tolist() == [0.0]
+
+
+def test_base_and_target_values_of_one_function_land_on_one_scale():
+    """A past task and the target evaluate the same configurations of the same function, the
+    target on another (monotone) scale: both are normalized to the same values."""
+    from metabo.surrogates.normalization import copula
+
+    configs = list({config_id(a, p): (a, p) for a, p in SPACE.sample(np.random.default_rng(1), 16)}.values())
+    f = {config_id(a, p): OBJECTIVE(a, p) for a, p in configs}
+    past = make_past(SPACE, {"t": OBJECTIVE}, n=16, seed=1)
+    bank = SurrogateBank.fit(past, space_encoder(SPACE), max_points=None, seed=0)
+    h = history_of(configs, [np.exp(3 * f[config_id(a, p)]) + 7 for a, p in configs])
+    z = RLGP(bank, n_random=50, seed=0).target_values(h)
+    u = np.concatenate([bank.training_data("t", a)[1] for a in bank.algorithms])
+    np.testing.assert_allclose(np.sort(z), np.sort(u), atol=1e-12)
+    np.testing.assert_allclose(z, copula(h.y), atol=0)
+    assert bank.normalization_ == "copula"
+
+
+def test_the_bank_cache_key_names_the_normalization():
+    from metabo.surrogates import bank_cache
+
+    keys = {n: bank_cache.settings_key(kernel="matern52", max_points=50, n_restarts=1, seed=0, encoder="e",
+                                       normalization=n) for n in ("copula", "standardize")}
+    assert keys["copula"] != keys["standardize"] and all('"normalization"' in k for k in keys.values())
+
+
+# ---------------------------------------------------------------- 5. the target GP as GP-BO's
+def test_target_gp_defaults_are_gp_bo_defaults():
+    import inspect
+
+    from metabo.strategies.gp import GPBO
+    from metabo.strategies.transfer_ensemble import WeightedGPEnsembles
+
+    ours, cold = inspect.signature(WeightedGPEnsembles).parameters, inspect.signature(GPBO).parameters
+    for name in ("n_random", "n_local", "n_starts", "n_restarts", "refit_every", "warping"):
+        assert ours[name].default == cold[name].default, name
+    strategy = RLGP(SurrogateBank({}), seed=0)
+    assert (strategy.n_random, strategy.n_local, strategy.n_restarts, strategy.warping) == (
+        cold["n_random"].default, cold["n_local"].default, cold["n_restarts"].default, cold["warping"].default)
+
+
+def test_the_target_gp_models_warped_values(bank):
+    """normalization='standardize': the target's values are Yeo-Johnson warped as GP-BO's
+    (skewed values: warping differs from plain standardization); the target GPs'
+    hyperparameters are fitted on warped values (GP-BO's model cache and warping)."""
+    from metabo.surrogates.warping import warp
+
+    configs = SPACE.sample(np.random.default_rng(2), 10)
+    h = history_of(configs, [np.exp(4 * OBJECTIVE(*c)) for c in configs])
+    strategy = RLGP(bank, normalization="standardize", n_random=50, seed=0)
+    z = strategy.target_values(h)
+    np.testing.assert_allclose(z, warp(h.y), atol=1e-12)
+    assert not np.allclose(z, (h.y - h.y.mean()) / h.y.std(), atol=1e-3)
+    targets = strategy._target_models(h, SPACE, h.X(SPACE), z)
+    for a, (model, _, za) in targets.items():
+        rows = [i for i, r in enumerate(h.completed) if r.algorithm == a]
+        np.testing.assert_allclose(za, z[rows], atol=1e-12)
+        np.testing.assert_allclose(model.y_, z[rows], atol=1e-12)
+        assert strategy._caches[a].warping == "yeo-johnson"

@@ -17,6 +17,7 @@ from metabo.kb.past import PastRuns
 from metabo.surrogates import bank_cache
 from metabo.surrogates.bank import SurrogateBank, member_seed, space_encoder
 from metabo.surrogates.gp import GaussianProcess, GPHyperparameters
+from metabo.surrogates.normalization import copula, standardize
 from metabo.testing.problems import two_algorithm_problem
 
 SPACE, OBJECTIVE = two_algorithm_problem()
@@ -48,6 +49,17 @@ def data():
     return past, fit(past)
 
 
+def test_standardize_normalization_keeps_the_earlier_scale():
+    past = PastRuns.from_frame(frame(sizes=(6, 9)))
+    bank = fit(past, normalization="standardize")
+    assert bank.normalization_ == "standardize" and bank.without("t0").normalization_ == "standardize"
+    for task in ("t0", "t1"):
+        groups = past.task_runs(task)
+        u_all = standardize(np.concatenate([g.values for g in groups.values()]))
+        u = np.concatenate([bank.training_data(task, a)[1] for a in groups])
+        np.testing.assert_allclose(u, u_all, atol=1e-12)
+
+
 def own_gp(bank: SurrogateBank, task: str, algorithm: str) -> GaussianProcess:
     """The member's GP refitted on its data with its hyperparameters (fixed, in u units)."""
     s = bank.members_[(task, algorithm)]
@@ -57,14 +69,19 @@ def own_gp(bank: SurrogateBank, task: str, algorithm: str) -> GaussianProcess:
     return GaussianProcess().fit(X, u, hyperparameters=h)
 
 
-def test_members_are_fitted_on_task_standardized_seeded_subsamples(data):
+def test_members_are_fitted_on_task_normalized_seeded_subsamples(data):
+    """u: the Gaussian copula of the task's values over all its algorithms (the default
+    normalization; it was the task's standardization, whose scale did not match the
+    target's)."""
     past, bank = data
     assert bank.tasks == ("t0", "t1", "t2", "t3") and bank.algorithms == ("a", "b")
-    assert bank.n_fitted_ == 8 and bank.n_loaded_ == 0
+    assert bank.n_fitted_ == 8 and bank.n_loaded_ == 0 and bank.normalization_ == "copula"
     for (task, a), s in bank.members_.items():
         runs = past[(task, a)]
-        values = np.concatenate([g.values for g in past.task_runs(task).values()])  # every algorithm of the task
-        u = (runs.values - values.mean()) / values.std()
+        groups = past.task_runs(task)  # every algorithm of the task
+        u_all = copula(np.concatenate([g.values for g in groups.values()]))
+        start = sum(len(g.values) for b, g in groups.items() if list(groups).index(b) < list(groups).index(a))
+        u = u_all[start:start + len(runs)]
         X_all = SPACE[a].encode_many(list(runs.params))
         if len(runs) > MAX_POINTS:
             pick = np.sort(np.random.default_rng(member_seed(0, task, a)).choice(len(runs), MAX_POINTS, replace=False))
