@@ -23,6 +23,7 @@ RLGP paper's mode: one configuration per algorithm in turn); ``scot``; ``warm``
 (:class:`~metabo.strategies.portfolio.PortfolioWarmStart`, the default warm start). A
 reference, surrogate protocol only: ``oracle`` (:class:`RecordedOrder`, the held-out
 task's own recorded configurations best first: the floor of proposing recorded ones).
+Variants of ``warm`` for ablations: ``warm@key=value@...`` (:func:`method_options`).
 
 Report (:func:`report`): mean normalized regret at 1, 3, 5, 10, 25, 50 and average ranks
 (:func:`metabo.benchmarks.compare.summarize`, each task's regret averaged over seeds; Friedman
@@ -145,10 +146,10 @@ def make_method(name: str, past: PastRuns, meta: Mapping[str, float], seed: int,
         from metabo.strategies.knn import KNNWarmStart
 
         return KNNWarmStart(past, meta, k=5, then=GPBO(n_init=0, seed=seed), seed=seed)
-    if name == "warm":
+    if name == "warm" or name.startswith("warm@"):
         from metabo.strategies.portfolio import PortfolioWarmStart
 
-        return PortfolioWarmStart(past, meta, seed=seed)
+        return PortfolioWarmStart(past, meta, seed=seed, **method_options(name))
     if name in BANK_METHODS:
         from metabo.strategies.rgpe import RGPE
         from metabo.strategies.rlgp import RLGP
@@ -163,6 +164,22 @@ def make_method(name: str, past: PastRuns, meta: Mapping[str, float], seed: int,
 
         return SCoT(past, meta, **SCOT_SETTINGS, seed=seed)
     raise InputDataError(f"unknown method {name!r}; use one of {', '.join(METHODS)}")
+
+
+def method_options(name: str) -> dict[str, Any]:
+    """The keyword arguments of a method variant ``base@key=value@...`` (values parsed as
+    JSON when they parse, ``true``/``false`` as booleans): ``warm@distinct=false`` is
+    :class:`~metabo.strategies.portfolio.PortfolioWarmStart` with ``distinct=False``."""
+    out: dict[str, Any] = {}
+    for part in name.split("@")[1:]:
+        key, sep, value = part.partition("=")
+        if not sep or not key:
+            raise InputDataError(f"method variant {name!r}: options are key=value, got {part!r}")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
 
 
 def meta_of(past: PastRuns, task: str) -> dict[str, float]:
@@ -296,5 +313,6 @@ def _at(curve: Sequence[float], k: int) -> float:
     return float(curve[min(k, len(curve)) - 1])
 
 
-__all__ = ["BANK_METHODS", "METHODS", "OptunaTPE", "RecordedOrder", "held_out", "live_regret", "make_method", "report",
+__all__ = ["BANK_METHODS", "METHODS", "OptunaTPE", "RecordedOrder", "held_out", "live_regret", "make_method",
+           "method_options", "report",
            "surrogate_run"]
