@@ -3,11 +3,16 @@
 :class:`WarmStartSampler` gives the first trials of a study the warm-start configurations,
 in order, then defers to ``then``: any Optuna sampler (default ``TPESampler(seed=seed)``)
 or ``"gp"``, the project's :class:`~metabo.strategies.gp.GPBO` fitted on the completed
-trials. The warm configurations are the design of
-:class:`~metabo.strategies.knn.KNNWarmStart`: the best configuration of each of the ``k``
-past tasks nearest to the new one by meta-features, nearest first (Feurer, Springenberg
-and Hutter 2015, "Initializing Bayesian Hyperparameter Optimization via Meta-Learning",
-AAAI; :meth:`WarmStartSampler.from_kb`), or any list of parameter dicts given directly.
+trials. The warm configurations (:meth:`WarmStartSampler.from_kb`) are, by default, the
+project's default warm start's portfolio
+(:meth:`~metabo.strategies.portfolio.PortfolioWarmStart.portfolio`: greedy picks of recorded
+configurations that most lower the past tasks' regret, the tasks weighted by meta-feature
+similarity; Wistuba et al. 2015), fixed in advance since Optuna takes a list of first
+trials; or, with ``method="knn"``, the design of :class:`~metabo.strategies.knn.KNNWarmStart`:
+the best configuration of each of the ``k`` past tasks nearest to the new one by
+meta-features, nearest first (Feurer, Springenberg and Hutter 2015, "Initializing Bayesian
+Hyperparameter Optimization via Meta-Learning", AAAI); or any list of parameter dicts
+given directly.
 
 Mechanics. Trial number ``i < n_warm`` takes warm configuration ``i``: trial numbers are
 unique among the workers sharing a storage, so which trial gets which configuration is
@@ -99,9 +104,12 @@ class WarmStartSampler(BaseSampler):
         meta_features: Mapping[str, float] | pd.Series | None = None, algorithm: str | Sequence[str] | None = None,
         param_names: Mapping[str, str] | None = None, k: int = 5, metric: str = "error_rate",
         then: BaseSampler | Literal["gp"] | None = None, seed: int | None = None,
+        method: Literal["warm", "knn"] = "warm", n_warm: int = 8,
     ) -> WarmStartSampler:
-        """The sampler warm-started by the best configurations of the ``k`` past tasks
-        nearest to the new one (:class:`~metabo.strategies.knn.KNNWarmStart`).
+        """The sampler warm-started by the default warm start's portfolio of ``n_warm``
+        configurations (``method="warm"``), or by the best configurations of the ``k``
+        past tasks nearest to the new one (``method="knn"``,
+        :class:`~metabo.strategies.knn.KNNWarmStart`).
 
         Args:
             source: the knowledge base, or past runs already loaded (then give
@@ -115,32 +123,48 @@ class WarmStartSampler(BaseSampler):
                 (None: every algorithm of the project): a CASH objective, ``"algorithm"``
                 and ``"<algorithm>:<hyperparameter>"`` (the project's ConfigSpace names).
             param_names: Optuna name -> the project's name, where they differ.
-            k, metric: the nearest tasks and the metric their best configuration minimizes.
+            k, metric: the nearest tasks (knn) and the metric the past runs minimize.
+            method, n_warm: the warm start (module docstring) and the portfolio's size.
         """
         from metabo.kb.past import PastRuns
         from metabo.space.algorithms import default_cash_space
         from metabo.strategies.knn import KNNWarmStart
-        from metabo.strategies.warm import warm_strategy
+        from metabo.strategies.portfolio import PortfolioWarmStart
+        from metabo.strategies.warm import past_for, stored_meta_features, warm_strategy
 
+        if method not in ("warm", "knn"):
+            raise InputDataError(f"method must be 'warm' or 'knn', got {method!r}")
         if (dataset_id is None) == (meta_features is None):
             raise InputDataError("give dataset_id (a stored dataset with meta-features) or meta_features "
                                  "(e.g. metabo.data.meta_features.compute_meta_features(dataset)), one of them")
         names = None if algorithm is None else [algorithm] if isinstance(algorithm, str) else list(algorithm)
         space = default_cash_space(names)
-        if isinstance(source, PastRuns):
-            if dataset_id is not None:
-                raise InputDataError("with past runs give meta_features (dataset_id needs the knowledge base)")
-            knn = KNNWarmStart(source.only(algorithms=space.algorithms), meta_features, k=k)
-        elif dataset_id is not None:
-            knn = warm_strategy("knn", source, source.resolve_dataset(dataset_id), space, metric=metric, k=k)
+        if isinstance(source, PastRuns) and dataset_id is not None:
+            raise InputDataError("with past runs give meta_features (dataset_id needs the knowledge base)")
+        if method == "warm":
+            if isinstance(source, PastRuns):
+                past = source.only(algorithms=space.algorithms)
+            elif dataset_id is not None:
+                resolved = source.resolve_dataset(dataset_id)
+                past = past_for(source, resolved, space, metric=metric)
+                meta_features = stored_meta_features(source, resolved)
+            else:
+                past = PastRuns.from_kb(source, metric=metric, algorithms=list(space.algorithms))
+            configs = PortfolioWarmStart(past, meta_features or None).portfolio(space, n_warm)
+            logger.info("warm start: a portfolio of %d configurations from %d past tasks", len(configs),
+                        len(past.tasks))
         else:
-            past = PastRuns.from_kb(source, metric=metric, algorithms=list(space.algorithms))
-            knn = KNNWarmStart(past, meta_features, k=k)
-        design = knn.design(space)
-        logger.info("warm start: %d configurations from the %d nearest tasks", len(design), k)
+            if isinstance(source, PastRuns):
+                knn = KNNWarmStart(source.only(algorithms=space.algorithms), meta_features, k=k)
+            elif dataset_id is not None:
+                knn = warm_strategy("knn", source, source.resolve_dataset(dataset_id), space, metric=metric, k=k)
+            else:
+                past = PastRuns.from_kb(source, metric=metric, algorithms=list(space.algorithms))
+                knn = KNNWarmStart(past, meta_features, k=k)
+            configs = [config for config, _, _ in knn.design(space)]
+            logger.info("warm start: %d configurations from the %d nearest tasks", len(configs), k)
         renamed = _renaming(param_names or {})
-        warm = [_optuna_params(config, cash=not isinstance(algorithm, str), rename=renamed)
-                for config, _, _ in design]
+        warm = [_optuna_params(config, cash=not isinstance(algorithm, str), rename=renamed) for config in configs]
         return cls(warm, then=then, seed=seed)
 
     # -- the sampler contract ---------------------------------------------------------

@@ -256,9 +256,11 @@ class PortfolioWarmStart:
         """Each recorded configuration's portfolio gain ``sum_p w_p (b_p - min(Q_pc, b_p))``
         (-inf for configurations already asked)."""
         m, _ = self.matrix(space)
-        w = self.weights(history, space)
         asked = history.config_ids
-        taken = np.array([cid in asked for cid in m.ids])
+        return self._gains(m, self.weights(history, space), np.array([cid in asked for cid in m.ids], dtype=bool))
+
+    @staticmethod
+    def _gains(m: RegretMatrix, w: np.ndarray, taken: np.ndarray) -> np.ndarray:
         b = np.ones(len(m.tasks))
         if taken.any():
             b = np.minimum(b, np.nan_to_num(np.nanmin(np.where(taken[None, :], m.Q, np.nan), axis=1,
@@ -267,6 +269,33 @@ class PortfolioWarmStart:
         gain = w @ improvement
         gain[taken] = -np.inf
         return gain
+
+    def _pick(self, m: RegretMatrix, gain: np.ndarray, tried: set[str]) -> int | None:
+        """The column of largest gain (of an untried algorithm with ``distinct``, while one
+        with a positive gain is left); None when nothing gains."""
+        if self.distinct:
+            fresh = np.array([a not in tried for a, _ in m.configs])
+            if (fresh & np.isfinite(gain) & (gain > 0)).any():
+                gain = np.where(fresh, gain, -np.inf)
+        j = int(np.argmax(gain))
+        return j if np.isfinite(gain[j]) and gain[j] > 0 else None
+
+    def portfolio(self, space: CASHSpace, n: int | None = None) -> list[Config]:
+        """The static portfolio: the first ``n`` (default ``n_portfolio``) greedy picks under
+        the prior weights alone, as if every pick's result were still unknown (for tools
+        that take a fixed list of first trials, such as Optuna's enqueued trials)."""
+        m, w0 = self.matrix(space)
+        taken = np.zeros(len(m.ids), dtype=bool)
+        tried: set[str] = set()
+        out: list[Config] = []
+        for _ in range(self.n_portfolio if n is None else n):
+            j = self._pick(m, self._gains(m, w0, taken), tried)
+            if j is None:
+                break
+            taken[j] = True
+            tried.add(m.configs[j][0])
+            out.append((m.configs[j][0], dict(m.configs[j][1])))
+        return out
 
     # ------------------------------------------------------------------ strategy
     def _next_design(self, history: History, space: CASHSpace, rng: np.random.Generator | None = None
@@ -279,14 +308,8 @@ class PortfolioWarmStart:
                 return ("", {})
             return self._explore(history, space, rng)
         m, _ = self.matrix(space)
-        gain = self.gains(history, space)
-        if self.distinct:
-            tried = {r.algorithm for r in history}
-            fresh = np.array([a not in tried for a, _ in m.configs])
-            if (fresh & np.isfinite(gain)).any():
-                gain = np.where(fresh, gain, -np.inf)
-        j = int(np.argmax(gain))
-        if not np.isfinite(gain[j]) or gain[j] <= 0:
+        j = self._pick(m, self.gains(history, space), {r.algorithm for r in history})
+        if j is None:
             return None
         a, p = m.configs[j]
         return a, dict(p)

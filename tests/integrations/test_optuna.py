@@ -246,21 +246,36 @@ def kb(tmp_path_factory):
 def test_from_kb_puts_the_nearest_tasks_best_configuration_first(kb):
     from metabo.kb.past import PastRuns
 
-    by_dataset = WarmStartSampler.from_kb(kb, dataset_id="new", algorithm="svm_rbf", k=3)
+    by_dataset = WarmStartSampler.from_kb(kb, dataset_id="new", algorithm="svm_rbf", k=3, method="knn")
     assert by_dataset.warm == (OPTIMUM, {"C": 100.0, "gamma": 0.1}, {"C": 0.01, "gamma": 10.0})  # new left out
-    by_meta = WarmStartSampler.from_kb(kb, meta_features={"f": 0.9}, algorithm="svm_rbf", k=2)
+    by_meta = WarmStartSampler.from_kb(kb, meta_features={"f": 0.9}, algorithm="svm_rbf", k=2, method="knn")
     assert by_meta.warm == (OPTIMUM, {"C": 1e4, "gamma": 1e4})
     past = PastRuns.from_kb(kb)
-    assert WarmStartSampler.from_kb(past, meta_features={"f": 0.9}, algorithm="svm_rbf", k=2).warm == by_meta.warm
-    renamed = WarmStartSampler.from_kb(kb, dataset_id="new", algorithm="svm_rbf", k=1,
+    assert WarmStartSampler.from_kb(past, meta_features={"f": 0.9}, algorithm="svm_rbf", k=2, method="knn").warm == by_meta.warm
+    renamed = WarmStartSampler.from_kb(kb, dataset_id="new", algorithm="svm_rbf", k=1, method="knn",
                                        param_names={"svm_C": "C", "svm_gamma": "gamma"})
     assert renamed.warm == ({"svm_C": 10.0, "svm_gamma": 0.01},)
 
 
 def test_from_kb_over_several_algorithms_names_the_parameters_as_configspace_does(kb):
-    cash = WarmStartSampler.from_kb(kb, dataset_id="new", algorithm=["svm_rbf", "knn"], k=2)
+    cash = WarmStartSampler.from_kb(kb, dataset_id="new", algorithm=["svm_rbf", "knn"], k=2, method="knn")
     assert cash.warm == ({"algorithm": "svm_rbf", "svm_rbf:C": 10.0, "svm_rbf:gamma": 0.01},
                          {"algorithm": "knn", "knn:n_neighbors": 15, "knn:weights": "distance", "knn:p": 1})
+
+
+def test_from_kb_by_default_gives_the_portfolio_of_the_default_warm_start(kb):
+    """Each task's regret: near (OPTIMUM 0, {1, 1} 1), mid and far one configuration each
+    (0); weights fall with |f - 1.4|. Greedy gains: OPTIMUM (near's 1), then mid's and far's
+    only configurations; {1, 1} gains nothing once OPTIMUM is in, so the portfolio stops."""
+    one = WarmStartSampler.from_kb(kb, dataset_id="new", algorithm="svm_rbf")
+    assert one.warm == (OPTIMUM, {"C": 100.0, "gamma": 0.1}, {"C": 0.01, "gamma": 10.0})
+    # CASH: after OPTIMUM, an untried algorithm first (mid's knn, regret 0 there, 1 for its svm)
+    cash = WarmStartSampler.from_kb(kb, dataset_id="new", algorithm=["svm_rbf", "knn"])
+    assert cash.warm[:2] == ({"algorithm": "svm_rbf", "svm_rbf:C": 10.0, "svm_rbf:gamma": 0.01},
+                             {"algorithm": "knn", "knn:n_neighbors": 15, "knn:weights": "distance", "knn:p": 1})
+    assert WarmStartSampler.from_kb(kb, dataset_id="new", algorithm="svm_rbf", n_warm=1).warm == (OPTIMUM,)
+    with pytest.raises(InputDataError, match="method must be"):
+        WarmStartSampler.from_kb(kb, dataset_id="new", method="tpe")
 
 
 def test_from_kb_needs_the_new_task(kb):
