@@ -132,7 +132,8 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
             from metabo.cli.warm_start_demo import warm_vs_cold
             from metabo.paths import metabo_home
 
-            warm_vs_cold(kb, "sklearn:digits", budget=args.demo_budget, seed=args.seed,
+            warm_vs_cold(kb, "sklearn:digits", budget=args.demo_budget,
+                         seeds=[args.seed + i for i in range(args.demo_seeds)],
                          plot_path=metabo_home() / "quickstart_warm_vs_cold.png")
     return 0
 

@@ -31,6 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
     quick.add_argument("--seed", type=int, default=0)
     quick.add_argument("--no-demo", action="store_true", help="skip the live warm-start vs cold-start tuning")
     quick.add_argument("--demo-budget", type=int, default=15, help="evaluations of each tuning in the demo")
+    quick.add_argument("--demo-seeds", type=int, default=3,
+                       help="seeds of the demo (--seed, --seed + 1, ...): the spread over them is shown")
     quick.set_defaults(func=data_cmds.cmd_quickstart)
     kb_cmds.register(sub, common)
     data_cmds.register(sub, common)

@@ -13,9 +13,9 @@ from metabo.cli.kb_cmds import add_backend_arguments, open_kb
 from metabo.exceptions import InputDataError
 from metabo.optimizer.history import TrialRecord
 from metabo.strategies.names import COLD_STRATEGIES
-from metabo.strategies.warm import WARM_STRATEGIES
+from metabo.strategies.warm import AUTO, WARM_STRATEGIES
 
-STRATEGIES = (*COLD_STRATEGIES, *WARM_STRATEGIES)
+STRATEGIES = (AUTO, *COLD_STRATEGIES, *WARM_STRATEGIES)
 
 
 def _fmt(value: float | None) -> str:
@@ -48,8 +48,10 @@ def cmd_tune_ensemble(args: argparse.Namespace) -> int:
             refit=refit, progress=progress, **options,
         )
     done = len(result.history.completed)
+    if result.strategy_note:
+        print(f"strategy: {result.strategy_note}")
     print(f"session {result.session_id}: {done} trials on {result.dataset_id} ({args.ensemble} around "
-          f"{args.strategy}, seed {args.seed})")
+          f"{result.strategy}, seed {args.seed})")
     print(f"ensemble of {len(result.weights)} distinct members ({result.combine}):")
     for number, (algorithm, params, weight) in zip(result.weights, result.members):
         print(f"  {weight:.3f}  trial {number} {algorithm} {json.dumps(params, sort_keys=True)}")
@@ -86,7 +88,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
         )
     done = len(result.history.completed)
     failed = sum(not r.ok for r in result.history.completed)
-    print(f"session {result.session_id}: {done} trials on {result.dataset_id} ({args.strategy}, seed {args.seed})"
+    if result.strategy_note:
+        print(f"strategy: {result.strategy_note}")
+    print(f"session {result.session_id}: {done} trials on {result.dataset_id} ({result.strategy}, seed {args.seed})"
           + (f", {failed} failed" if failed else ""))
     params = json.dumps(result.params, sort_keys=True)
     print(f"best ({args.select}): trial {result.best.number} {result.algorithm} {params}")
@@ -102,9 +106,11 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("data", help="a CSV/Parquet/ARFF path (with --target) or a spec: sklearn:iris, keel:..., openml:ID")
     p.add_argument("--target", help="the target column of a file")
     p.add_argument("--budget", type=int, required=True, help="number of evaluated configurations")
-    p.add_argument("--strategy", choices=STRATEGIES, default="gp",
-                   help="cold: random, gp, gp-dense, gp-per-algorithm; warm-started from the knowledge base's "
-                        "other tasks: knn, rgpe, rlgp, scot")
+    p.add_argument("--strategy", choices=STRATEGIES, default=AUTO,
+                   help="auto (default): the warm start 'warm' when the knowledge base holds other tasks' runs "
+                        "on the space's algorithms, else cold GP-BO (it says which and why); cold: random, gp, "
+                        "gp-dense, gp-per-algorithm; warm-started from the knowledge base's other tasks: warm, "
+                        "knn, rgpe, rlgp, scot")
     p.add_argument("--algorithms", nargs="+", metavar="NAME", help="the CASH space's algorithms (default: all)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--reshuffle", action="store_true",

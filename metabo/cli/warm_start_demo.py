@@ -1,8 +1,11 @@
-"""The end of ``metabo quickstart``: a warm-started tuning (RLGP) of a dataset beside a
-cold-start GP-BO on the same budget, live, printed as a table and drawn as a plot."""
+"""The end of ``metabo quickstart``: the default warm start (``warm``) of a dataset beside a
+cold-start GP-BO on the same budget, over several seeds (each seed its own split,
+estimators and suggestions), live, printed as a table of the mean and the spread over the
+seeds and drawn as a plot with the spread shaded: one lucky seed does not make the case."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,59 +17,78 @@ if TYPE_CHECKING:
 #: Algorithms that train in about a second on a few thousand rows.
 FAST_ALGORITHMS = ("knn", "svm_rbf", "linear_svm", "logistic_regression", "decision_tree", "lda", "qda",
                    "gaussian_nb")
+#: The demo's two sides: label -> strategy name (:func:`metabo.optimizer.tune`).
+SIDES = {"warm start": "warm", "cold GP-BO": "gp"}
 
 
-def warm_vs_cold(kb: KnowledgeBase, spec: str, *, budget: int = 15, seed: int = 0,
-                 plot_path: Path | None = None) -> dict[str, list[float]]:
-    """Tune ``spec`` with RLGP (warm: every other stored task's runs) and with GP-BO (cold);
-    print the best validation error after each evaluation and the final test errors; both
-    sessions are stored. Returns the best-so-far curves."""
+def warm_vs_cold(kb: KnowledgeBase, spec: str, *, budget: int = 15, seeds: Sequence[int] = (0, 1, 2),
+                 plot_path: Path | None = None) -> dict[str, np.ndarray]:
+    """Tune ``spec`` with the default warm start (every other stored task's runs; the
+    dataset's own earlier runs left out) and with cold GP-BO, once per seed in ``seeds``;
+    print the mean and the min-max over seeds of the best validation error after each
+    evaluation, and the test errors; every session is stored. Returns label -> the
+    best-so-far curves, (n_seeds, budget)."""
     from metabo.kb.past import PastRuns
     from metabo.optimizer import tune
     from metabo.space.algorithms import default_cash_space
-    from metabo.strategies import GPBO
-    from metabo.strategies.rlgp import RLGP
-    from metabo.surrogates.bank import SurrogateBank, space_encoder
 
     past = PastRuns.from_kb(kb)
     algorithms = [a for a in FAST_ALGORITHMS if a in past.algorithms]
     space = default_cash_space(algorithms)
-    from metabo.data.loaders import load_dataset
+    print(f"\nWarm start vs cold start on {spec}: {budget} live evaluations each over {len(algorithms)} fast "
+          f"algorithms, seeds {list(seeds)} (each seed its own split, estimators and suggestions)")
+    curves: dict[str, list[list[float]]] = {label: [] for label in SIDES}
+    tests: dict[str, list[float]] = {label: [] for label in SIDES}
+    for seed in seeds:
+        for label, name in SIDES.items():
+            result = tune(spec, budget=budget, space=space, strategy=name, kb=kb, seed=seed, meta_features=False,
+                          keep_predictions=False)
+            if name == "warm" and seed == seeds[0]:
+                from metabo.strategies.warm import choose_strategy
 
-    target_fp = load_dataset(spec).fingerprint
-    same = kb.query("SELECT dataset_id FROM datasets WHERE fingerprint = ?", [target_fp])["dataset_id"].tolist()
-    past = past.without(same).only(algorithms=algorithms)  # the dataset's own runs (an earlier demo) are not past
-    bank = SurrogateBank.fit(past, space_encoder(space), kb=kb)
-    print(f"\nWarm start vs cold start on {spec}: {budget} live evaluations each over "
-          f"{len(algorithms)} fast algorithms (seed {seed}); RLGP transfers from {len(bank.tasks)} stored tasks")
-    curves, tests = {}, {}
-    for label, strategy in (("RLGP (warm)", RLGP(bank, seed=seed)),
-                            ("GP-BO (cold)", GPBO(n_init=3, seed=seed))):
-        result = tune(spec, budget=budget, space=space, strategy=strategy, kb=kb, seed=seed, meta_features=False,
-                      keep_predictions=False)
-        curves[label] = np.minimum.accumulate(result.history.y).tolist()
-        tests[label] = result.test_error
+                print(f"  {label}: {choose_strategy(kb, result.dataset_id, space)[1]}")
+            curves[label].append(np.minimum.accumulate(result.history.y).tolist())
+            tests[label].append(np.nan if result.test_error is None else float(result.test_error))
+    arrays = {label: np.asarray(c, dtype=float) for label, c in curves.items()}
+    _print_table(arrays, tests, budget)
+    if plot_path is not None:
+        _plot(arrays, spec, plot_path)
+        print(f"plot: {plot_path}")
+    return arrays
+
+
+def _print_table(curves: dict[str, np.ndarray], tests: dict[str, list[float]], budget: int) -> None:
     labels = list(curves)
-    print(f"{'evaluation':>10s}" + "".join(f"{lab:>16s}" for lab in labels) + "   (best validation error so far)")
+    print(f"{'evaluation':>10s}" + "".join(f"{lab:>26s}" for lab in labels)
+          + "   (best validation error so far: mean [min, max] over seeds)")
     for i in range(budget):
         if i < 5 or (i + 1) % 5 == 0:
-            print(f"{i + 1:>10d}" + "".join(f"{curves[lab][i]:>16.4f}" for lab in labels))
-    print(f"{'test':>10s}" + "".join(f"{(tests[lab] if tests[lab] is not None else float('nan')):>16.4f}"
-                                     for lab in labels) + "   (test error of each selected configuration)")
-    if plot_path is not None:
-        import matplotlib
+            cells = (f"{c[:, i].mean():.4f} [{c[:, i].min():.4f}, {c[:, i].max():.4f}]" for c in curves.values())
+            print(f"{i + 1:>10d}" + "".join(f"{cell:>26s}" for cell in cells))
+    cells = (f"{np.nanmean(t):.4f} [{np.nanmin(t):.4f}, {np.nanmax(t):.4f}]" for t in tests.values())
+    print(f"{'test':>10s}" + "".join(f"{cell:>26s}" for cell in cells)
+          + "   (test error of each selected configuration)")
+    ahead = {i: int(np.sum(curves[labels[0]][:, i] < curves[labels[1]][:, i])) for i in range(budget)}
+    n = len(next(iter(curves.values())))
+    print(f"{labels[0]} strictly ahead of {labels[1]} in " + ", ".join(
+        f"{ahead[i]}/{n} seeds at {i + 1}" for i in (0, 2, 4, budget - 1) if i < budget))
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
 
-        fig, ax = plt.subplots(figsize=(6, 3.6))
-        for lab in labels:
-            ax.plot(range(1, budget + 1), curves[lab], marker="o", ms=3, label=lab)
-        ax.set(xlabel="evaluation", ylabel="best validation error so far", title=f"{spec}: warm vs cold start")
-        ax.legend()
-        fig.tight_layout()
-        plot_path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(plot_path, dpi=130)
-        plt.close(fig)
-        print(f"plot: {plot_path}")
-    return curves
+def _plot(curves: dict[str, np.ndarray], spec: str, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    for label, c in curves.items():
+        x = np.arange(1, c.shape[1] + 1)
+        (line,) = ax.plot(x, c.mean(axis=0), marker="o", ms=3, label=f"{label} (mean of {len(c)} seeds)")
+        ax.fill_between(x, c.min(axis=0), c.max(axis=0), color=line.get_color(), alpha=0.2, lw=0)
+    ax.set(xlabel="evaluation", ylabel="best validation error so far",
+           title=f"{spec}: warm vs cold start (band: min to max over seeds)")
+    ax.legend()
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=130)
+    plt.close(fig)

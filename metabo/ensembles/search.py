@@ -74,6 +74,9 @@ class EnsembleResult:
     y_valid: np.ndarray | None = field(default=None, repr=False)
     y_test: np.ndarray | None = field(default=None, repr=False)
     n_classes: int = 0
+    #: the base strategy's name (``auto`` resolved) and, for ``auto``, why it was chosen
+    strategy: str = ""
+    strategy_note: str = ""
 
     @property
     def members(self) -> list[tuple[str, dict[str, Any], float]]:
@@ -177,6 +180,8 @@ def tune_ensemble(
 
     ``search_options`` go to :func:`make_search` (``ensemble_size``, ``loss``,
     ``n_replicates``, ``combine``, ``n_init``, and the search's own keyword arguments).
+    ``strategy="auto"``: the default warm start when ``kb`` has runs for the space, else
+    ``gp`` (:func:`~metabo.strategies.warm.choose_strategy`; the result says which, and why).
     """
     from metabo.optimizer.tune import check_budget, open_session, prepare, run_trials
     from metabo.space.algorithms import default_cash_space
@@ -198,6 +203,13 @@ def tune_ensemble(
     codes = class_codes(setup.data)
     n_classes = len(class_labels(setup.data))
     y_valid, y_test = codes[split.valid_idx], codes[split.test_idx]
+    note = ""
+    if strategy == "auto":  # the default warm start when there is knowledge (metabo.strategies.warm)
+        from metabo.strategies.warm import choose_strategy
+
+        strategy, note = choose_strategy(kb, setup.dataset_id, space, metric=metric)
+        logger.info("base strategy auto: %s", note)
+    name = strategy if isinstance(strategy, str) else getattr(strategy, "name", type(strategy).__name__)
     base = base_factory(strategy, kb, setup.dataset_id, space, metric=metric)
     search = make_search(method, base, y_valid, n_classes, budget=budget, seed=seed, metric=metric,
                          **search_options)
@@ -224,7 +236,8 @@ def tune_ensemble(
     result = EnsembleResult(
         opt.session_id, setup.dataset_id, method, metric, weights, combine, opt.history, valid_error, test_error,
         opt.best(), mean_pairwise_diversity([search.probas[k] for k in weights]), valid_probas=dict(search.probas),
-        test_probas=test_probas, y_valid=y_valid, y_test=y_test, n_classes=n_classes,
+        test_probas=test_probas, y_valid=y_valid, y_test=y_test, n_classes=n_classes, strategy=name,
+        strategy_note=note,
     )
     if not refit:
         return result

@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 
 from metabo.data.dataset import Dataset, feature_frame
-from metabo.exceptions import InputDataError
 from metabo.optimizer.optimizer import Optimizer
 from metabo.optimizer.tune import prepare, strategy_factory
+from metabo.strategies.warm import AUTO, choose_strategy
 
 if TYPE_CHECKING:
     from metabo.integrations._sklearn_space import TunedSpace
@@ -50,7 +50,7 @@ def open_search(search: MetaSearchCV, space: TunedSpace, X: Any, y: np.ndarray, 
         dataset_id = None
         if kb is not None:
             dataset_id = prepare(as_dataset(X, y, search.dataset_name), kb=kb, seed=seed).dataset_id
-        made = _strategy(strategy, search.strategy is None, kb, dataset_id, space, metric, seed)
+        made = _strategy(strategy, kb, dataset_id, space, metric, seed)
         settings = {"integration": "sklearn.MetaSearchCV", "n_iter": int(search.n_iter), "cv": repr(search.cv),
                     "scoring": repr(search.scoring), "estimator": repr(search.estimator)}
         opt = Optimizer(space.space, made, kb=kb, dataset_id=dataset_id, metric=metric, seed=seed,
@@ -66,14 +66,12 @@ def open_search(search: MetaSearchCV, space: TunedSpace, X: Any, y: np.ndarray, 
             kb.close()
 
 
-def _strategy(name: str, auto: bool, kb: KnowledgeBase | None, dataset_id: str | None, space: TunedSpace,
+def _strategy(name: str, kb: KnowledgeBase | None, dataset_id: str | None, space: TunedSpace,
               metric: str, seed: int) -> Any:
-    """The strategy ``name``; the automatic warm start falls back to ``gp`` when the
-    knowledge base holds nothing to transfer."""
-    try:
-        return strategy_factory(name, kb, dataset_id, space.space, metric=metric)(seed)
-    except InputDataError as e:
-        if not auto:
-            raise
-        logger.warning("no warm start (%s); searching with gp", e)
-        return strategy_factory("gp", kb, dataset_id, space.space, metric=metric)(seed)
+    """The strategy ``name`` (``auto``: :func:`~metabo.strategies.warm.choose_strategy`,
+    the default warm start when the knowledge base holds something to transfer, else
+    ``gp``, with the reason logged)."""
+    if name == AUTO:
+        name, note = choose_strategy(kb, dataset_id, space.space, metric=metric)
+        logger.info("MetaSearchCV strategy: %s", note)
+    return strategy_factory(name, kb, dataset_id, space.space, metric=metric)(seed)

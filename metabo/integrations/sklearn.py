@@ -51,7 +51,7 @@ from metabo.exceptions import InputDataError
 from metabo.integrations._sklearn_cash import CASHClassifier
 from metabo.integrations._sklearn_space import TunedSpace, tuned_space
 from metabo.strategies.names import COLD_STRATEGIES
-from metabo.strategies.warm import WARM_STRATEGIES
+from metabo.strategies.warm import AUTO, WARM_STRATEGIES
 
 logger = logging.getLogger(__name__)
 
@@ -71,9 +71,10 @@ class MetaSearchCV(BaseSearchCV):
             ConfigSpace space; None or ``"cash"`` without an estimator).
         kb: a :class:`~metabo.kb.store.KnowledgeBase` or the path of one (a path keeps the
             search cloneable and picklable); None: no warm start, nothing recorded.
-        strategy: ``knn``, ``rgpe``, ``rlgp``, ``scot`` (warm, need ``kb``), ``random``,
-            ``gp``, ``gp-dense``, ``gp-per-algorithm``; None: ``rlgp`` with a ``kb`` (``gp``
-            when it holds nothing to transfer), ``gp`` without.
+        strategy: ``warm``, ``knn``, ``rgpe``, ``rlgp``, ``scot`` (warm, need ``kb``),
+            ``random``, ``gp``, ``gp-dense``, ``gp-per-algorithm``; None or ``auto``: the
+            default warm start ``warm`` when ``kb`` holds other tasks' runs for the space,
+            else ``gp`` (:func:`~metabo.strategies.warm.choose_strategy`, logged with why).
         n_iter: the number of candidates (trials).
         cv, scoring, refit, n_jobs, error_score, return_train_score: as in
             ``RandomizedSearchCV`` (one scorer; ``n_jobs`` runs a candidate's folds in
@@ -138,10 +139,10 @@ class MetaSearchCV(BaseSearchCV):
             raise InputDataError(f"error_score must be 'raise' or a number, got {self.error_score!r}")
         if self.estimator is not None and not is_classifier(self.estimator):
             raise InputDataError(f"MetaSearchCV tunes classifiers; {type(self.estimator).__name__} is not one")
-        strategy = self.strategy if self.strategy is not None else ("rlgp" if self.kb is not None else "gp")
-        if strategy not in (*WARM_STRATEGIES, *COLD_STRATEGIES):
-            raise InputDataError(f"unknown strategy {strategy!r}; use one of {', '.join(WARM_STRATEGIES)} (warm "
-                                 f"starts, with kb) or {', '.join(COLD_STRATEGIES)}")
+        strategy = self.strategy if self.strategy is not None else AUTO
+        if strategy not in (AUTO, *WARM_STRATEGIES, *COLD_STRATEGIES):
+            raise InputDataError(f"unknown strategy {strategy!r}; use {AUTO}, one of {', '.join(WARM_STRATEGIES)} "
+                                 f"(warm starts, with kb) or {', '.join(COLD_STRATEGIES)}")
         if strategy in WARM_STRATEGIES and self.kb is None:
             raise InputDataError(f"strategy {strategy!r} warm-starts from a knowledge base: pass kb")
         space = tuned_space(self.estimator, self.search_space)

@@ -66,7 +66,7 @@ from metabo.optimizer.optimizer import Optimizer, Select, get_session
 from metabo.space.cash import CASHSpace
 from metabo.space.space import SearchSpace
 from metabo.strategies import Strategy, make_strategy
-from metabo.strategies.warm import WARM_STRATEGIES, warm_factory
+from metabo.strategies.warm import AUTO, WARM_STRATEGIES, choose_strategy, warm_factory
 
 if TYPE_CHECKING:
     from metabo.kb.store import KnowledgeBase
@@ -85,6 +85,9 @@ class TuneResult:
     best: TrialRecord
     history: History
     refit_test_error: float | None = None
+    #: the strategy's name (``auto`` resolved) and, for ``auto``, why it was chosen
+    strategy: str = ""
+    strategy_note: str = ""
 
     @property
     def algorithm(self) -> str:
@@ -223,7 +226,11 @@ def strategy_factory(name: str, kb: KnowledgeBase | None, dataset_id: str | None
                      *, metric: str) -> Callable[[int], Strategy]:
     """Seed -> a fresh strategy ``name``: cold (:func:`~metabo.strategies.make_strategy`) or a
     warm start from ``kb`` for the stored ``dataset_id`` (:func:`~metabo.strategies.warm.warm_factory`,
-    which reads what transfers once for every strategy it makes)."""
+    which reads what transfers once for every strategy it makes); ``auto``: the one
+    :func:`~metabo.strategies.warm.choose_strategy` picks (logged with its reason)."""
+    if name == AUTO:
+        name, note = choose_strategy(kb, dataset_id, space, metric=metric)
+        logger.info("strategy auto: %s", note)
     if name not in WARM_STRATEGIES:
         return lambda seed: make_strategy(name, seed=seed)
     if kb is None or dataset_id is None:
@@ -287,7 +294,7 @@ def tune(
     *,
     budget: int,
     space: CASHSpace | SearchSpace | None = None,
-    strategy: Strategy | str = "random",
+    strategy: Strategy | str = AUTO,
     kb: KnowledgeBase | None = None,
     seed: int = 0,
     target: str | None = None,
@@ -314,9 +321,11 @@ def tune(
             path with ``target``, ``keel:...``, ``openml:ID``).
         space: the CASH space (default: every registered algorithm).
         strategy: a strategy or its name: a cold one (:func:`~metabo.strategies.make_strategy`)
-            or a warm start from ``kb`` (``knn``, ``rgpe``, ``rlgp``, ``scot``:
+            or a warm start from ``kb`` (``warm``, ``knn``, ``rgpe``, ``rlgp``, ``scot``:
             :func:`~metabo.strategies.warm.warm_strategy`, which leaves the dataset's own
-            earlier runs out of what it transfers).
+            earlier runs out of what it transfers); ``auto`` (default): ``warm`` when
+            ``kb`` holds other tasks' runs on the space's algorithms, else cold ``gp``
+            (:func:`~metabo.strategies.warm.choose_strategy`; the result says which and why).
         kb: the knowledge base: the dataset (with its meta-features unless
             ``meta_features=False``), the session and every evaluation are stored.
         seed: seeds the suggestions, the splits and the estimators.
@@ -341,6 +350,11 @@ def tune(
         from metabo.space.algorithms import default_cash_space
 
         space = default_cash_space()
+    note = ""
+    if strategy == AUTO:
+        strategy, note = choose_strategy(kb, setup.dataset_id, space, metric=metric)
+        logger.info("strategy auto: %s", note)
+    name = strategy if isinstance(strategy, str) else getattr(strategy, "name", type(strategy).__name__)
     strategy = build_strategy(strategy, kb, setup.dataset_id, space, metric=metric, seed=seed)
     opt = open_session(kb, space, strategy, session_id=session_id, dataset_id=setup.dataset_id, metric=metric, seed=seed,
                  settings=setup.settings(budget, time_limit, memory_limit_mb))
@@ -356,7 +370,7 @@ def tune(
                           in_process=True)
         evaluations = _evaluations(best, run_task(task))
         refit_error = _outcome(evaluations, metric).get("test_value")
-    return TuneResult(opt.session_id, setup.dataset_id, metric, select, best, opt.history, refit_error)
+    return TuneResult(opt.session_id, setup.dataset_id, metric, select, best, opt.history, refit_error, name, note)
 
 
 def _at(protocol: EvaluationProtocol, number: int) -> EvaluationProtocol:

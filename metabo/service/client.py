@@ -208,7 +208,7 @@ class RemoteOptimizer:
         cls, url: str = DEFAULT_URL, *, meta_features: Mapping[str, float | None] | None = None,
         dataset_name: str = "dataset", dataset_id: str | None = None, data: str | Path | None = None,
         target: str | None = None, space: CASHSpace | SearchSpace | Sequence[str] | None = None,
-        strategy: str = "knn", seed: int = 0, metric: str = "error_rate", study_id: str | None = None,
+        strategy: str = "auto", seed: int = 0, metric: str = "error_rate", study_id: str | None = None,
         token: str | None = None, timeout: float = 120.0, client: ServiceClient | None = None,
     ) -> RemoteOptimizer:
         """A new study on the service for one dataset: a stored ``dataset_id``, or

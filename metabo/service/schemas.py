@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Strict
 
 from metabo.kb.schema import RUN_STATUSES
 from metabo.strategies.names import COLD_STRATEGIES
-from metabo.strategies.warm import WARM_STRATEGIES
+from metabo.strategies.warm import AUTO, WARM_STRATEGIES
 
 #: A finite float (an integer is accepted as one; NaN/inf and numeric strings are not).
 Finite = Annotated[float, Field(strict=True, allow_inf_nan=False)]
@@ -38,7 +38,7 @@ METRIC_PATTERN = r"^[A-Za-z][A-Za-z0-9_]{0,99}$"
 StudyId = Annotated[str, Field(pattern=STUDY_ID_PATTERN)]
 Metric = Annotated[str, Field(pattern=METRIC_PATTERN)]
 Status = Literal["ok", "crash", "timeout", "memout"]
-StrategyName = Literal[(*WARM_STRATEGIES, *COLD_STRATEGIES)]  # type: ignore[valid-type]
+StrategyName = Literal[(AUTO, *WARM_STRATEGIES, *COLD_STRATEGIES)]  # type: ignore[valid-type]
 #: Uploaded data as base64 text: at most 64 MiB of CSV or Parquet.
 MAX_UPLOAD_CHARS = 64 * 1024 * 1024 * 4 // 3 + 4
 assert set(Status.__args__) == set(RUN_STATUSES)  # type: ignore[attr-defined]
@@ -102,7 +102,7 @@ class StudyIn(Body):
     dataset: DatasetIn | None = None
     upload: UploadIn | None = None
     space: SpaceIn = Field(default_factory=SpaceIn)
-    strategy: StrategyName = "knn"
+    strategy: StrategyName = AUTO
     seed: Annotated[int, Field(strict=True, ge=0, le=2**32 - 1)] = 0
     metric: Metric = "error_rate"
 
@@ -118,6 +118,8 @@ class StudyOut(BaseModel):
     study_id: str
     dataset_id: str
     strategy: str
+    #: why ``auto`` chose the strategy (empty when it was named)
+    strategy_note: str = ""
     seed: int
     metric: str
     algorithms: list[str]

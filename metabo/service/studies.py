@@ -43,6 +43,7 @@ from metabo.exceptions import InputDataError
 from metabo.optimizer.history import Trial, TrialRecord
 from metabo.optimizer.optimizer import Optimizer, Select, get_session
 from metabo.optimizer.tune import strategy_factory
+from metabo.strategies.warm import AUTO, choose_strategy
 from metabo.service.errors import ConflictError, NoResultError, UnknownStudyError, UnknownTrialError
 from metabo.space.cash import CASHSpace
 
@@ -65,7 +66,7 @@ class StudySpec:
 
     dataset: PreparedDataset | str
     space: CASHSpace
-    strategy: str = "knn"
+    strategy: str = "auto"
     seed: int = 0
     metric: str = "error_rate"
     study_id: str | None = None
@@ -78,6 +79,7 @@ class _Study:
     lock: threading.Lock = field(default_factory=threading.Lock)
     optimizer: Optimizer | None = None
     strategy: str = ""
+    note: str = ""  # why ``auto`` chose the strategy
     finished: bool = False  # its session's status is not 'running' (an ask reopens it)
 
 
@@ -113,15 +115,20 @@ class StudyManager:
                     raise ConflictError(f"study {study_id!r} exists; choose another id or continue it")
                 dataset_id = spec.dataset if isinstance(spec.dataset, str) else spec.dataset.store(kb)
                 kb.get_dataset(dataset_id)  # an unknown id: UnknownDatasetError
-                strategy = self._strategy(kb, spec.strategy, dataset_id, spec.space, spec.metric, spec.seed)
+                name, note = spec.strategy, ""
+                if name == AUTO:  # resolved once: a resumed study keeps the strategy it began with
+                    name, note = choose_strategy(kb, dataset_id, spec.space, metric=spec.metric)
+                entry.strategy, entry.note = name, note
+                strategy = self._strategy(kb, name, dataset_id, spec.space, spec.metric, spec.seed)
                 entry.optimizer = Optimizer(spec.space, strategy, kb=self.store, session_id=study_id,  # type: ignore[arg-type]
                                             dataset_id=dataset_id, metric=spec.metric, seed=spec.seed,
-                                            settings={SETTINGS_KEY: {"strategy": spec.strategy}})
+                                            settings={SETTINGS_KEY: {"strategy": name, "note": note}})
         except BaseException:
             with self._registry:
                 self._studies.pop(study_id, None)
             raise
-        logger.info("study %s created: %s on %s, seed %d", study_id, spec.strategy, dataset_id, spec.seed)
+        logger.info("study %s created: %s on %s, seed %d%s", study_id, entry.strategy, dataset_id, spec.seed,
+                    f" ({entry.note})" if entry.note else "")
         return self._summary(study_id, entry)
 
     @staticmethod
@@ -168,6 +175,7 @@ class StudyManager:
                 entry.finished = True
         opt.kb = self.store  # type: ignore[assignment]  # later writes go through the lock
         entry.optimizer, entry.strategy = opt, name
+        entry.note = str(settings[SETTINGS_KEY].get("note", ""))
         logger.info("study %s resumed from the store: %d trials, %d pending", study_id, len(opt.history),
                     len(opt.history.pending))
 
@@ -269,7 +277,8 @@ class StudyManager:
         assert opt is not None
         status = self._status(study_id)
         history = opt.history
-        return {"study_id": study_id, "dataset_id": opt.dataset_id, "strategy": entry.strategy, "seed": opt.seed,
+        return {"study_id": study_id, "dataset_id": opt.dataset_id, "strategy": entry.strategy,
+                "strategy_note": entry.note, "seed": opt.seed,
                 "metric": opt.metric, "algorithms": list(opt.space.algorithms), "status": status,
                 "n_trials": len(history), "n_complete": len(history.completed), "n_pending": len(history.pending)}
 

@@ -16,6 +16,11 @@ the algorithms of the space:
   same store (:meth:`SurrogateBank.fit` with ``kb``: only the tasks whose runs changed are
   refitted);
 - ``scot``: :class:`~metabo.strategies.scot.SCoT` at the dataset's meta-features.
+
+``auto`` (:data:`AUTO`, the default of ``tune``, the CLI, the service and ``MetaSearchCV``)
+is resolved by :func:`choose_strategy`: ``warm`` whenever the knowledge base holds other
+tasks' runs on the space's algorithms (measured ahead of cold GP-BO at every budget on
+held-out tasks, ``reports/warm``), cold ``gp`` otherwise, with the reason either way.
 """
 
 from __future__ import annotations
@@ -33,6 +38,10 @@ if TYPE_CHECKING:
 
 #: The warm-start strategies by name (module docstring).
 WARM_STRATEGIES = ("warm", "knn", "rgpe", "rlgp", "scot")
+#: The name that picks the default warm start when there is knowledge, else cold GP-BO.
+AUTO = "auto"
+#: The warm start ``auto`` picks.
+DEFAULT_WARM = "warm"
 
 
 def past_for(kb: KnowledgeBase, dataset_id: str, space: CASHSpace, *, metric: str = "error_rate") -> PastRuns:
@@ -50,7 +59,26 @@ def past_for(kb: KnowledgeBase, dataset_id: str, space: CASHSpace, *, metric: st
     return past
 
 
-def _meta_features(kb: KnowledgeBase, dataset_id: str) -> dict[str, float]:
+def choose_strategy(kb: KnowledgeBase | None, dataset_id: str | None, space: Any, *, metric: str = "error_rate"
+                    ) -> tuple[str, str]:
+    """What ``auto`` means for this dataset: ``(name, reason)``, :data:`DEFAULT_WARM` when
+    the knowledge base holds other tasks' runs of ``metric`` on the algorithms of the CASH
+    ``space`` (:func:`past_for`), cold ``gp`` otherwise; the reason is one line for the user."""
+    if kb is None or dataset_id is None:
+        return "gp", "cold GP-BO: no knowledge base to warm-start from"
+    if not isinstance(space, CASHSpace):
+        return "gp", "cold GP-BO: warm starts need a CASH space (the algorithm is part of what transfers)"
+    try:
+        past = past_for(kb, dataset_id, space, metric=metric)
+    except InputDataError as e:
+        return "gp", f"cold GP-BO: {e}"
+    n_runs = sum(len(g.values) for t in past.tasks for g in past.task_runs(t).values())
+    return DEFAULT_WARM, (f"warm start ({DEFAULT_WARM}): {n_runs} runs of {len(past.tasks)} other tasks on "
+                          f"{len(past.algorithms)} of the space's {len(space.algorithms)} algorithms")
+
+
+def stored_meta_features(kb: KnowledgeBase, dataset_id: str) -> dict[str, float]:
+    """The stored meta-features of ``dataset_id`` (the finite ones; empty when none)."""
     from metabo.kb.queries import meta_feature_matrix
 
     mf = meta_feature_matrix(kb)
@@ -71,7 +99,7 @@ def warm_factory(name: str, kb: KnowledgeBase, dataset_id: str, space: CASHSpace
     if not isinstance(space, CASHSpace):
         raise InputDataError("warm-start strategies need a CASH space (the algorithm is part of what transfers)")
     past = past_for(kb, dataset_id, space, metric=metric)
-    meta = _meta_features(kb, dataset_id)
+    meta = stored_meta_features(kb, dataset_id)
     if name in ("knn", "scot") and not meta:
         raise InputDataError(f"dataset {dataset_id!r} has no meta-features: {name} needs them (store them with "
                              "`metabo data meta-features`, or use rlgp/rgpe, which need none)")
@@ -109,4 +137,5 @@ def warm_strategy(name: str, kb: KnowledgeBase, dataset_id: str, space: CASHSpac
     return warm_factory(name, kb, dataset_id, space, metric=metric, **kw)(seed)
 
 
-__all__ = ["WARM_STRATEGIES", "past_for", "warm_factory", "warm_strategy"]
+__all__ = ["AUTO", "DEFAULT_WARM", "WARM_STRATEGIES", "choose_strategy", "past_for", "stored_meta_features",
+           "warm_factory", "warm_strategy"]

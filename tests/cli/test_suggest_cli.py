@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from metabo.cli.main import main
@@ -54,14 +55,16 @@ def test_transfer_prints_ranks_portfolio_similarity_and_a_heatmap(shipped, capsy
     assert code == 0 and len(data["portfolio"]) == 5 and -1 <= data["similar_pairs"][0]["tau"] <= 1
 
 
-def test_warm_vs_cold_demo_tunes_both_and_stores_both_sessions(shipped, capsys, tmp_path):
+def test_warm_vs_cold_demo_tunes_both_over_seeds_and_stores_every_session(shipped, capsys, tmp_path):
     from metabo.cli.warm_start_demo import warm_vs_cold
 
     with KnowledgeBase(shipped) as kb:
-        curves = warm_vs_cold(kb, "sklearn:iris", budget=4, seed=0, plot_path=tmp_path / "demo.png")
+        curves = warm_vs_cold(kb, "sklearn:iris", budget=4, seeds=(0, 1), plot_path=tmp_path / "demo.png")
         sessions = kb.query("SELECT strategy, status FROM sessions WHERE dataset_id IS NOT NULL")
     out = capsys.readouterr().out
-    assert set(curves) == {"RLGP (warm)", "GP-BO (cold)"}
-    assert all(len(c) == 4 and all(a >= b for a, b in zip(c, c[1:])) for c in curves.values())  # best so far
-    assert "RLGP transfers from" in out and "test" in out and (tmp_path / "demo.png").stat().st_size > 5000
-    assert {"rlgp", "gp"} <= set(sessions["strategy"]) and set(sessions["status"]) == {"done"}
+    assert set(curves) == {"warm start", "cold GP-BO"}
+    assert all(c.shape == (2, 4) and (np.diff(c, axis=1) <= 0).all() for c in curves.values())  # best so far
+    assert "warm start (warm): " in out and "[" in out and "seeds at 1" in out
+    assert (tmp_path / "demo.png").stat().st_size > 5000
+    assert sessions["strategy"].value_counts().to_dict() == {"warm": 2, "gp": 2}
+    assert set(sessions["status"]) == {"done"}

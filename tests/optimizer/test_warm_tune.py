@@ -91,3 +91,29 @@ def test_tune_with_the_warm_default_starts_with_the_portfolios_first_configurati
                       session_id="warm-default")
     asked = result.history[0]
     assert (asked.algorithm, dict(asked.params)) == (first[0], dict(first[1]))
+
+
+def test_auto_is_the_default_and_warm_starts_whenever_the_knowledge_base_has_knowledge(store, capsys, tmp_path):
+    from metabo.strategies.warm import choose_strategy
+
+    kb_path, paths = store
+    copy = tmp_path / "kb.duckdb"
+    copy.write_bytes(kb_path.read_bytes())
+    with KnowledgeBase(copy) as kb:
+        result = tune(str(paths["iris"]), target="target", budget=2, space=default_cash_space(ALGS), kb=kb, seed=0)
+        assert result.strategy == "warm" and result.strategy_note.startswith("warm start (warm): ")
+        assert "2 other tasks" in result.strategy_note  # iris itself left out
+        # a space the past never ran: cold, and why
+        name, note = choose_strategy(kb, result.dataset_id, default_cash_space(["lda"]))
+        assert name == "gp" and "nothing to warm-start from" in note
+        sessions = kb.query("SELECT strategy FROM sessions WHERE session_id = ?", [result.session_id])
+    assert sessions["strategy"].item() == "warm"
+    reason = "cold GP-BO: no knowledge base to warm-start from"
+    assert choose_strategy(None, None, default_cash_space(ALGS)) == ("gp", reason)
+    cold = tune(str(paths["iris"]), target="target", budget=1, space=default_cash_space(ALGS), seed=0)
+    assert cold.strategy == "gp" and "no knowledge base" in cold.strategy_note
+    code = main(["tune", str(paths["wine"]), "--target", "target", "--budget", "1", "--algorithms", *ALGS,
+                 "--kb", str(copy)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert out.splitlines()[0].startswith("strategy: warm start (warm): ") and "(warm, seed 0)" in out

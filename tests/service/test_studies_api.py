@@ -45,7 +45,7 @@ def test_ask_returns_the_local_optimizers_configurations_and_tell_stores_each_ru
     history = client.get(f"/studies/{study}/history").json()["trials"]
     assert [t["number"] for t in history] == [0, 1, 2, 3] and all(t["state"] == "complete" for t in history)
     info = client.get(f"/studies/{study}").json()
-    assert info == {"study_id": study, "dataset_id": "service-toy", "strategy": "random", "seed": 3,
+    assert info == {"study_id": study, "dataset_id": "service-toy", "strategy": "random", "strategy_note": "", "seed": 3,
                     "metric": "error_rate", "algorithms": ALGS, "status": "running", "n_trials": 4,
                     "n_complete": 4, "n_pending": 0}
     with client.app.state.manager.store.locked() as kb:
@@ -222,3 +222,24 @@ def test_a_warm_started_study_begins_with_the_nearest_tasks_best_configurations(
         assert r.status_code == 201, r.text
         asked = [c.post(f"/studies/{r.json()['study_id']}/ask").json() for _ in range(len(expected))]
     assert [(t["algorithm"], t["params"]) for t in asked] == [(e["algorithm"], e["params"]) for e in expected]
+
+
+def test_a_study_by_default_uses_the_default_warm_start_and_says_why(shipped, serve_app):
+    from metabo.kb.past import PastRuns
+    from metabo.space.algorithms import default_cash_space
+    from metabo.strategies.portfolio import PortfolioWarmStart
+
+    with KnowledgeBase(shipped) as kb:
+        meta = kb.query("SELECT name, value FROM meta_features WHERE dataset_id = 'openml-1510'")  # wdbc
+        past = PastRuns.from_kb(kb)
+    meta_features = {n: (None if v != v else v) for n, v in zip(meta["name"], meta["value"], strict=True)}
+    space = default_cash_space([a for a in default_cash_space().algorithms if a in past.algorithms])
+    first = PortfolioWarmStart(past, {k: v for k, v in meta_features.items() if v is not None}).portfolio(space, 1)
+    with serve_app(shipped) as c:
+        r = c.post("/studies", json={"dataset": {"name": "new", "meta_features": meta_features},
+                                     "space": {"algorithms": list(space.algorithms)}})
+        assert r.status_code == 201, r.text
+        info = r.json()
+        asked = c.post(f"/studies/{info['study_id']}/ask").json()
+    assert info["strategy"] == "warm" and info["strategy_note"].startswith("warm start (warm): ")
+    assert (asked["algorithm"], asked["params"]) == (first[0][0], first[0][1])
