@@ -2,31 +2,64 @@
 RGPE (:mod:`metabo.strategies.rgpe`) and RLGP (:mod:`metabo.strategies.rlgp`) share.
 
 Notation (RLGP, Manolache & Vanschoren 2019, sec. 3 and Algorithm 1): algorithms
-``k = 1..K``; past tasks ``p``; base GPs ``S_{k,p}`` (:class:`~metabo.surrogates.bank.SurrogateBank`,
-fitted on each past task's values standardized over all its algorithms); the target's
-observations ``D_k = {(x_i, y_i)}`` of algorithm ``k`` and its target GP ``S_{k,t}``
-(fitted on ``D_k``, ``n_k >= 2``). Target values are standardized over every completed
-trial, ``z = (y - ybar) / s``, the scale of the base GPs.
+``k = 1..K``; past tasks ``p``; base GPs ``S_{k,p}`` (:class:`~metabo.surrogates.bank.SurrogateBank`);
+the target's observations ``D_k = {(x_i, y_i)}`` of algorithm ``k`` and its target GP
+``S_{k,t}`` (``n_k >= 2``).
+
+One scale (Salinas, Shen & Perrone 2020, "A quantile-based approach for hyperparameter
+transfer learning", sec. 3; :mod:`metabo.surrogates.normalization`): with
+``normalization="copula"`` (the bank's default) each past task's values, over all its
+algorithms, and the target's values, over all its completed trials, are mapped by the
+Gaussian copula ``z = Phi^{-1}(F~(y))`` of their own winsorized empirical CDF
+(:meth:`WeightedGPEnsembles.target_values`), so base and target predictions are on one
+scale whatever each task's error range; the incumbent is ``min z``. (It was a
+standardization per task and of the target's own trials, scales that need not match.)
+``normalization="standardize"``: ``z`` the target's Yeo-Johnson warped values,
+standardized, and the bank's values standardized per task (the earlier scale).
+
+Target GPs as GP-BO's (:class:`~metabo.strategies.gp.GPBO`, whose defaults of ``warping``,
+``n_restarts``, ``refit_every``, ``n_random``, ``n_local``, ``n_starts`` these take): the
+hyperparameters of ``S_{k,t}`` are GP-BO's fit (:class:`~metabo.strategies.gp.ModelCache`)
+of algorithm ``k``'s Yeo-Johnson warped values; ``S_{k,t}`` is that GP conditioned on
+``z_k`` (the hyperparameters carried over in standardized units; a deviation: the
+copula's ``z`` change with every new observation, and refitting every algorithm's GP from
+scratch each time is what the cache avoids). Under the copula the warping leaves ``z``
+unchanged (ranks); it shapes the hyperparameter fit only.
 
 Each suggestion:
 
 1. Weights ``w`` (:mod:`metabo.strategies.weights`) from ``S`` joint posterior samples at
-   the target's observations: relative-landmark counts ``c`` of each base task and the
-   target's leave-one-out counts. ``scope="task"`` (RLGP): one weight per task from the
-   pairs of *all* algorithms, ``c_p = sum_k c_{k,p}`` (a task without a GP for algorithm
-   ``k`` gains nothing from ``k``'s pairs), shared by every algorithm's ensemble.
+   the target's observations: relative-landmark counts ``c`` of each base task (RLGP eqs.
+   2, 5, 7) and the target's leave-one-out counts (RLGP eq. 6; RGPE, Feurer et al. 2018,
+   sec. 3.2). ``scope="task"`` (RLGP): one weight per task from the pairs of *all*
+   algorithms, ``c_p = sum_k c_{k,p}`` (a task without a GP for algorithm ``k`` gains
+   nothing from ``k``'s pairs), shared by every algorithm's ensemble.
    ``scope="algorithm"`` (RGPE): each algorithm's ensemble weighted from its own pairs.
-2. Ensemble of algorithm ``k`` (RLGP eq. after 8): ``mu_k = sum_m w_m mu_m``,
-   ``var_k = sum_m w_m^2 var_m`` over the models available for ``k`` (the base GPs of the
-   tasks that have one, the target GP if ``n_k >= 2``), the weights renormalized over
-   them; if they all have weight 0, the target GP alone (or the base GPs' plain mean when
-   there is no target GP yet). Algorithms with no model at all are not scored.
+   Then (a deviation from both papers, :func:`~metabo.strategies.weights.target_floor`)
+   the target's weight is raised to at least ``n / (n + n0)`` (``n``: the target's
+   completed observations, of algorithm ``k`` for RGPE; ``n0 = target_floor``, 10), the
+   base weights rescaled to the rest: with tied, quantized errors the arg max otherwise
+   gives the target almost nothing however much it has seen.
+2. Ensemble of algorithm ``k`` (RLGP eq. after 8; RGPE sec. 3, eq. 5):
+   ``mu_k = sum_m w_m mu_m``, ``var_k = sum_m w_m^2 var_m`` over the models available for
+   ``k`` (the base GPs of the tasks that have one, the target GP if ``n_k >= 2``), the
+   weights renormalized over them; if they all have weight 0, the target GP alone (or the
+   base GPs with equal weights when there is no target GP yet). A deviation where the
+   papers' variance is overconfident: when ``k`` has no target GP (``n_k < 2``: untried)
+   or its weights rest on no pair (after the first trial: equal weights), the ensemble is
+   the mixture of its models, ``var_k = sum_m w_m (var_m + mu_m^2) - mu_k^2`` (law of total
+   variance), so an untried algorithm keeps its prior amplitude (``sum w_m^2 var_m`` would
+   be ``mean(var)/T`` with ``T`` equal weights, and it would never be explored). An
+   algorithm without any base GP (no past runs) and fewer than 2 target observations
+   gets the prior ``N(mean z, 1)`` (the target's mean on the shared scale, unit
+   variance), so EI can pick it.
 3. log EI of each ensemble against the incumbent ``min z`` (over all algorithms),
    maximized over the algorithm's own space (:func:`metabo.acquisition.search.maximize`).
    Default: the algorithm whose ensemble offers the largest EI is evaluated (one
    configuration per iteration). ``one_per_algorithm=True``: the paper's evaluation of
    every algorithm's suggestion, made sequential: iteration ``n`` takes algorithm
-   ``n mod K`` (the paper evaluates all K suggestions of one history at once).
+   ``n mod K`` (the paper evaluates all K suggestions of one history at once), or the next
+   one that still has a configuration to ask (lda, gaussian_nb have one configuration).
 
 The first ``n_init`` trials are random (RLGP's protocol: 3; default 0). With ``n_init=0`` the first
 suggestion, before any observation of the target, is the minimizer of the base GPs' equal-
@@ -34,15 +67,17 @@ weight mean (no pair to weight by, no incumbent for EI), over all algorithms; a 
 from the first evaluation.
 
 Work kept between suggestions (only the algorithm just evaluated has new data; none of it
-changes what is computed, the picks are the same as without it): target GPs are extended
-and warm-refitted between refits from scratch (:class:`~metabo.strategies.gp.ModelCache`);
+changes what is computed, the picks are the same as without it): the target GPs'
+hyperparameter fits are extended and warm-refitted between refits from scratch
+(:class:`~metabo.strategies.gp.ModelCache`);
 the left-out target GPs ``f_{-i}`` of an algorithm are kept until its data or target
 hyperparameters change (only their samples are drawn again, with the suggestion's seeds);
 the bank keeps its members' posterior factors at each algorithm's observations (only the
 normal draws are new) and its stacked arrays of the members with weight. Within a
 suggestion, BLAS is limited once (``blas_threads``), and each target GP is predicted from
 its posterior arrays by the bank's batched path (:func:`~metabo.surrogates.bank.state_predictor`).
-Measured on the shipped knowledge base (41 tasks x 12 algorithms, one BLAS thread, a
+Measured before the settings above became GP-BO's (300 random candidates and 5 local
+searches per algorithm then) on the shipped knowledge base (41 tasks x 12 algorithms, one BLAS thread, a
 shared machine at load ~6 on 2 cores; 30 suggestions each, old and new code interleaved):
 median CPU seconds per suggestion 0.280 -> 0.247 at 10 target observations and 0.295 ->
 0.237 at 50. What is left is mostly the acquisition search's own work (one-exchange
@@ -98,9 +133,10 @@ _GPBO: dict[str, Any] = {k: p.default for k, p in inspect.signature(GPBO.__init_
 @dataclass(frozen=True)
 class _Context:
     """One suggestion's shared state: whether nothing of the target is known yet
-    (``prior``), the incumbent ``best = min z`` of the target's normalized values, ``center = mean z`` (the prior mean of an algorithm without any
-    model), the target GPs and the weights by algorithm, and by algorithm the number of
-    pairs its weights were computed from."""
+    (``prior``), the incumbent ``best = min z`` of the target's normalized values,
+    ``center = mean z`` (the prior mean of an algorithm without any model), the target
+    GPs and the weights by algorithm, and by algorithm the number of pairs its weights
+    were computed from."""
 
     prior: bool
     best: float
@@ -432,7 +468,8 @@ class WeightedGPEnsembles:
     def acquisition(self, history: History, space: CASHSpace, rng: np.random.Generator
                     ) -> Callable[[np.ndarray], np.ndarray] | None:
         """The acquisition of encoded rows of the whole CASH ``space`` (higher is better;
-        ``-inf`` for an algorithm without a model); None while the design is random. The
+        ``-inf`` for an algorithm other than the rotation's with ``one_per_algorithm``);
+        None while the design is random. The
         ensemble searches (:mod:`metabo.ensembles`) rank their candidates with it."""
         with self._blas_context():
             found = self._scores(history, space, rng)

@@ -28,7 +28,7 @@ Choices where the papers leave room (RLGP's eq. 8 reads as an average count, but
 - Fewer than two distinct target values: no pair, every count 0, so every sample is a
   tie and the target takes it all under ``argmax`` (it has nothing to rank yet, so
   callers give base models no information either way; the strategies fall back to the
-  base models' mean in that case).
+  base models' equal-weight mixture in that case).
 - Weight dilution (RGPE sec. 3.3): base model ``m`` is discarded (weight 0) when the median
   of its losses exceeds the 95th percentile of the target model's losses.
 

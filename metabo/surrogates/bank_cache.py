@@ -9,7 +9,8 @@ and ``alpha = K^-1 (z - m)`` (n,).
 
 One row per (task, algorithm, metric, settings): ``settings`` is JSON of everything a
 member depends on besides its runs (kernel, ``max_points``, restarts, seed, the encoder's
-key, the normalization of the task's values, :data:`FORMAT`); ``fingerprint`` is :func:`task_fingerprint` of the task's runs (all
+key, the normalization of the task's values, :data:`FORMAT`); ``fingerprint`` is
+:func:`task_fingerprint` of the task's runs (all
 algorithms: the normalization of ``u`` uses them all, so any new run of the task
 invalidates its members); ``state`` is :data:`MAGIC`, the SHA-256 of the rest, then one
 ``np.savez_compressed`` archive of float64 arrays (``X``, ``u``, ``L``, ``alpha``, ``l``,
