@@ -20,12 +20,14 @@ the algorithms of the space:
 ``auto`` (:data:`AUTO`, the default of ``tune``, the CLI, the service and ``MetaSearchCV``)
 is resolved by :func:`choose_strategy`: ``warm`` whenever the knowledge base holds other
 tasks' runs on the space's algorithms (measured ahead of cold GP-BO at every budget on
-held-out tasks, ``reports/warm``), cold ``gp`` otherwise, with the reason either way.
+held-out tasks, ``reports/warm``), cold ``gp`` otherwise, with the reason either way; the
+reason names the fidelity of what transfers (:func:`past_fidelity`: the past runs' largest
+training-set size), since the shipped knowledge was measured on at most 2,000 training rows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from metabo.exceptions import InputDataError
@@ -73,8 +75,21 @@ def choose_strategy(kb: KnowledgeBase | None, dataset_id: str | None, space: Any
     except InputDataError as e:
         return "gp", f"cold GP-BO: {e}"
     n_runs = sum(len(g.values) for t in past.tasks for g in past.task_runs(t).values())
+    fidelity = past_fidelity(kb, past.tasks, metric)
+    trained = "" if fidelity is None else f", trained on at most {fidelity:,.0f} rows"
     return DEFAULT_WARM, (f"warm start ({DEFAULT_WARM}): {n_runs} runs of {len(past.tasks)} other tasks on "
-                          f"{len(past.algorithms)} of the space's {len(space.algorithms)} algorithms")
+                          f"{len(past.algorithms)} of the space's {len(space.algorithms)} algorithms{trained}")
+
+
+def past_fidelity(kb: KnowledgeBase, tasks: Sequence[str], metric: str) -> float | None:
+    """The largest training-set size (the runs' ``fidelity``) of the past tasks' runs of
+    ``metric``: what is transferred was measured at that fidelity or below, which a target
+    trained on many more rows should know (None when no run records it)."""
+    if not tasks:
+        return None
+    found = kb.query("SELECT max(fidelity) AS f FROM runs WHERE metric = ? AND dataset_id IN "
+                     "(SELECT unnest(?::VARCHAR[]))", [metric, list(tasks)])["f"].iloc[0]
+    return None if found is None or found != found else float(found)
 
 
 def stored_meta_features(kb: KnowledgeBase, dataset_id: str) -> dict[str, float]:
@@ -137,5 +152,5 @@ def warm_strategy(name: str, kb: KnowledgeBase, dataset_id: str, space: CASHSpac
     return warm_factory(name, kb, dataset_id, space, metric=metric, **kw)(seed)
 
 
-__all__ = ["AUTO", "DEFAULT_WARM", "WARM_STRATEGIES", "choose_strategy", "past_for", "stored_meta_features",
-           "warm_factory", "warm_strategy"]
+__all__ = ["AUTO", "DEFAULT_WARM", "WARM_STRATEGIES", "choose_strategy", "past_fidelity", "past_for",
+           "stored_meta_features", "warm_factory", "warm_strategy"]

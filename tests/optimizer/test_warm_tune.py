@@ -103,6 +103,9 @@ def test_auto_is_the_default_and_warm_starts_whenever_the_knowledge_base_has_kno
         result = tune(str(paths["iris"]), target="target", budget=2, space=default_cash_space(ALGS), kb=kb, seed=0)
         assert result.strategy == "warm" and result.strategy_note.startswith("warm start (warm): ")
         assert "2 other tasks" in result.strategy_note  # iris itself left out
+        # the fidelity of what transfers: the largest training part of wine's and cancer's runs
+        largest = kb.query("SELECT max(fidelity) AS f FROM runs WHERE dataset_id <> ?", [result.dataset_id])["f"]
+        assert result.strategy_note.endswith(f"trained on at most {largest.item():,.0f} rows")
         # a space the past never ran: cold, and why
         name, note = choose_strategy(kb, result.dataset_id, default_cash_space(["lda"]))
         assert name == "gp" and "nothing to warm-start from" in note
