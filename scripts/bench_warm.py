@@ -51,7 +51,7 @@ def _load(kb_path: str, protocol: str, methods: list[str]) -> None:
     kb_space = default_cash_space([a for a in default_cash_space().algorithms if a in past.algorithms])
     shared: dict[str, Any] = {"space": kb_space if protocol == "surrogate" else default_cash_space(),
                               "same_content": groups, "kb_path": kb_path}
-    if set(BANK_METHODS) & set(methods):
+    if any(b in m for m in methods for b in BANK_METHODS):  # a bank method, or a variant using one
         from metabo.surrogates.bank import SurrogateBank, space_encoder
 
         shared["bank"] = SurrogateBank.fit(past, space_encoder(kb_space), seed=0)

@@ -149,7 +149,10 @@ def make_method(name: str, past: PastRuns, meta: Mapping[str, float], seed: int,
     if name == "warm" or name.startswith("warm@"):
         from metabo.strategies.portfolio import PortfolioWarmStart
 
-        return PortfolioWarmStart(past, meta, seed=seed, **method_options(name))
+        options = method_options(name)
+        if isinstance(options.get("then"), str):  # a search phase by method name (rgpe, rlgp, ...)
+            options["then"] = make_method(options["then"], past, meta, seed, bank, task, drop)
+        return PortfolioWarmStart(past, meta, seed=seed, **options)
     if name in BANK_METHODS:
         from metabo.strategies.rgpe import RGPE
         from metabo.strategies.rlgp import RLGP

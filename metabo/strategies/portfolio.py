@@ -197,7 +197,8 @@ class PortfolioWarmStart:
         n_transfer_starts: portfolio configurations the GP's local search also starts from.
         prior_mean: the search phase's GP models the residual of the transferred mean.
         then: the search-phase strategy (default: :class:`~metabo.strategies.gp.GPBO` with
-            no random design, the settings of the cold ``gp`` strategy otherwise).
+            no random design, the settings of the cold ``gp`` strategy otherwise; another
+            strategy, RGPE say, is asked without the transfer starts).
         seed: seeds the search phase's GP.
     """
 
@@ -207,7 +208,7 @@ class PortfolioWarmStart:
 
     def __init__(self, past: PastRuns, meta_features: Mapping[str, float] | pd.Series | None = None, *,
                  n_portfolio: int = 8, n_design: int = 8, distinct: bool = True, beta: float = 1.0,
-                 n_transfer_starts: int = 5, prior_mean: bool = False, then: GPBO | None = None,
+                 n_transfer_starts: int = 5, prior_mean: bool = False, then: GPBO | Any | None = None,
                  seed: int = 0) -> None:
         if min(n_portfolio, n_design, n_transfer_starts, beta) < 0:
             raise InputDataError("n_portfolio, n_design, n_transfer_starts and beta must be >= 0")
@@ -339,7 +340,11 @@ class PortfolioWarmStart:
         if self.prior_mean:
             return self._residual_gp().suggest(history, space, rng, self.transfer_mean(history, space),
                                                self.transfer_starts(history, space))
-        return self.then.suggest(history, space, rng, extra_starts=self.transfer_starts(history, space))
+        from metabo.strategies.gp import GPSettings
+
+        if isinstance(self.then, GPSettings):
+            return self.then.suggest(history, space, rng, extra_starts=self.transfer_starts(history, space))
+        return self.then.suggest(history, space, rng)
 
     def acquisition(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Any:
         """None during the design, then the GP's log EI (for the ensemble searches)."""

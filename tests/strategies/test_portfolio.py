@@ -119,6 +119,26 @@ def test_design_then_search_runs_to_budget_without_repeats_and_is_seeded():
     assert {a for a, _ in asked[:4]} == {"a", "b"}  # the design spans the algorithms
 
 
+def test_another_search_phase_is_asked_after_the_design():
+    """``then`` other than GP-BO (here random search) gets every suggestion after the design."""
+    from metabo.strategies.random import RandomSearch
+
+    space, objective = two_algorithm_problem()
+    past = past_runs({"t0": [0.1, 0.5, 0.6, 0.3], "t1": [0.2, 0.5, 0.1, 0.3]})
+    calls: list[int] = []
+
+    class Counting(RandomSearch):
+        def suggest(self, history, space, rng):
+            calls.append(len(history))
+            return super().suggest(history, space, rng)
+
+    opt = Optimizer(space, PortfolioWarmStart(past, n_portfolio=2, n_design=2, then=Counting(), seed=0), seed=0)
+    for _ in range(5):
+        t = opt.ask()
+        opt.tell(t, objective(t.algorithm, t.params))
+    assert calls == [2, 3, 4] and len({r.config_id for r in opt.history}) == 5
+
+
 def test_design_explores_an_algorithm_the_past_never_ran():
     space, objective = two_algorithm_problem()
     wide = CASHSpace({**{a: space[a] for a in space.algorithms}, "c": SearchSpace("c", (Float("w", 0.0, 1.0),))})
