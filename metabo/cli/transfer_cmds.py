@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 from metabo.cli.kb_cmds import open_kb
 
@@ -26,10 +27,13 @@ def cmd_suggest(args: argparse.Namespace) -> int:
         same = kb.query("SELECT dataset_id FROM datasets WHERE fingerprint = ?", [dataset.fingerprint])["dataset_id"]
     if args.exclude_same and len(same):
         past = past.without(same.tolist())
+    space = default_cash_space(args.algorithms)
+    if args.method == "warm":
+        return _print_portfolio(args, dataset.name, past, meta, space)
     rows = [{"algorithm": r["algorithm"], "params": r["params"], "from_task": r["from_task"],
              "task_name": names.get(r["from_task"], r["from_task"]), "distance": round(r["distance"], 4),
              f"{args.metric}_there": round(r["value"], 6)}
-            for r in warm_start_suggestions(past, meta, default_cash_space(args.algorithms), k=args.k)]
+            for r in warm_start_suggestions(past, meta, space, k=args.k)]
     if args.json:
         print(json.dumps(rows, indent=2, default=str))
         return 0
@@ -38,6 +42,35 @@ def cmd_suggest(args: argparse.Namespace) -> int:
     for i, r in enumerate(rows, 1):
         print(f"{i:2d}. {r['algorithm']} {json.dumps(r['params'], sort_keys=True)}\n"
               f"    from {r['task_name']} (distance {r['distance']}), {args.metric} there {r[f'{args.metric}_there']}")
+    return 0
+
+
+def _print_portfolio(args: argparse.Namespace, name: str, past: Any, meta: dict[str, float], space: Any) -> int:
+    """The default warm start's first ``k`` configurations (its static portfolio), each with
+    the prior-weighted mean normalized regret of the past tasks that ran it."""
+    import numpy as np
+
+    from metabo.kb.canonical import config_id
+    from metabo.strategies.portfolio import PortfolioWarmStart
+
+    warm = PortfolioWarmStart(past, meta)
+    configs = warm.portfolio(space, args.k)
+    m, w = warm.matrix(space)
+    rows = []
+    for a, params in configs:
+        j = m.ids.index(config_id(a, params))
+        ran = np.isfinite(m.Q[:, j])
+        rows.append({"algorithm": a, "params": params, "n_tasks": int(ran.sum()),
+                     "mean_regret": round(float(w[ran] @ m.Q[ran, j] / w[ran].sum()), 4)})
+    if args.json:
+        print(json.dumps(rows, indent=2, default=str))
+        return 0
+    print(f"warm-start configurations for {name}: the default warm start's first {len(rows)} (a portfolio over "
+          f"{len(past.tasks)} stored tasks, weighted by meta-feature similarity; each adds the most where the "
+          "earlier ones do worst):")
+    for i, r in enumerate(rows, 1):
+        print(f"{i:2d}. {r['algorithm']} {json.dumps(r['params'], sort_keys=True)}\n"
+              f"    run on {r['n_tasks']} tasks, weighted mean normalized regret there {r['mean_regret']}")
     return 0
 
 
@@ -93,10 +126,15 @@ def _heatmap(similarity, algorithm: str, path: Path) -> None:  # type: ignore[no
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("suggest", parents=[common],
-                       help="warm-start configurations for a new dataset, from the nearest stored tasks")
+                       help="warm-start configurations for a new dataset: the default warm start's portfolio, "
+                            "or the nearest stored tasks' best (--method knn)")
     p.add_argument("data", help="a CSV/Parquet/ARFF path (with --target) or a spec: sklearn:iris, keel:..., openml:ID")
     p.add_argument("--target", help="the target column of a file")
-    p.add_argument("-k", type=int, default=5, help="nearest tasks (one configuration each)")
+    p.add_argument("-k", type=int, default=5,
+                   help="configurations (warm); nearest tasks, one configuration each (knn)")
+    p.add_argument("--method", choices=("warm", "knn"), default="warm",
+                   help="warm (default): the portfolio the default warm start opens with; knn: the k nearest "
+                        "tasks' best configurations")
     p.add_argument("--algorithms", nargs="+", metavar="NAME", help="restrict to these algorithms")
     p.add_argument("--metric", default="error_rate")
     p.add_argument("--seed", type=int, default=0, help="seeds the landmarker meta-features")

@@ -24,7 +24,8 @@ def shipped(tmp_path_factory) -> str:
 
 
 def test_suggest_gives_the_nearest_tasks_best_configurations(shipped, capsys):
-    code = main(["suggest", "sklearn:breast_cancer", "-k", "3", "--no-landmarkers", "--json", "--kb", shipped])
+    code = main(["suggest", "sklearn:breast_cancer", "-k", "3", "--no-landmarkers", "--json", "--method", "knn",
+                 "--kb", shipped])
     out, err = capsys.readouterr()
     assert code == 0, err
     rows = json.loads(out)
@@ -38,9 +39,32 @@ def test_suggest_gives_the_nearest_tasks_best_configurations(shipped, capsys):
     assert rows[0]["error_rate_there"] == pytest.approx(best, abs=1e-6)
 
     code = main(["suggest", "sklearn:breast_cancer", "-k", "2", "--no-landmarkers", "--algorithms", "knn",
-                 "--kb", shipped])
+                 "--method", "knn", "--kb", shipped])
     out, _ = capsys.readouterr()
     assert code == 0 and out.count("knn {") == 2 and "adaboost" not in out
+
+
+def test_suggest_by_default_gives_the_default_warm_starts_portfolio(shipped, capsys):
+    from metabo.data.loaders import load_dataset
+    from metabo.data.meta_features import compute_meta_features
+    from metabo.kb.past import PastRuns
+    from metabo.space.algorithms import default_cash_space
+    from metabo.strategies.portfolio import PortfolioWarmStart
+
+    code = main(["suggest", "sklearn:breast_cancer", "-k", "4", "--no-landmarkers", "--json", "--exclude-same",
+                 "--kb", shipped])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    rows = json.loads(out)
+    with KnowledgeBase(shipped) as kb:
+        past = PastRuns.from_kb(kb)
+        same = kb.query("SELECT dataset_id FROM datasets WHERE fingerprint = ?",
+                        [load_dataset("sklearn:breast_cancer").fingerprint])["dataset_id"].tolist()
+    meta = compute_meta_features(load_dataset("sklearn:breast_cancer"), seed=0, landmarkers=False)
+    expected = PortfolioWarmStart(past.without(same), meta).portfolio(default_cash_space(), 4)
+    assert [(r["algorithm"], r["params"]) for r in rows] == [(a, p) for a, p in expected]
+    assert len({r["algorithm"] for r in rows}) == 4  # each pick of an untried algorithm
+    assert all(r["n_tasks"] >= 1 and 0 <= r["mean_regret"] <= 1 for r in rows)
 
 
 def test_transfer_prints_ranks_portfolio_similarity_and_a_heatmap(shipped, capsys, tmp_path):
