@@ -76,13 +76,8 @@ the bank keeps its members' posterior factors at each algorithm's observations (
 normal draws are new) and its stacked arrays of the members with weight. Within a
 suggestion, BLAS is limited once (``blas_threads``), and each target GP is predicted from
 its posterior arrays by the bank's batched path (:func:`~metabo.surrogates.bank.state_predictor`).
-Measured before the settings above became GP-BO's (300 random candidates and 5 local
-searches per algorithm then) on the shipped knowledge base (41 tasks x 12 algorithms, one BLAS thread, a
-shared machine at load ~6 on 2 cores; 30 suggestions each, old and new code interleaved):
-median CPU seconds per suggestion 0.280 -> 0.247 at 10 target observations and 0.295 ->
-0.237 at 50. What is left is mostly the acquisition search's own work (one-exchange
-neighbours, decoding and ids of candidates: ~40%) and the base GPs' predictions at its
-candidates (~35%; ``reports/transfer/rlgp_speed.txt``).
+Seconds per suggestion are measured in ``reports/transfer/rlgp_speed.txt`` (before the
+search settings became GP-BO's) and ``reports/warm/all`` (after).
 """
 
 from __future__ import annotations
