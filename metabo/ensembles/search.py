@@ -203,13 +203,12 @@ def tune_ensemble(
     codes = class_codes(setup.data)
     n_classes = len(class_labels(setup.data))
     y_valid, y_test = codes[split.valid_idx], codes[split.test_idx]
-    note = ""
-    if strategy == "auto":  # the default warm start when there is knowledge (metabo.strategies.warm)
-        from metabo.strategies.warm import choose_strategy
+    if isinstance(strategy, str):  # auto resolved here, for the result to say which and why
+        from metabo.optimizer.tune import resolve_strategy
 
-        strategy, note = choose_strategy(kb, setup.dataset_id, space, metric=metric)
-        logger.info("base strategy auto: %s", note)
-    name = strategy if isinstance(strategy, str) else getattr(strategy, "name", type(strategy).__name__)
+        name, note, strategy = resolve_strategy(strategy, kb, setup.dataset_id, space, metric=metric)
+    else:
+        name, note = getattr(strategy, "name", type(strategy).__name__), ""
     base = base_factory(strategy, kb, setup.dataset_id, space, metric=metric)
     search = make_search(method, base, y_valid, n_classes, budget=budget, seed=seed, metric=metric,
                          **search_options)

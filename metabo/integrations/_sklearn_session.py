@@ -4,7 +4,6 @@ the session opened; and closed again however the fit ends."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -16,14 +15,11 @@ import pandas as pd
 from metabo.data.dataset import Dataset, feature_frame
 from metabo.optimizer.optimizer import Optimizer
 from metabo.optimizer.tune import prepare, strategy_factory
-from metabo.strategies.warm import AUTO, choose_strategy
 
 if TYPE_CHECKING:
     from metabo.integrations._sklearn_space import TunedSpace
     from metabo.integrations.sklearn import MetaSearchCV
     from metabo.kb.store import KnowledgeBase
-
-logger = logging.getLogger(__name__)
 
 
 def as_dataset(X: Any, y: np.ndarray, name: str | None) -> Dataset:
@@ -50,7 +46,7 @@ def open_search(search: MetaSearchCV, space: TunedSpace, X: Any, y: np.ndarray, 
         dataset_id = None
         if kb is not None:
             dataset_id = prepare(as_dataset(X, y, search.dataset_name), kb=kb, seed=seed).dataset_id
-        made = _strategy(strategy, kb, dataset_id, space, metric, seed)
+        made = strategy_factory(strategy, kb, dataset_id, space.space, metric=metric)(seed)  # auto: logged why
         settings = {"integration": "sklearn.MetaSearchCV", "n_iter": int(search.n_iter), "cv": repr(search.cv),
                     "scoring": repr(search.scoring), "estimator": repr(search.estimator)}
         opt = Optimizer(space.space, made, kb=kb, dataset_id=dataset_id, metric=metric, seed=seed,
@@ -65,13 +61,3 @@ def open_search(search: MetaSearchCV, space: TunedSpace, X: Any, y: np.ndarray, 
         if owned and kb is not None:
             kb.close()
 
-
-def _strategy(name: str, kb: KnowledgeBase | None, dataset_id: str | None, space: TunedSpace,
-              metric: str, seed: int) -> Any:
-    """The strategy ``name`` (``auto``: :func:`~metabo.strategies.warm.choose_strategy`,
-    the default warm start when the knowledge base holds something to transfer, else
-    ``gp``, with the reason logged)."""
-    if name == AUTO:
-        name, note = choose_strategy(kb, dataset_id, space.space, metric=metric)
-        logger.info("MetaSearchCV strategy: %s", note)
-    return strategy_factory(name, kb, dataset_id, space.space, metric=metric)(seed)

@@ -66,7 +66,7 @@ from metabo.optimizer.optimizer import Optimizer, Select, get_session
 from metabo.space.cash import CASHSpace
 from metabo.space.space import SearchSpace
 from metabo.strategies import Strategy, make_strategy
-from metabo.strategies.warm import AUTO, WARM_STRATEGIES, choose_strategy, warm_factory
+from metabo.strategies.warm import AUTO, WARM_STRATEGIES, choose, warm_factory
 
 if TYPE_CHECKING:
     from metabo.kb.store import KnowledgeBase
@@ -227,25 +227,27 @@ def strategy_factory(name: str, kb: KnowledgeBase | None, dataset_id: str | None
     """Seed -> a fresh strategy ``name``: cold (:func:`~metabo.strategies.make_strategy`) or a
     warm start from ``kb`` for the stored ``dataset_id`` (:func:`~metabo.strategies.warm.warm_factory`,
     which reads what transfers once for every strategy it makes); ``auto``: the one
-    :func:`~metabo.strategies.warm.choose_strategy` picks (logged with its reason)."""
+    :func:`~metabo.strategies.warm.choose_strategy` picks (:func:`resolve_strategy`)."""
+    return resolve_strategy(name, kb, dataset_id, space, metric=metric)[2]
+
+
+def resolve_strategy(name: str, kb: KnowledgeBase | None, dataset_id: str | None, space: CASHSpace | SearchSpace,
+                     *, metric: str) -> tuple[str, str, Callable[[int], Strategy]]:
+    """``(name, note, seed -> strategy)`` of :func:`strategy_factory`, with ``auto``
+    resolved (:func:`~metabo.strategies.warm.choose`, its reason logged and returned as
+    ``note``; empty for a named strategy) and the past it read passed on, not read twice."""
+    note, past = "", None
     if name == AUTO:
-        name, note = choose_strategy(kb, dataset_id, space, metric=metric)
+        name, note, past = choose(kb, dataset_id, space, metric=metric)
         logger.info("strategy auto: %s", note)
     if name not in WARM_STRATEGIES:
-        return lambda seed: make_strategy(name, seed=seed)
+        cold = name
+        return name, note, lambda seed: make_strategy(cold, seed=seed)
     if kb is None or dataset_id is None:
         raise InputDataError(f"strategy {name!r} warm-starts from a knowledge base: pass kb")
     if not isinstance(space, CASHSpace):
         raise InputDataError(f"strategy {name!r} needs a CASH space")
-    return warm_factory(name, kb, dataset_id, space, metric=metric)
-
-
-def build_strategy(strategy: Strategy | str, kb: KnowledgeBase | None, dataset_id: str | None,
-                   space: CASHSpace | SearchSpace, *, metric: str, seed: int) -> Strategy:
-    """A strategy, or the one named (:func:`strategy_factory`) made with ``seed``."""
-    if not isinstance(strategy, str):
-        return strategy
-    return strategy_factory(strategy, kb, dataset_id, space, metric=metric)(seed)
+    return name, note, warm_factory(name, kb, dataset_id, space, metric=metric, past=past)
 
 
 def run_trials(
@@ -350,12 +352,11 @@ def tune(
         from metabo.space.algorithms import default_cash_space
 
         space = default_cash_space()
-    note = ""
-    if strategy == AUTO:
-        strategy, note = choose_strategy(kb, setup.dataset_id, space, metric=metric)
-        logger.info("strategy auto: %s", note)
-    name = strategy if isinstance(strategy, str) else getattr(strategy, "name", type(strategy).__name__)
-    strategy = build_strategy(strategy, kb, setup.dataset_id, space, metric=metric, seed=seed)
+    if isinstance(strategy, str):
+        name, note, make = resolve_strategy(strategy, kb, setup.dataset_id, space, metric=metric)
+        strategy = make(seed)
+    else:
+        name, note = getattr(strategy, "name", type(strategy).__name__), ""
     opt = open_session(kb, space, strategy, session_id=session_id, dataset_id=setup.dataset_id, metric=metric, seed=seed,
                  settings=setup.settings(budget, time_limit, memory_limit_mb))
     run_trials(opt, setup, budget=budget, seed=seed, time_limit=time_limit, memory_limit_mb=memory_limit_mb,

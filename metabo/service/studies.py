@@ -42,8 +42,7 @@ import numpy as np
 from metabo.exceptions import InputDataError
 from metabo.optimizer.history import Trial, TrialRecord
 from metabo.optimizer.optimizer import Optimizer, Select, get_session
-from metabo.optimizer.tune import strategy_factory
-from metabo.strategies.warm import AUTO, choose_strategy
+from metabo.optimizer.tune import resolve_strategy, strategy_factory
 from metabo.service.errors import ConflictError, NoResultError, UnknownStudyError, UnknownTrialError
 from metabo.space.cash import CASHSpace
 
@@ -115,11 +114,10 @@ class StudyManager:
                     raise ConflictError(f"study {study_id!r} exists; choose another id or continue it")
                 dataset_id = spec.dataset if isinstance(spec.dataset, str) else spec.dataset.store(kb)
                 kb.get_dataset(dataset_id)  # an unknown id: UnknownDatasetError
-                name, note = spec.strategy, ""
-                if name == AUTO:  # resolved once: a resumed study keeps the strategy it began with
-                    name, note = choose_strategy(kb, dataset_id, spec.space, metric=spec.metric)
+                # auto resolved once: the resolved name is stored, so a resumed study keeps it
+                name, note, make = resolve_strategy(spec.strategy, kb, dataset_id, spec.space, metric=spec.metric)
                 entry.strategy, entry.note = name, note
-                strategy = self._strategy(kb, name, dataset_id, spec.space, spec.metric, spec.seed)
+                strategy = make(spec.seed)
                 entry.optimizer = Optimizer(spec.space, strategy, kb=self.store, session_id=study_id,  # type: ignore[arg-type]
                                             dataset_id=dataset_id, metric=spec.metric, seed=spec.seed,
                                             settings={SETTINGS_KEY: {"strategy": name, "note": note}})

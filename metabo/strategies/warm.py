@@ -66,19 +66,27 @@ def choose_strategy(kb: KnowledgeBase | None, dataset_id: str | None, space: Any
     """What ``auto`` means for this dataset: ``(name, reason)``, :data:`DEFAULT_WARM` when
     the knowledge base holds other tasks' runs of ``metric`` on the algorithms of the CASH
     ``space`` (:func:`past_for`), cold ``gp`` otherwise; the reason is one line for the user."""
+    name, note, _ = choose(kb, dataset_id, space, metric=metric)
+    return name, note
+
+
+def choose(kb: KnowledgeBase | None, dataset_id: str | None, space: Any, *, metric: str = "error_rate"
+           ) -> tuple[str, str, PastRuns | None]:
+    """:func:`choose_strategy`, with the past it read (None for ``gp``), for
+    :func:`warm_factory` to take instead of reading it again."""
     if kb is None or dataset_id is None:
-        return "gp", "cold GP-BO: no knowledge base to warm-start from"
+        return "gp", "cold GP-BO: no knowledge base to warm-start from", None
     if not isinstance(space, CASHSpace):
-        return "gp", "cold GP-BO: warm starts need a CASH space (the algorithm is part of what transfers)"
+        return "gp", "cold GP-BO: warm starts need a CASH space (the algorithm is part of what transfers)", None
     try:
         past = past_for(kb, dataset_id, space, metric=metric)
     except InputDataError as e:
-        return "gp", f"cold GP-BO: {e}"
+        return "gp", f"cold GP-BO: {e}", None
     n_runs = sum(len(g.values) for t in past.tasks for g in past.task_runs(t).values())
     fidelity = past_fidelity(kb, past.tasks, metric)
     trained = "" if fidelity is None else f", trained on at most {fidelity:,.0f} rows"
     return DEFAULT_WARM, (f"warm start ({DEFAULT_WARM}): {n_runs} runs of {len(past.tasks)} other tasks on "
-                          f"{len(past.algorithms)} of the space's {len(space.algorithms)} algorithms{trained}")
+                          f"{len(past.algorithms)} of the space's {len(space.algorithms)} algorithms{trained}"), past
 
 
 def past_fidelity(kb: KnowledgeBase, tasks: Sequence[str], metric: str) -> float | None:
@@ -104,16 +112,17 @@ def stored_meta_features(kb: KnowledgeBase, dataset_id: str) -> dict[str, float]
 
 
 def warm_factory(name: str, kb: KnowledgeBase, dataset_id: str, space: CASHSpace, *, metric: str = "error_rate",
-                 **kw: Any) -> Callable[[int], Strategy]:
+                 past: PastRuns | None = None, **kw: Any) -> Callable[[int], Strategy]:
     """Seed -> a fresh warm-start strategy ``name`` for the stored dataset ``dataset_id``
     (module docstring); what transfers (the past runs, the meta-features, the surrogate
     bank) is read once and shared by every strategy made (ESMBO makes one per replicate).
-    ``kw`` go to the strategy's constructor."""
+    ``past``: :func:`past_for`'s result if already read (by :func:`choose`). ``kw`` go to
+    the strategy's constructor."""
     if name not in WARM_STRATEGIES:
         raise InputDataError(f"unknown warm-start strategy {name!r}; use one of {', '.join(WARM_STRATEGIES)}")
     if not isinstance(space, CASHSpace):
         raise InputDataError("warm-start strategies need a CASH space (the algorithm is part of what transfers)")
-    past = past_for(kb, dataset_id, space, metric=metric)
+    past = past_for(kb, dataset_id, space, metric=metric) if past is None else past
     meta = stored_meta_features(kb, dataset_id)
     if name in ("knn", "scot") and not meta:
         raise InputDataError(f"dataset {dataset_id!r} has no meta-features: {name} needs them (store them with "
@@ -152,5 +161,5 @@ def warm_strategy(name: str, kb: KnowledgeBase, dataset_id: str, space: CASHSpac
     return warm_factory(name, kb, dataset_id, space, metric=metric, **kw)(seed)
 
 
-__all__ = ["AUTO", "DEFAULT_WARM", "WARM_STRATEGIES", "choose_strategy", "past_fidelity", "past_for",
+__all__ = ["AUTO", "DEFAULT_WARM", "WARM_STRATEGIES", "choose", "choose_strategy", "past_fidelity", "past_for",
            "stored_meta_features", "warm_factory", "warm_strategy"]
