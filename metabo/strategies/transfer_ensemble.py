@@ -106,8 +106,7 @@ from metabo.strategies.weights import (
     n_pairs,
     target_floor,
 )
-from metabo.surrogates.gp import GaussianProcess, GPHyperparameters
-from metabo.surrogates.likelihood import unpack_theta
+from metabo.surrogates.gp import GaussianProcess
 from metabo.surrogates.normalization import NORMALIZATIONS, Normalization, normalize
 from metabo.surrogates.warping import WARPINGS, Warping, warp
 
@@ -526,13 +525,9 @@ class WeightedGPEnsembles:
 
 def _conditioned(model: GaussianProcess, X: np.ndarray, z: np.ndarray) -> GaussianProcess:
     """A GP on ``(X, z)`` with ``model``'s hyperparameters in standardized units (the GP
-    standardizes its targets: lengthscales, signal and noise variances relative to the
-    targets' variance, the constant mean in their standard deviations); no optimization."""
-    ls, amp, noise, mean = unpack_theta(model.theta_, X.shape[1])
-    shift, sd = float(np.mean(z)), float(np.std(z))
-    scale = sd if sd > 1e-12 * max(1.0, abs(shift)) else 1.0
-    h = GPHyperparameters(ls, amp * scale**2, noise * scale**2, shift + scale * mean)
-    return GaussianProcess(kernel="matern52", blas_threads=None).fit(X, z, hyperparameters=h)
+    standardizes its targets: :attr:`~metabo.surrogates.gp.GaussianProcess.theta_`); no
+    optimization."""
+    return GaussianProcess(kernel="matern52", blas_threads=None).fit(X, z, theta=model.theta_)
 
 
 def _fast_predict(model: Any) -> Any:

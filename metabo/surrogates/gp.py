@@ -190,9 +190,14 @@ class GaussianProcess:
         return state
 
     # -- public API ------------------------------------------------------------------
-    def fit(self, X: Any, y: Any, *, hyperparameters: GPHyperparameters | None = None) -> GaussianProcess:
-        """Fit to ``X`` (n, d), ``y`` (n,); with ``hyperparameters`` (y's units), no optimization."""
-        return self._fit(X, y, None, hyperparameters)
+    def fit(self, X: Any, y: Any, *, hyperparameters: GPHyperparameters | None = None,
+            theta: Any = None) -> GaussianProcess:
+        """Fit to ``X`` (n, d), ``y`` (n,); with ``hyperparameters`` (y's units) or ``theta``
+        (the standardized units of :attr:`theta_`: another GP's, carried over to these
+        targets), no optimization."""
+        if hyperparameters is not None and theta is not None:
+            raise InputDataError("give hyperparameters or theta, not both")
+        return self._fit(X, y, None, hyperparameters, theta)
 
     def predict(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
         """Posterior mean and variance of the latent f at ``X`` (m, d), in y's units."""
@@ -352,6 +357,12 @@ class GaussianProcess:
     def _fixed_log_noise(self) -> float:
         return float(np.log(max(self.noise, 1e-300) / self.y_scale_**2))
 
+    def _checked_theta(self, theta: Any) -> np.ndarray:
+        th = np.array(theta, dtype=float)
+        if th.shape != (self.X_.shape[1] + 3,) or not np.all(np.isfinite(th)):
+            raise InputDataError(f"theta must be finite with shape ({self.X_.shape[1] + 3},), got {th.shape}")
+        return th
+
     def _theta_from(self, h: GPHyperparameters) -> np.ndarray:
         d = self.X_.shape[1]
         ls = np.broadcast_to(np.asarray(h.lengthscales, dtype=float), (d,))
@@ -363,7 +374,8 @@ class GaussianProcess:
 
     # -- internals: fitting ----------------------------------------------------------
     @_blas_limited
-    def _fit(self, X: Any, y: Any, groups: Any, hyperparameters: GPHyperparameters | None) -> GaussianProcess:
+    def _fit(self, X: Any, y: Any, groups: Any, hyperparameters: GPHyperparameters | None,
+             theta: Any = None) -> GaussianProcess:
         self._posteriors = []
         X = self._inputs(X)
         y = np.asarray(y, dtype=float)
@@ -376,8 +388,8 @@ class GaussianProcess:
         self._data_cache = None
         self._standardize()
         start = time.perf_counter()
-        if hyperparameters is not None:
-            self._theta_map = self._theta_from(hyperparameters)
+        if hyperparameters is not None or theta is not None:
+            self._theta_map = self._theta_from(hyperparameters) if theta is None else self._checked_theta(theta)
             self._set_posteriors([self._theta_map])
         else:
             self._set_posteriors(self._estimate(None))

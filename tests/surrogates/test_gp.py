@@ -90,6 +90,28 @@ def test_priors_gradient() -> None:
         assert_allclose(g, fd, rtol=1e-4, atol=1e-5)
 
 
+def test_fit_with_theta_carries_standardized_hyperparameters_to_new_targets() -> None:
+    """``theta`` is in the GP's standardized units: the same GP on ``a y + b`` (a > 0) keeps
+    ``theta_`` and its predictions are ``a mu + b``, ``a^2 var``; equal to ``hyperparameters``
+    converted to the new targets' units."""
+    X, y = data(3, 20, 3)
+    gp = GaussianProcess(seed=0).fit(X, y)
+    moved = GaussianProcess().fit(X, 4.0 * y + 7.0, theta=gp.theta_)
+    assert_allclose(moved.theta_, gp.theta_)
+    Z = np.random.default_rng(1).uniform(size=(10, 3))
+    (mu, var), (mu2, var2) = gp.predict(Z), moved.predict(Z)
+    assert_allclose(mu2, 4.0 * mu + 7.0, rtol=1e-10)
+    assert_allclose(var2, 16.0 * var, rtol=1e-8)
+    h = gp.hyperparameters_
+    by_units = GaussianProcess().fit(X, 4.0 * y + 7.0, hyperparameters=GPHyperparameters(
+        h.lengthscales, 16.0 * h.amplitude, 16.0 * h.noise, 4.0 * h.mean + 7.0))
+    assert_allclose(by_units.theta_, moved.theta_, atol=1e-12)
+    with pytest.raises(InputDataError, match="not both"):
+        GaussianProcess().fit(X, y, hyperparameters=h, theta=gp.theta_)
+    with pytest.raises(InputDataError, match="theta must be finite with shape"):
+        GaussianProcess().fit(X, y, theta=gp.theta_[:-1])
+
+
 @pytest.mark.parametrize("kernel", ["matern52", "laplace"])
 def test_add_equals_fresh_fit_with_same_hyperparameters(kernel: str) -> None:
     X, y = data(5, 40, 4)
