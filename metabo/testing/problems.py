@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 
+import numpy as np
+import pandas as pd
+
+from metabo.kb.canonical import config_id
+from metabo.kb.past import PastRuns
 from metabo.space.cash import CASHSpace
 from metabo.space.hyperparameters import Categorical, Float, Integer
 from metabo.space.space import SearchSpace
@@ -38,4 +43,29 @@ def two_algorithm_problem() -> tuple[CASHSpace, Objective]:
     return space, _two_algorithms
 
 
-__all__ = ["Objective", "quadratic_problem", "two_algorithm_problem"]
+def noise_objective(seed: int) -> Objective:
+    """A standard normal value per configuration, the one drawn when it is first asked
+    (every call draws one; later draws are discarded): a task nothing transfers to or from."""
+    rng = np.random.default_rng(seed)
+    table: dict[str, float] = {}
+
+    def objective(algorithm: str, params: dict) -> float:
+        return table.setdefault(config_id(algorithm, params), float(rng.normal()))
+
+    return objective
+
+
+def shared_past(space: CASHSpace, tasks: Mapping[str, Objective], n: int = 30, seed: int = 0,
+                                  algorithms: Sequence[str] | None = None) -> PastRuns:
+    """Past tasks ``tasks[name](a, p)`` evaluated on the same ``n`` seeded random
+    configurations of ``algorithms`` (all of the space's by default), each once."""
+    sub = space if algorithms is None else space.subset(list(algorithms))
+    configs = sub.sample(np.random.default_rng(seed), n)
+    rows = [(name, a, p, float(f(a, p))) for name, f in tasks.items() for a, p in configs]
+    frame = pd.DataFrame(rows, columns=["dataset_id", "algorithm", "params", "value"])
+    frame["config_id"] = [config_id(a, p) for a, p in zip(frame["algorithm"], frame["params"])]
+    return PastRuns.from_frame(frame.drop_duplicates(["dataset_id", "config_id"]))
+
+
+__all__ = ["Objective", "noise_objective", "shared_past", "quadratic_problem",
+           "two_algorithm_problem"]

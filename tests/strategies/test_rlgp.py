@@ -3,42 +3,24 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
 
-from metabo.kb.canonical import config_id
-from metabo.kb.past import PastRuns
 from metabo.optimizer import Optimizer, RandomSearch
 from metabo.optimizer.history import History
 from metabo.strategies.rgpe import RGPE
 from metabo.strategies.rlgp import RLGP
 from metabo.surrogates.bank import SurrogateBank, space_encoder
-from metabo.testing.problems import two_algorithm_problem
+from metabo.testing.problems import noise_objective, shared_past, two_algorithm_problem
 
 SPACE, OBJECTIVE = two_algorithm_problem()
 
 
-def make_past(tasks: dict[str, object], n: int = 30, seed: int = 0) -> PastRuns:
-    """Past tasks evaluated on the same ``n`` random configurations; ``tasks[name](a, p)``."""
-    configs = SPACE.sample(np.random.default_rng(seed), n)
-    rows = [(name, a, p, float(f(a, p))) for name, f in tasks.items() for a, p in configs]
-    frame = pd.DataFrame(rows, columns=["dataset_id", "algorithm", "params", "value"])
-    frame["config_id"] = [config_id(a, p) for a, p in zip(frame["algorithm"], frame["params"])]
-    return PastRuns.from_frame(frame)
-
-
-def noise(seed: int):
-    rng = np.random.default_rng(seed)
-    table: dict[str, float] = {}
-    return lambda a, p: table.setdefault(config_id(a, p), float(rng.normal()))
-
-
-TASKS = {"copy": OBJECTIVE, "anti": lambda a, p: -OBJECTIVE(a, p), "noise": noise(1)}
+TASKS = {"copy": OBJECTIVE, "anti": lambda a, p: -OBJECTIVE(a, p), "noise": noise_objective(1)}
 
 
 @pytest.fixture(scope="module")
 def bank() -> SurrogateBank:
-    return SurrogateBank.fit(make_past(TASKS), space_encoder(SPACE), max_points=None, seed=0)
+    return SurrogateBank.fit(shared_past(SPACE, TASKS), space_encoder(SPACE), max_points=None, seed=0)
 
 
 def history_of(n: int, seed: int = 5) -> History:
@@ -98,7 +80,7 @@ def test_transfer_from_a_copy_finds_the_optimum_sooner_than_random_search(bank):
 
 def test_with_no_random_start_the_first_pick_is_the_base_models_best():
     similar = {"copy": OBJECTIVE, "scaled": lambda a, p: 3 * OBJECTIVE(a, p) + 1}
-    bank = SurrogateBank.fit(make_past(similar), space_encoder(SPACE), max_points=None, seed=0)
+    bank = SurrogateBank.fit(shared_past(SPACE, similar), space_encoder(SPACE), max_points=None, seed=0)
     firsts = []
     for seed in range(3):
         opt = Optimizer(SPACE, RLGP(bank, n_init=0, n_random=300, seed=seed), seed=seed)

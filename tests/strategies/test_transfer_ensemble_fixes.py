@@ -6,34 +6,18 @@ robin over one-configuration algorithms)."""
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from metabo.kb.canonical import config_id
-from metabo.kb.past import PastRuns
 from metabo.optimizer import Optimizer
 from metabo.optimizer.history import History, TrialRecord
 from metabo.space.algorithms import default_cash_space
-from metabo.space.cash import CASHSpace
 from metabo.strategies.rgpe import RGPE
 from metabo.strategies.rlgp import RLGP
 from metabo.surrogates.bank import SurrogateBank, space_encoder
-from metabo.testing.problems import two_algorithm_problem
+from metabo.testing.problems import noise_objective, shared_past, two_algorithm_problem
 
 SPACE, OBJECTIVE = two_algorithm_problem()
-
-
-def make_past(space: CASHSpace, tasks: dict[str, object], n: int = 20, seed: int = 0,
-              algorithms: tuple[str, ...] | None = None) -> PastRuns:
-    """Past tasks evaluated on the same ``n`` random configurations of ``algorithms``
-    (all of the space's by default); ``tasks[name](a, p)`` is the value."""
-    sub = space if algorithms is None else space.subset(algorithms)
-    configs = sub.sample(np.random.default_rng(seed), n)
-    rows = [(name, a, p, float(f(a, p))) for name, f in tasks.items() for a, p in configs]
-    frame = pd.DataFrame(rows, columns=["dataset_id", "algorithm", "params", "value"])
-    frame["config_id"] = [config_id(a, p) for a, p in zip(frame["algorithm"], frame["params"])]
-    frame = frame.drop_duplicates(["dataset_id", "config_id"])
-    return PastRuns.from_frame(frame)
 
 
 def history_of(configs: list[tuple[str, dict]], values: list[float]) -> History:
@@ -57,7 +41,7 @@ def test_one_per_algorithm_skips_exhausted_one_configuration_algorithms(cls):
     was asked: it moves on to an algorithm with configurations left instead of raising."""
     space = default_cash_space(["lda", "gaussian_nb", "qda"])
     tasks = {f"t{i}": (lambda a, p, i=i: _cash_objective(a, p) + 0.05 * i) for i in range(3)}
-    bank = SurrogateBank.fit(make_past(space, tasks, n=12), space_encoder(space), max_points=None, seed=0)
+    bank = SurrogateBank.fit(shared_past(space, tasks, n=12), space_encoder(space), max_points=None, seed=0)
     opt = Optimizer(space, cls(bank, one_per_algorithm=True, n_random=30, n_local=2, seed=0), seed=0)
     for _ in range(9):  # three rounds of the three algorithms
         t = opt.ask()
@@ -69,18 +53,12 @@ def test_one_per_algorithm_skips_exhausted_one_configuration_algorithms(cls):
 
 
 # ---------------------------------------------------------------- 1 and 4. mixture variance
-def _noise(seed: int):
-    rng = np.random.default_rng(seed)
-    table: dict[str, float] = {}
-    return lambda a, p: table.setdefault(config_id(a, p), float(rng.normal()))
-
-
-TASKS = {"copy": OBJECTIVE, "anti": lambda a, p: -OBJECTIVE(a, p), "noise": _noise(1)}
+TASKS = {"copy": OBJECTIVE, "anti": lambda a, p: -OBJECTIVE(a, p), "noise": noise_objective(1)}
 
 
 @pytest.fixture(scope="module")
 def bank() -> SurrogateBank:
-    return SurrogateBank.fit(make_past(SPACE, TASKS, n=24), space_encoder(SPACE), max_points=None, seed=0)
+    return SurrogateBank.fit(shared_past(SPACE, TASKS, n=24), space_encoder(SPACE), max_points=None, seed=0)
 
 
 def _mixture(mu: np.ndarray, v: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -109,10 +87,10 @@ def test_after_one_observation_the_variance_is_the_mixture_variance(bank, cls):
 @pytest.fixture(scope="module")
 def similar_bank() -> SurrogateBank:
     """Two tasks that order every configuration as the target does, and a rough copy."""
-    rough = _noise(2)
+    rough = noise_objective(2)
     tasks = {"copy": OBJECTIVE, "scaled": lambda a, p: 1.5 * OBJECTIVE(a, p) + 0.3,
              "rough": lambda a, p: OBJECTIVE(a, p) + 0.2 * rough(a, p)}
-    return SurrogateBank.fit(make_past(SPACE, tasks, n=24), space_encoder(SPACE), max_points=None, seed=0)
+    return SurrogateBank.fit(shared_past(SPACE, tasks, n=24), space_encoder(SPACE), max_points=None, seed=0)
 
 
 def test_an_untried_algorithm_keeps_the_mixture_variance_of_its_weighted_base_gps(similar_bank):
@@ -139,7 +117,7 @@ def test_an_untried_algorithm_keeps_the_mixture_variance_of_its_weighted_base_gp
 @pytest.fixture(scope="module")
 def bank_without_b() -> SurrogateBank:
     """Past tasks that never ran algorithm 'b' (the optimum's algorithm on the target)."""
-    past = make_past(SPACE, {"copy": OBJECTIVE, "shifted": lambda a, p: OBJECTIVE(a, p) + 0.2}, n=15,
+    past = shared_past(SPACE, {"copy": OBJECTIVE, "shifted": lambda a, p: OBJECTIVE(a, p) + 0.2}, n=15,
                      algorithms=("a",))
     return SurrogateBank.fit(past, space_encoder(SPACE), max_points=None, seed=0)
 
@@ -175,7 +153,7 @@ def many_copies_bank() -> SurrogateBank:
     on 40 runs: they out-rank the target's leave-one-out GP at every sample, which alone
     would get (almost) no weight (0.02 of RLGP's at 16 observations before the floor)."""
     tasks = {f"copy{i}": (lambda a, p, i=i: (1 + 0.1 * i) * _rough(a, p) + i) for i in range(8)}
-    return SurrogateBank.fit(make_past(SPACE, tasks, n=40), space_encoder(SPACE), max_points=None, seed=0)
+    return SurrogateBank.fit(shared_past(SPACE, tasks, n=40), space_encoder(SPACE), max_points=None, seed=0)
 
 
 @pytest.mark.parametrize("cls", [RLGP, RGPE])
@@ -230,7 +208,7 @@ def test_base_and_target_values_of_one_function_land_on_one_scale():
 
     configs = list({config_id(a, p): (a, p) for a, p in SPACE.sample(np.random.default_rng(1), 16)}.values())
     f = {config_id(a, p): OBJECTIVE(a, p) for a, p in configs}
-    past = make_past(SPACE, {"t": OBJECTIVE}, n=16, seed=1)
+    past = shared_past(SPACE, {"t": OBJECTIVE}, n=16, seed=1)
     bank = SurrogateBank.fit(past, space_encoder(SPACE), max_points=None, seed=0)
     h = history_of(configs, [np.exp(3 * f[config_id(a, p)]) + 7 for a, p in configs])
     z = RLGP(bank, n_random=50, seed=0).target_values(h)
