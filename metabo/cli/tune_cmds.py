@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
+import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 from tqdm import tqdm
@@ -22,6 +25,41 @@ def _fmt(value: float | None) -> str:
     return "n/a" if value is None or not math.isfinite(value) else f"{value:.4f}"
 
 
+def process_start() -> float:
+    """This process's start on the :func:`time.monotonic` clock (Linux: from
+    ``/proc/self/stat`` and ``/proc/uptime``; elsewhere, now), so that a time budget
+    counts the interpreter's start and the imports."""
+    try:
+        ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        import os
+
+        age = uptime - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        age = 0.0
+    return time.monotonic() - max(age, 0.0)
+
+
+def _session_id(args: argparse.Namespace) -> str:
+    """The session to continue (``--resume``) or name (``--session``), else a new id."""
+    if args.resume and args.session and args.resume != args.session:
+        raise SystemExit("--resume and --session name different sessions: give one")
+    return args.resume or args.session or f"tune-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S%f')}"
+
+
+def _check_resume(args: argparse.Namespace, kb: object) -> None:
+    from metabo.optimizer.optimizer import get_session
+
+    if args.resume and get_session(kb, args.resume) is None:
+        raise SystemExit(f"no session {args.resume!r} to resume (metabo sessions lists them)")
+
+
+def _interrupted(args: argparse.Namespace, session: str) -> int:
+    print(f"interrupted: the trials told so far are stored; continue with  metabo tune {args.data} "
+          f"--resume {session}" + (f" --target {args.target}" if args.target else ""), file=sys.stderr)
+    return 130
+
+
 def cmd_tune_ensemble(args: argparse.Namespace) -> int:
     """``metabo tune --ensemble METHOD``: an ensemble search (:func:`metabo.ensembles.tune_ensemble`)."""
     from metabo.ensembles import tune_ensemble
@@ -36,6 +74,8 @@ def cmd_tune_ensemble(args: argparse.Namespace) -> int:
     if args.ensemble == "eo":
         options["loss"] = args.eo_loss
     refit = args.refit or args.save_model is not None
+    if args.budget is None:
+        raise SystemExit("--ensemble needs --budget (a number of trials)")
     with open_kb(args) as kb, tqdm(total=args.budget, desc="trials", unit="trial") as bar:
         def progress(record: TrialRecord) -> None:
             bar.set_postfix_str(f"{record.algorithm} {record.status} {_fmt(record.value)}", refresh=False)
@@ -44,7 +84,7 @@ def cmd_tune_ensemble(args: argparse.Namespace) -> int:
         result = tune_ensemble(
             args.data, method=args.ensemble, target=args.target, budget=args.budget, strategy=args.strategy,
             space=default_cash_space(args.algorithms), kb=kb, seed=args.seed, metric=args.metric,
-            time_limit=args.time_limit, session_id=args.session, meta_features=not args.no_meta_features,
+            time_limit=args.time_limit, session_id=_session_id(args), meta_features=not args.no_meta_features,
             refit=refit, progress=progress, **options,
         )
     done = len(result.history.completed)
@@ -69,35 +109,60 @@ def cmd_tune_ensemble(args: argparse.Namespace) -> int:
 
 def cmd_tune(args: argparse.Namespace) -> int:
     from metabo.optimizer import tune
+    from metabo.optimizer.budget import TimeBudget
 
+    if args.budget is None and args.time_budget is None:
+        raise SystemExit("give --budget N (trials) or --time-budget SECONDS, or both")
+    # the clock starts with the command, so that loading the libraries counts too
+    clock = None if args.time_budget is None else TimeBudget(args.time_budget, start=args.started)
+    session = _session_id(args)
     if args.ensemble is not None:
+        if clock is not None:
+            raise SystemExit("--ensemble runs --budget trials; --time-budget is for a single configuration's search")
         return cmd_tune_ensemble(args)
     from metabo.space.algorithms import default_cash_space
 
     space = default_cash_space(args.algorithms)
-    with open_kb(args) as kb, tqdm(total=args.budget, desc="trials", unit="trial") as bar:
-        def progress(record: TrialRecord) -> None:
-            bar.set_postfix_str(f"{record.algorithm} {record.status} {_fmt(record.value)}", refresh=False)
-            bar.update(1)
+    print(f"session {session}" + ("" if args.resume else " (resume it with --resume if interrupted)"), flush=True)
+    try:
+        with open_kb(args) as kb, tqdm(total=args.budget, desc="trials", unit="trial") as bar:
+            _check_resume(args, kb)
 
-        result = tune(
-            args.data, target=args.target, budget=args.budget, space=space, strategy=args.strategy, kb=kb,
-            seed=args.seed, reshuffle=args.reshuffle, select=args.select.replace("-", "_"), metric=args.metric,
-            time_limit=args.time_limit, session_id=args.session, meta_features=not args.no_meta_features,
-            progress=progress, refit=args.refit, n_jobs=args.n_jobs, backend=args.backend, scheduler=args.scheduler,
-        )
+            def progress(record: TrialRecord) -> None:
+                took = "" if record.fit_seconds is None else f" {record.fit_seconds:.1f}s"
+                bar.set_postfix_str(f"{record.algorithm} {record.status} {_fmt(record.value)}{took}", refresh=False)
+                bar.update(1)
+
+            result = tune(
+                args.data, target=args.target, budget=args.budget, time_budget=clock, space=space,
+                strategy=args.strategy, kb=kb, seed=args.seed, reshuffle=args.reshuffle,
+                select=args.select.replace("-", "_"), metric=args.metric, time_limit=args.time_limit,
+                session_id=session, meta_features=not args.no_meta_features, progress=progress,
+                n_jobs=args.n_jobs, backend=args.backend, scheduler=args.scheduler, max_train=args.max_train,
+                on_strategy=lambda name, note: tqdm.write(f"strategy: {note or name}"),
+            )
+    except KeyboardInterrupt:
+        return _interrupted(args, session)
     done = len(result.history.completed)
     failed = sum(not r.ok for r in result.history.completed)
-    if result.strategy_note:
-        print(f"strategy: {result.strategy_note}")
     print(f"session {result.session_id}: {done} trials on {result.dataset_id} ({result.strategy}, seed {args.seed})"
           + (f", {failed} failed" if failed else ""))
     params = json.dumps(result.params, sort_keys=True)
     print(f"best ({args.select}): trial {result.best.number} {result.algorithm} {params}")
     print(f"validation {result.metric}: {_fmt(result.validation_error)}")
     print(f"test {result.metric}: {_fmt(result.test_error)}")
-    if args.refit:
-        print(f"test {result.metric} after refitting on training + validation rows: {_fmt(result.refit_test_error)}")
+    if result.model is not None:
+        print(f"model (refitted on training + validation rows) test {result.metric}: "
+              f"{_fmt(result.refit_test_error)}")
+    first = result.time_to_first_model
+    print(f"time: {result.total_seconds:.1f} s in tune (final fit {result.refit_seconds or 0.0:.1f} s), "
+          f"{time.monotonic() - args.started:.1f} s in all" + ("" if first is None else
+                                                             f"; first model after {first:.1f} s"))
+    if args.save_model is not None:
+        if result.model is None:
+            raise SystemExit(f"no model to save: no trial succeeded or the final fit failed (see the log)")
+        result.model.save(args.save_model)
+        print(f"saved the model to {args.save_model} (metabo predict {args.save_model} DATA)")
     return 0
 
 
@@ -105,7 +170,13 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p = sub.add_parser("tune", parents=[common], help="tune a classifier on a dataset (random search, GP-BO, or warm-started from the knowledge base)")
     p.add_argument("data", help="a CSV/Parquet/ARFF path (with --target) or a spec: sklearn:iris, keel:..., openml:ID")
     p.add_argument("--target", help="the target column of a file")
-    p.add_argument("--budget", type=int, required=True, help="number of evaluated configurations")
+    p.add_argument("--budget", type=int, help="number of evaluated configurations (or give --time-budget)")
+    p.add_argument("--time-budget", type=float, metavar="SECONDS",
+                   help="wall-clock seconds for the whole command, the final model's fit included: no trial "
+                        "starts without time for it, a trial still running at the end is cut (timeout)")
+    p.add_argument("--max-train", type=int, metavar="ROWS",
+                   help="search on a stratified subsample of at most ROWS training rows (the final model "
+                        "trains on all of them)")
     p.add_argument("--strategy", choices=STRATEGIES, default=AUTO,
                    help="auto (default): the warm start 'warm' when the knowledge base holds other tasks' runs "
                         "on the space's algorithms, else cold GP-BO (it says which and why); cold: random, gp, "
@@ -120,8 +191,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--metric", default="error_rate", help="the objective (lower is better)")
     p.add_argument("--time-limit", type=float, help="seconds per evaluation (default: none)")
     p.add_argument("--session", help="continue this session (or name a new one)")
+    p.add_argument("--resume", metavar="SESSION", help="continue this stored session (metabo sessions lists them)")
     p.add_argument("--refit", action="store_true",
-                   help="also train the selected configuration on training + validation rows and report its test error")
+                   help="(always done now) the selection is refitted on training + validation rows and its test "
+                        "error reported")
     p.add_argument("--no-meta-features", action="store_true", help="store the dataset without meta-features")
     add_backend_arguments(p, n_jobs_help="trials evaluated at once, in synchronous batches (1: sequential)")
     p.add_argument("--ensemble", choices=("esmbo", "eo", "divbo", "posthoc"),
@@ -131,5 +204,6 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--eo-loss", choices=("squared_margin", "c_bound", "sigmoid"), default="squared_margin",
                    help="EO's ensemble loss (thesis sec. 4.3)")
     p.add_argument("--save-model", type=Path, metavar="PATH",
-                   help="refit the ensemble's members on training + validation rows and save it (joblib)")
-    p.set_defaults(func=cmd_tune)
+                   help="save the model (the selection, or the ensemble, refitted on training + validation rows; "
+                        "joblib) for metabo predict")
+    p.set_defaults(func=cmd_tune, started=process_start())

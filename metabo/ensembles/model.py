@@ -265,9 +265,11 @@ def refit_test_error(
     seed: int,
     metric: str = "error_rate",
 ) -> tuple[EnsembleModel, float]:
-    """Fit the ensemble on the train + validation rows of ``protocol``'s first split
-    (:class:`~metabo.evaluation.protocols.RefitOnTrainValid`, thesis sec. 4.4.1) and
-    score it with ``metric`` on that split's test rows.
+    """Fit the ensemble on every row of ``protocol``'s first split that is not test (its
+    training and validation rows, thesis sec. 4.4.1, the training rows a ``max_train``
+    subsample left out included: the search may subsample, the final model does not) and
+    score it with ``metric`` on that split's test rows
+    (:class:`~metabo.evaluation.protocols.RefitOnTrainValid` checks there is one).
 
     The metric gets the test codes, the ensemble's probabilities and its predicted codes
     (so an error rate counts the majority vote's mistakes under ``combine="vote"``).
@@ -275,7 +277,8 @@ def refit_test_error(
     dataset.require_clean()
     fn = get_metric(metric)
     split = RefitOnTrainValid(protocol).splits(dataset, seed)[0]
-    model = EnsembleModel(members, weights, combine, seed).fit_dataset(dataset, split.train_idx)
+    rows = np.setdiff1d(np.arange(dataset.n_instances), split.test_idx)
+    model = EnsembleModel(members, weights, combine, seed).fit_dataset(dataset, rows)
     P = model._member_probas(dataset.X.iloc[split.test_idx])
     proba = np.tensordot(model.weights_, P, axes=1)
     return model, float(fn(class_codes(dataset)[split.test_idx], proba, model._codes(P)))

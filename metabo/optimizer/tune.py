@@ -14,15 +14,20 @@ split is redrawn at each trial (thesis 3.2.1, ``protocol.at(trial.number)``) whi
 test part stays fixed. The objective is the validation ``metric`` (mean over a
 protocol's splits); the reported test error is the selected trial's own test value
 (its model, trained on that trial's training part, scored on the common test part).
-With ``refit=True`` the selected configuration is also trained again on its split's
-training and validation rows together (:class:`~metabo.evaluation.protocols.RefitOnTrainValid`)
-and scored on the same test part: ``refit_test_error``, the error of the model one would
-deploy. That evaluation is not stored as a run (the knowledge base keeps what the
-optimizer saw).
+With ``refit=True`` (the default) the selected configuration is trained again on every
+row of its split that is not test (training and validation rows, also those a
+``max_train`` subsample left out of the search) and scored on the same test part:
+``TuneResult.model``, a fitted :class:`~metabo.ensembles.model.EnsembleModel` of one
+member, the model one would deploy, and ``refit_test_error`` its test error. That fit is
+not stored as a run (the knowledge base keeps what the optimizer saw).
 
 ``budget`` counts completed trials of the session: continuing a stored session
 (``session_id`` of an existing one) runs only what is missing, re-evaluating first a
-trial that was pending when the previous process stopped.
+trial that was pending when the previous process stopped. ``time_budget`` bounds the
+wall-clock time of the whole call, the final fit included
+(:class:`~metabo.optimizer.budget.TimeBudget`): trials stop in time for the final fit,
+each trial may run only what is left, and one still running when the budget is spent is
+recorded as ``timeout``. Either bound, or both (the first reached ends the search).
 
 Parallel trials (``n_jobs`` > 1, any joblib ``backend``: ``loky``, ``dask``, ``ray``,
 see :func:`~metabo.evaluation.backends.backend_context`) run in synchronous batches:
@@ -44,23 +49,25 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pandas as pd
 
 from metabo.data.dataset import Dataset
 from metabo.evaluation.evaluate import DEFAULT_METRICS, Evaluation
 from metabo.evaluation.backends import backend_context, check_backend
-from metabo.evaluation.parallel import EvalTask, TaskResult, evaluate_many, run_task
+from metabo.evaluation.parallel import EvalTask, TaskResult, evaluate_many
 from metabo.evaluation.protocols import (
     EvaluationProtocol,
     Holdout,
-    RefitOnTrainValid,
     ReshuffledHoldout,
 )
 from metabo.exceptions import EvaluationError, InputDataError
+from metabo.optimizer.budget import TimeBudget, final_fit_seconds
 from metabo.optimizer.history import History, Trial, TrialRecord
 from metabo.optimizer.optimizer import Optimizer, Select, get_session
 from metabo.space.cash import CASHSpace
@@ -69,6 +76,7 @@ from metabo.strategies import Strategy, make_strategy
 from metabo.strategies.warm import AUTO, WARM_STRATEGIES, choose, warm_factory
 
 if TYPE_CHECKING:
+    from metabo.ensembles.model import EnsembleModel
     from metabo.kb.store import KnowledgeBase
 
 logger = logging.getLogger(__name__)
@@ -88,6 +96,14 @@ class TuneResult:
     #: the strategy's name (``auto`` resolved) and, for ``auto``, why it was chosen
     strategy: str = ""
     strategy_note: str = ""
+    #: the selection fitted on training + validation rows (``refit=True``): ``predict``,
+    #: ``predict_proba`` and ``classes_`` (the labels as given), ``save(path)``
+    model: EnsembleModel | None = None
+    #: wall-clock seconds from the start of the call to the end of each told trial, by number
+    trial_end_seconds: dict[int, float] | None = None
+    #: wall-clock seconds of the final fit, and of the whole call
+    refit_seconds: float | None = None
+    total_seconds: float | None = None
 
     @property
     def algorithm(self) -> str:
@@ -107,13 +123,28 @@ class TuneResult:
         """The selected trial's ``metric`` on the test part (None without one)."""
         return self.best.test_value
 
+    @property
+    def time_to_first_model(self) -> float | None:
+        """Seconds from the start of the call to the end of the first successful trial."""
+        ends = self.trial_end_seconds or {}
+        ok = [ends[r.number] for r in self.history.completed if r.ok and r.number in ends]
+        return min(ok) if ok else None
 
-def _load(dataset: Dataset | str, target: str | None) -> tuple[Dataset, Dataset, tuple[tuple[str, Any], ...]]:
+
+def _load(dataset: Dataset | pd.DataFrame | str, target: str | None
+          ) -> tuple[Dataset, Dataset, tuple[tuple[str, Any], ...]]:
     """(the dataset as stored, the dataset trained on, the loader options that load the
     latter from the spec): the two differ only for a KEEL dataset whose flagged columns
-    are dropped, as ``metabo kb build`` does."""
+    are dropped, as ``metabo kb build`` does. A DataFrame is read as a file's table is
+    (:meth:`Dataset.from_frame`, its ``target`` column; named by ``frame.attrs["name"]``)."""
     if isinstance(dataset, Dataset):
         return dataset, dataset, ()
+    if isinstance(dataset, pd.DataFrame):
+        if target is None:
+            raise InputDataError("a DataFrame needs target=: the name of its class column")
+        name = str(dataset.attrs.get("name", "dataframe"))
+        data = Dataset.from_frame(dataset, target, name=name, source="dataframe")
+        return data, data, ()
     from metabo.ingest.build import load_for_training
 
     stored, trainable, note, options = load_for_training(dataset, target)
@@ -122,9 +153,13 @@ def _load(dataset: Dataset | str, target: str | None) -> tuple[Dataset, Dataset,
     return stored, trainable, options
 
 
-def _protocol(protocol: EvaluationProtocol | None, reshuffle: bool) -> EvaluationProtocol:
+def _protocol(protocol: EvaluationProtocol | None, reshuffle: bool, max_train: int | None = None
+              ) -> EvaluationProtocol:
     if protocol is None:
-        return ReshuffledHoldout(train=0.6, valid=0.2, test=0.2) if reshuffle else Holdout(0.6, 0.2, 0.2)
+        return (ReshuffledHoldout(train=0.6, valid=0.2, test=0.2, max_train=max_train) if reshuffle
+                else Holdout(0.6, 0.2, 0.2, max_train=max_train))
+    if max_train is not None:
+        raise InputDataError("max_train subsamples the default protocol; give it to your protocol instead")
     if reshuffle and not isinstance(protocol, ReshuffledHoldout):
         raise InputDataError(f"reshuffle=True needs a ReshuffledHoldout protocol, got {protocol!r}")
     return protocol
@@ -148,10 +183,13 @@ def _outcome(evaluations: list[Evaluation], metric: str) -> dict[str, Any]:
             "fit_seconds": fit, "predict_seconds": predict}
 
 
-def check_budget(budget: object) -> None:
-    """A budget is a positive integer number of trials."""
+def check_budget(budget: object, time_budget: object = None) -> None:
+    """A budget is a positive integer number of trials; it may be None when a time budget
+    bounds the search instead."""
+    if budget is None and time_budget is not None:
+        return
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
-        raise InputDataError(f"budget must be a positive integer, got {budget!r}")
+        raise InputDataError(f"budget must be a positive integer (or None with a time budget), got {budget!r}")
 
 
 def open_session(
@@ -196,21 +234,30 @@ class Setup:
                         memory_limit_mb=memory_limit_mb, metrics=self.metrics, keep_predictions=keep_predictions,
                         load_options=self.load_options, tag=trial.number)
 
-    def settings(self, budget: int, time_limit: float | None, memory_limit_mb: int | None) -> dict[str, Any]:
+    def settings(self, budget: int | None, time_limit: float | None, memory_limit_mb: int | None,
+                 time_budget: float | None = None) -> dict[str, Any]:
         """The session settings stored with the optimizer."""
         return {"protocol": repr(self.protocol), "budget": budget, "metrics": list(self.metrics),
-                "time_limit": time_limit, "memory_limit_mb": memory_limit_mb, "dataset": self.data.name}
+                "time_limit": time_limit, "memory_limit_mb": memory_limit_mb, "dataset": self.data.name,
+                "time_budget": time_budget}
+
+    def final_rows(self, seed: int) -> tuple[int, int]:
+        """(training rows of a trial, rows the final model trains on) of split 0."""
+        split = self.protocol.splits(self.data, seed)[0]
+        test = 0 if split.test_idx is None else len(split.test_idx)
+        return split.n_train, self.data.n_instances - test
 
 
 def prepare(
-    dataset: Dataset | str, *, kb: KnowledgeBase | None, target: str | None = None,
+    dataset: Dataset | pd.DataFrame | str, *, kb: KnowledgeBase | None, target: str | None = None,
     protocol: EvaluationProtocol | None = None, reshuffle: bool = False, metric: str = "error_rate",
     metrics: tuple[str, ...] = DEFAULT_METRICS, meta_features: bool = True, seed: int = 0,
+    max_train: int | None = None,
 ) -> Setup:
     """Load ``dataset``, store it in ``kb`` (with its meta-features unless
     ``meta_features=False``) and fix the protocol (see :func:`tune`)."""
     stored, data, options = _load(dataset, target)
-    protocol = _protocol(protocol, reshuffle)
+    protocol = _protocol(protocol, reshuffle, max_train)
     metrics = tuple(dict.fromkeys((metric, *metrics)))
     dataset_id = None
     if kb is not None:
@@ -232,10 +279,13 @@ def strategy_factory(name: str, kb: KnowledgeBase | None, dataset_id: str | None
 
 
 def resolve_strategy(name: str, kb: KnowledgeBase | None, dataset_id: str | None, space: CASHSpace | SearchSpace,
-                     *, metric: str) -> tuple[str, str, Callable[[int], Strategy]]:
+                     *, metric: str, time_budget: float | None = None, n_train: int | None = None
+                     ) -> tuple[str, str, Callable[[int], Strategy]]:
     """``(name, note, seed -> strategy)`` of :func:`strategy_factory`, with ``auto``
     resolved (:func:`~metabo.strategies.warm.choose`, its reason logged and returned as
-    ``note``; empty for a named strategy) and the past it read passed on, not read twice."""
+    ``note``; empty for a named strategy) and the past it read passed on, not read twice.
+    ``time_budget`` and ``n_train`` make the warm start cost-aware
+    (:func:`~metabo.strategies.warm.warm_factory`)."""
     note, past = "", None
     if name == AUTO:
         name, note, past = choose(kb, dataset_id, space, metric=metric)
@@ -247,25 +297,36 @@ def resolve_strategy(name: str, kb: KnowledgeBase | None, dataset_id: str | None
         raise InputDataError(f"strategy {name!r} warm-starts from a knowledge base: pass kb")
     if not isinstance(space, CASHSpace):
         raise InputDataError(f"strategy {name!r} needs a CASH space")
-    return name, note, warm_factory(name, kb, dataset_id, space, metric=metric, past=past)
+    return name, note, warm_factory(name, kb, dataset_id, space, metric=metric, past=past,
+                                    time_budget=time_budget, n_train=n_train)
 
 
 def run_trials(
-    opt: Optimizer, setup: Setup, *, budget: int, seed: int, time_limit: float | None = None,
+    opt: Optimizer, setup: Setup, *, budget: int | None, seed: int, time_limit: float | None = None,
     memory_limit_mb: int | None = None, keep_predictions: bool = True, n_jobs: int = 1, backend: str = "loky",
     scheduler: str | None = None, progress: Callable[[TrialRecord], None] | None = None,
     on_evaluated: Callable[[TrialRecord, list[Evaluation]], None] | None = None,
+    clock: TimeBudget | None = None, reserve: Callable[[], float] | None = None,
 ) -> None:
     """Ask, evaluate and tell, in batches of ``n_jobs`` trials evaluated at once on
     ``backend`` (at ``scheduler`` for dask/ray), until ``budget`` trials of the session
-    are complete (module docstring); ``on_evaluated`` sees each told trial with its
+    are complete or the ``clock`` has no time for another trial after ``reserve()``
+    seconds (module docstring); ``on_evaluated`` sees each told trial with its
     evaluations (before ``progress``)."""
+    if budget is None and clock is None:
+        raise InputDataError("run_trials needs a budget of trials or a clock")
     with backend_context(backend, address=scheduler, n_jobs=n_jobs):
-        while (needed := budget - len(opt.history.completed)) > 0:
+        while (needed := n_jobs if budget is None else budget - len(opt.history.completed)) > 0:
+            limit = time_limit
+            if clock is not None:
+                limit = clock.trial_limit(reserve() if reserve is not None else 0.0, time_limit)
+                if limit is None:
+                    logger.info("time budget: %.1f s left, stopping the search", clock.left())
+                    break
             pending = len(opt.history.pending)  # left by a killed batch: re-asked on their own
             batch = [opt.ask() for _ in range(min(n_jobs, needed, pending or n_jobs))]
             # one job runs in this process (joblib's n_jobs=1, any backend): on the data as loaded
-            tasks = [setup.task(trial, _at(setup.protocol, trial.number), seed=seed, time_limit=time_limit,
+            tasks = [setup.task(trial, _at(setup.protocol, trial.number), seed=seed, time_limit=limit,
                                 memory_limit_mb=memory_limit_mb, keep_predictions=keep_predictions,
                                 in_process=n_jobs == 1)
                      for trial in batch]
@@ -292,9 +353,10 @@ def _in_order(batch: list[Trial], results: Iterator[TaskResult]) -> Iterator[tup
 
 
 def tune(
-    dataset: Dataset | str,
+    dataset: Dataset | pd.DataFrame | str,
     *,
-    budget: int,
+    budget: int | None = None,
+    time_budget: float | TimeBudget | None = None,
     space: CASHSpace | SearchSpace | None = None,
     strategy: Strategy | str = AUTO,
     kb: KnowledgeBase | None = None,
@@ -311,16 +373,24 @@ def tune(
     session_id: str | None = None,
     meta_features: bool = True,
     progress: Callable[[TrialRecord], None] | None = None,
-    refit: bool = False,
+    refit: bool = True,
     n_jobs: int = 1,
     backend: str = "loky",
     scheduler: str | None = None,
+    max_train: int | None = None,
+    on_strategy: Callable[[str, str], None] | None = None,
 ) -> TuneResult:
-    """Tune ``dataset`` for ``budget`` trials; return the selected configuration.
+    """Tune ``dataset`` for ``budget`` trials or ``time_budget`` seconds; return the
+    selected configuration and its model.
 
     Args:
-        dataset: a :class:`Dataset` or a loader spec (``sklearn:iris``, a CSV/Parquet
-            path with ``target``, ``keel:...``, ``openml:ID``).
+        dataset: a :class:`Dataset`, a DataFrame with its ``target`` column, or a loader
+            spec (``sklearn:iris``, a CSV/Parquet path with ``target``, ``keel:...``,
+            ``openml:ID``).
+        budget: completed trials of the session to reach (None: until ``time_budget``).
+        time_budget: seconds of wall-clock time for the whole call, final fit included
+            (or a :class:`~metabo.optimizer.budget.TimeBudget` started earlier); module
+            docstring.
         space: the CASH space (default: every registered algorithm).
         strategy: a strategy or its name: a cold one (:func:`~metabo.strategies.make_strategy`)
             or a warm start from ``kb`` (``warm``, ``knn``, ``rgpe``, ``rlgp``, ``scot``:
@@ -337,41 +407,84 @@ def tune(
         time_limit, memory_limit_mb: per evaluation (:mod:`metabo.evaluation.runner`).
         session_id: continue this stored session, or name a new one.
         progress: called with each completed trial.
-        refit: also train the selected configuration on training + validation rows and
-            score it on the test part (module docstring).
+        refit: train the selected configuration on training + validation rows, score it
+            on the test part and return it as ``model`` (module docstring).
+        max_train: search on a stratified subsample of at most this many training rows
+            (the final model trains on all of them).
+        on_strategy: called with the strategy's name and note once it is resolved,
+            before the first trial (the CLI prints them).
         n_jobs, backend, scheduler: evaluate ``n_jobs`` trials at once on the joblib
             ``backend`` (``loky``, ``dask``, ``ray``, ...; for dask and ray the cluster at
             ``scheduler`` or a local one), in synchronous batches (module docstring);
             ``n_jobs=1`` is the sequential run.
     """
-    check_budget(budget)
+    clock = time_budget if isinstance(time_budget, TimeBudget) or time_budget is None else TimeBudget(time_budget)
+    check_budget(budget, clock)
     check_backend(backend, address=scheduler, n_jobs=n_jobs)
+    started = clock.start if clock is not None else time.monotonic()
     setup = prepare(dataset, kb=kb, target=target, protocol=protocol, reshuffle=reshuffle, metric=metric,
-                    metrics=metrics, meta_features=meta_features, seed=seed)
+                    metrics=metrics, meta_features=meta_features, seed=seed, max_train=max_train)
     if space is None:
         from metabo.space.algorithms import default_cash_space
 
         space = default_cash_space()
     if isinstance(strategy, str):
-        name, note, make = resolve_strategy(strategy, kb, setup.dataset_id, space, metric=metric)
+        name, note, make = resolve_strategy(strategy, kb, setup.dataset_id, space, metric=metric,
+                                            time_budget=None if clock is None else clock.seconds,
+                                            n_train=setup.final_rows(seed)[0])
         strategy = make(seed)
     else:
         name, note = getattr(strategy, "name", type(strategy).__name__), ""
+    if on_strategy is not None:
+        on_strategy(name, note)
     opt = open_session(kb, space, strategy, session_id=session_id, dataset_id=setup.dataset_id, metric=metric, seed=seed,
-                 settings=setup.settings(budget, time_limit, memory_limit_mb))
+                       settings=setup.settings(budget, time_limit, memory_limit_mb,
+                                               None if clock is None else clock.seconds))
+    ends: dict[int, float] = {}
+
+    def told(record: TrialRecord) -> None:
+        ends[record.number] = time.monotonic() - started
+        if progress is not None:
+            progress(record)
+
+    reserve = None
+    if clock is not None and refit:
+        train_rows, final_rows = setup.final_rows(seed)
+
+        def reserve() -> float:
+            ok = [r for r in opt.history.completed if r.ok]
+            return final_fit_seconds(min(ok, key=lambda r: r.value) if ok else None, train_rows=train_rows,
+                                     final_rows=final_rows)
+
     run_trials(opt, setup, budget=budget, seed=seed, time_limit=time_limit, memory_limit_mb=memory_limit_mb,
                keep_predictions=keep_predictions, n_jobs=n_jobs, backend=backend, scheduler=scheduler,
-               progress=progress)
+               progress=told, clock=clock, reserve=reserve)
     opt.finish()
     best = opt.best(select)
-    refit_error = None
-    if refit:  # here, on the dataset in memory
-        task = setup.task(best, RefitOnTrainValid(_at(setup.protocol, best.number)), seed=seed,
-                          time_limit=time_limit, memory_limit_mb=memory_limit_mb, keep_predictions=False,
-                          in_process=True)
-        evaluations = _evaluations(best, run_task(task))
-        refit_error = _outcome(evaluations, metric).get("test_value")
-    return TuneResult(opt.session_id, setup.dataset_id, metric, select, best, opt.history, refit_error, name, note)
+    model, refit_error, refit_seconds = None, None, None
+    if refit and best.ok:  # here, on the dataset in memory
+        t0 = time.monotonic()
+        model, refit_error = final_model(best, setup, seed=seed, metric=metric)
+        refit_seconds = time.monotonic() - t0
+    return TuneResult(opt.session_id, setup.dataset_id, metric, select, best, opt.history, refit_error, name, note,
+                      model=model, trial_end_seconds=ends, refit_seconds=refit_seconds,
+                      total_seconds=time.monotonic() - started)
+
+
+def final_model(best: TrialRecord, setup: Setup, *, seed: int, metric: str
+                ) -> tuple[EnsembleModel | None, float | None]:
+    """The selected configuration fitted on every non-test row of its split and its test
+    ``metric`` (:func:`~metabo.ensembles.model.refit_test_error`); ``(None, None)``, logged,
+    when that fit fails (the search's results stand)."""
+    from metabo.ensembles.model import refit_test_error
+
+    try:
+        model, error = refit_test_error([(best.algorithm, dict(best.params))], None, "average", setup.data,
+                                        _at(setup.protocol, best.number), seed=seed, metric=metric)
+    except EvaluationError as e:
+        logger.warning("the final fit of trial %d failed: %s", best.number, e)
+        return None, None
+    return model, error if math.isfinite(error) else None
 
 
 def _at(protocol: EvaluationProtocol, number: int) -> EvaluationProtocol:

@@ -70,7 +70,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -98,6 +98,8 @@ class RegretMatrix:
     configs: tuple[Config, ...]
     ids: tuple[str, ...]
     Q: np.ndarray
+    #: stored configuration id -> its column (ids the space normalized to another)
+    aliases: Mapping[str, int] = field(default_factory=dict)
 
     @classmethod
     def from_past(cls, past: PastRuns, space: CASHSpace) -> RegretMatrix:
@@ -140,7 +142,8 @@ class RegretMatrix:
         ids = [""] * len(configs)
         for cid, j in column.items():
             ids[j] = cid
-        return cls(tuple(tasks), tuple(configs), tuple(ids), Q)
+        aliases = {stored: column[cid] for (_, stored), cid in normalized.items() if cid is not None}
+        return cls(tuple(tasks), tuple(configs), tuple(ids), Q, aliases)
 
 
 def prior_weights(past: PastRuns, tasks: Sequence[str], meta_features: Mapping[str, float] | None) -> np.ndarray:
@@ -196,6 +199,13 @@ class PortfolioWarmStart:
         beta: evidence temperature of the task weights (``log w += beta n tau``).
         n_transfer_starts: portfolio configurations the GP's local search also starts from.
         prior_mean: the search phase's GP models the residual of the transferred mean.
+        costs: stored configuration id -> predicted fit seconds on this task
+            (:func:`metabo.kb.costs.predicted_fit_seconds`).
+        max_cost: with ``costs``, portfolio picks are limited to configurations predicted
+            to fit within this many seconds (the predictions rescaled by the observed fit
+            times, :func:`metabo.kb.costs.observed_scale`); configurations without a
+            prediction are allowed. A time budget sets it, so that the warm start does not
+            open with configurations that cannot finish.
         then: the search-phase strategy (default: :class:`~metabo.strategies.gp.GPBO` with
             no random design, the settings of the cold ``gp`` strategy otherwise; another
             strategy, RGPE say, is asked without the transfer starts).
@@ -209,6 +219,7 @@ class PortfolioWarmStart:
     def __init__(self, past: PastRuns, meta_features: Mapping[str, float] | pd.Series | None = None, *,
                  n_portfolio: int = 8, n_design: int = 8, distinct: bool = True, beta: float = 1.0,
                  n_transfer_starts: int = 5, prior_mean: bool = False, then: GPBO | Any | None = None,
+                 costs: Mapping[str, float] | None = None, max_cost: float | None = None,
                  seed: int = 0) -> None:
         if min(n_portfolio, n_design, n_transfer_starts, beta) < 0:
             raise InputDataError("n_portfolio, n_design, n_transfer_starts and beta must be >= 0")
@@ -219,6 +230,9 @@ class PortfolioWarmStart:
         self.past, self.n_portfolio, self.n_design, self.beta = past, n_portfolio, max(n_design, n_portfolio), beta
         self.n_transfer_starts, self.seed, self.distinct = n_transfer_starts, seed, distinct
         self.prior_mean = prior_mean
+        if max_cost is not None and not max_cost > 0:
+            raise InputDataError(f"max_cost must be a positive number of seconds, got {max_cost!r}")
+        self.costs, self.max_cost = (None if costs is None else dict(costs)), max_cost
         self._residual: ResidualGP | None = None
         self._encoded: tuple[CASHSpace, dict[str, tuple[np.ndarray, np.ndarray]]] | None = None
         self.meta_features = None if meta_features is None else {
@@ -237,6 +251,28 @@ class PortfolioWarmStart:
             m = RegretMatrix.from_past(self.past, space)
             self._matrix = (space, m, prior_weights(self.past, m.tasks, self.meta_features))
         return self._matrix[1], self._matrix[2]
+
+    def column_costs(self, space: CASHSpace) -> dict[str, float]:
+        """Canonical configuration id -> predicted fit seconds (the median over its stored ids)."""
+        m, _ = self.matrix(space)
+        by_column: dict[int, list[float]] = {}
+        for stored, seconds in (self.costs or {}).items():
+            if stored in m.aliases:
+                by_column.setdefault(m.aliases[stored], []).append(seconds)
+        return {m.ids[j]: float(np.median(v)) for j, v in by_column.items()}
+
+    def affordable(self, history: History, space: CASHSpace) -> np.ndarray:
+        """Which columns fit within ``max_cost`` (all without a cost limit; all when none does)."""
+        m, _ = self.matrix(space)
+        if self.costs is None or self.max_cost is None:
+            return np.ones(len(m.ids), dtype=bool)
+        from metabo.kb.costs import observed_scale
+
+        predicted = self.column_costs(space)
+        scale = observed_scale(history, predicted)
+        cost = np.array([predicted.get(cid, 0.0) for cid in m.ids]) * scale
+        ok = cost <= self.max_cost
+        return ok if ok.any() else np.ones(len(m.ids), dtype=bool)
 
     def weights(self, history: History, space: CASHSpace) -> np.ndarray:
         """``w_p`` after the target's completed trials at recorded configurations."""
@@ -258,7 +294,8 @@ class PortfolioWarmStart:
         (-inf for configurations already asked)."""
         m, _ = self.matrix(space)
         asked = history.config_ids
-        return self._gains(m, self.weights(history, space), np.array([cid in asked for cid in m.ids], dtype=bool))
+        gain = self._gains(m, self.weights(history, space), np.array([cid in asked for cid in m.ids], dtype=bool))
+        return np.where(self.affordable(history, space), gain, -np.inf)
 
     @staticmethod
     def _gains(m: RegretMatrix, w: np.ndarray, taken: np.ndarray) -> np.ndarray:

@@ -44,6 +44,9 @@ WARM_STRATEGIES = ("warm", "knn", "rgpe", "rlgp", "scot")
 AUTO = "auto"
 #: The warm start ``auto`` picks.
 DEFAULT_WARM = "warm"
+#: Under a time budget, the largest share of it one opening configuration may be
+#: predicted to take (eight portfolio picks then leave at least a fifth to the search).
+OPENING_SHARE = 0.1
 
 
 def past_for(kb: KnowledgeBase, dataset_id: str, space: CASHSpace, *, metric: str = "error_rate") -> PastRuns:
@@ -112,12 +115,15 @@ def stored_meta_features(kb: KnowledgeBase, dataset_id: str) -> dict[str, float]
 
 
 def warm_factory(name: str, kb: KnowledgeBase, dataset_id: str, space: CASHSpace, *, metric: str = "error_rate",
-                 past: PastRuns | None = None, **kw: Any) -> Callable[[int], Strategy]:
+                 past: PastRuns | None = None, time_budget: float | None = None, n_train: int | None = None,
+                 **kw: Any) -> Callable[[int], Strategy]:
     """Seed -> a fresh warm-start strategy ``name`` for the stored dataset ``dataset_id``
     (module docstring); what transfers (the past runs, the meta-features, the surrogate
     bank) is read once and shared by every strategy made (ESMBO makes one per replicate).
     ``past``: :func:`past_for`'s result if already read (by :func:`choose`). ``kw`` go to
-    the strategy's constructor."""
+    the strategy's constructor. Under a ``time_budget`` (seconds) on ``n_train`` training
+    rows, ``warm``'s portfolio keeps to configurations predicted to fit in a tenth of it
+    (:data:`OPENING_SHARE`, :mod:`metabo.kb.costs`)."""
     if name not in WARM_STRATEGIES:
         raise InputDataError(f"unknown warm-start strategy {name!r}; use one of {', '.join(WARM_STRATEGIES)}")
     if not isinstance(space, CASHSpace):
@@ -130,6 +136,11 @@ def warm_factory(name: str, kb: KnowledgeBase, dataset_id: str, space: CASHSpace
     if name == "warm":
         from metabo.strategies.portfolio import PortfolioWarmStart
 
+        if time_budget is not None and n_train is not None:
+            from metabo.kb.costs import predicted_fit_seconds, recorded_fit_seconds
+
+            kw = {"costs": predicted_fit_seconds(recorded_fit_seconds(kb, past.tasks, metric=metric), n_train),
+                  "max_cost": OPENING_SHARE * time_budget, **kw}
         return lambda seed: PortfolioWarmStart(past, meta or None, seed=seed, **kw)
     if name == "knn":
         from metabo.strategies.gp import GPBO

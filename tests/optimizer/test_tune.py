@@ -60,4 +60,6 @@ def test_refit_scores_the_selected_configuration_trained_on_training_and_validat
     expected = evaluate(result.algorithm, result.params, iris, protocol=RefitOnTrainValid(Holdout(0.6, 0.2, 0.2)),
                         seed=2, keep_predictions=False)[0].test["error_rate"]
     assert result.refit_test_error == pytest.approx(expected)
-    assert tune(iris, budget=3, space=space, strategy="random", seed=2).refit_test_error is None
+    assert result.model is not None and result.model.configurations[0]["algorithm"] == result.algorithm
+    bare = tune(iris, budget=3, space=space, strategy="random", seed=2, refit=False)
+    assert bare.refit_test_error is None and bare.model is None

@@ -119,4 +119,6 @@ def test_auto_is_the_default_and_warm_starts_whenever_the_knowledge_base_has_kno
                  "--kb", str(copy)])
     out, err = capsys.readouterr()
     assert code == 0, err
-    assert out.splitlines()[0].startswith("strategy: warm start (warm): ") and "(warm, seed 0)" in out
+    lines = out.splitlines()
+    assert lines[0].startswith("session tune-") and lines[1].startswith("strategy: warm start (warm): ")
+    assert "(warm, seed 0)" in out

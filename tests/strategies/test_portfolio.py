@@ -220,3 +220,25 @@ def test_prior_mean_makes_an_untried_algorithm_that_did_well_in_the_past_more_pr
         scores[prior] = score(space.encode_many([A1, B1]))
     assert scores[True][0] > scores[True][1] + 1.0  # log EI: 'a' (past regret 0) far above 'b' (regret ~1)
     assert scores[False][0] == pytest.approx(scores[False][1], abs=1e-6)  # without it both are the GP's prior
+
+
+def test_a_cost_limit_keeps_the_portfolio_to_configurations_that_can_finish():
+    """A1 would be the first pick (previous test's past) but is predicted to take 36 s; with
+    max_cost 10 s the first pick is the next best affordable one. Once a trial shows fits
+    take a quarter of the prediction, A1 (9 s rescaled) is affordable again."""
+    space, _ = two_algorithm_problem()
+    past = past_runs({"t0": [0.1, 0.5, 0.6, 0.3], "t1": [0.1, 0.5, 0.6, 0.3], "t2": [0.3, 0.5, 0.4, 0.1]})
+    costs = {config_id(*A1): 36.0, config_id(*A2): 1.0, config_id(*B1): 1.0, config_id(*B2): 5.0}
+    rng = np.random.default_rng(0)
+    free = PortfolioWarmStart(past, n_portfolio=2, n_design=2)
+    capped = PortfolioWarmStart(past, n_portfolio=2, n_design=2, costs=costs, max_cost=10.0)
+    assert free.suggest(History(), space, rng) == space.normalize(*A1)
+    assert capped.suggest(History(), space, rng) == space.normalize(*B2)
+    assert not capped.affordable(History(), space)[column(capped.matrix(space)[0], space, A1)]
+    b2 = space.normalize(*B2)
+    faster = History()
+    faster.add(TrialRecord(number=0, algorithm=b2[0], params=b2[1], config_id=config_id(*b2), state="complete",
+                           value=0.2, status="ok", fit_seconds=1.25))  # predicted 5 s: the machine is 4x faster
+    assert capped.suggest(faster, space, rng) == space.normalize(*A1)
+    with pytest.raises(InputDataError, match="max_cost"):
+        PortfolioWarmStart(past, max_cost=0.0)

@@ -1,0 +1,75 @@
+"""A wall-clock budget for a whole tuning: how long each trial may still run.
+
+Notation: ``T`` the budget in seconds, counted from ``start`` (a :func:`time.monotonic`
+reading; by default when the budget is made, the CLI passes its own start so that its
+imports count too); ``r`` the seconds reserved for the final model (the selection fitted
+again on training + validation rows, :func:`final_fit_seconds`); ``left = T - elapsed``.
+
+- A trial is started only while ``left - r >= min_trial`` (:meth:`TimeBudget.trial_limit`
+  is None otherwise), so the search stops in time for the final fit.
+- A started trial may run at most ``left - r`` seconds (and at most the user's per-trial
+  limit): a trial still running then is killed by the evaluation runner and recorded as
+  ``timeout`` (:mod:`metabo.evaluation.runner`), nothing else is lost.
+
+This is how FLAML's ``time_budget`` and auto-sklearn's ``time_left_for_this_task`` treat a
+budget: the search, not each trial, owns it; the final fit is inside it here (FLAML's
+``retrain_full="budget"`` does the same).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+from metabo.exceptions import InputDataError
+from metabo.optimizer.history import TrialRecord
+
+#: A trial is not started with less time than this left (seconds): the fork, fit and
+#: scoring of even a tiny model take about this long.
+MIN_TRIAL_SECONDS = 0.5
+#: The final model trains on training + validation rows (4/3 of the 60% training part
+#: under the default holdout) and the fit time of a model grows at least linearly with
+#: its rows; the margin covers superlinear learners and a noisy machine.
+FINAL_FIT_MARGIN = 2.0
+
+
+@dataclass(frozen=True)
+class TimeBudget:
+    """``seconds`` of wall-clock time from ``start`` (module docstring)."""
+
+    seconds: float
+    start: float = field(default_factory=time.monotonic)
+    min_trial: float = MIN_TRIAL_SECONDS
+
+    def __post_init__(self) -> None:
+        if isinstance(self.seconds, bool) or not isinstance(self.seconds, (int, float)) \
+                or not math.isfinite(self.seconds) or self.seconds <= 0:
+            raise InputDataError(f"time_budget must be a positive number of seconds, got {self.seconds!r}")
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.start
+
+    def left(self) -> float:
+        """Seconds left of the budget (negative once it is spent)."""
+        return self.seconds - self.elapsed()
+
+    def trial_limit(self, reserve: float = 0.0, time_limit: float | None = None) -> float | None:
+        """The time limit of a trial started now, or None when none should start."""
+        left = self.left() - reserve
+        if left < self.min_trial:
+            return None
+        return left if time_limit is None else min(left, time_limit)
+
+
+def final_fit_seconds(best: TrialRecord | None, *, train_rows: int, final_rows: int) -> float:
+    """The seconds to reserve for fitting ``best`` on ``final_rows`` rows, given that its
+    trial fitted in ``best.fit_seconds`` on ``train_rows``: linear in the rows, times
+    :data:`FINAL_FIT_MARGIN` (0 before any successful trial)."""
+    if best is None or best.fit_seconds is None or not math.isfinite(best.fit_seconds):
+        return 0.0
+    scale = final_rows / max(train_rows, 1)
+    return FINAL_FIT_MARGIN * best.fit_seconds * max(scale, 1.0) + (best.predict_seconds or 0.0)
+
+
+__all__ = ["FINAL_FIT_MARGIN", "MIN_TRIAL_SECONDS", "TimeBudget", "final_fit_seconds"]

@@ -1,0 +1,129 @@
+"""tune() with a time budget, the model it returns, DataFrames and --max-train."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.datasets import load_iris
+
+import metabo.space.algorithms as algorithms
+from metabo.data.dataset import Dataset
+from metabo.ensembles.model import EnsembleModel
+from metabo.exceptions import InputDataError
+from metabo.kb import KnowledgeBase
+from metabo.optimizer import tune
+from metabo.optimizer.budget import FINAL_FIT_MARGIN, TimeBudget, final_fit_seconds
+from metabo.optimizer.history import TrialRecord
+from metabo.space.algorithms import default_cash_space
+
+
+class _Sleepy(ClassifierMixin, BaseEstimator):
+    def fit(self, X, y):
+        time.sleep(120)
+        return self
+
+
+@pytest.fixture
+def iris_frame() -> pd.DataFrame:
+    frame = load_iris(as_frame=True).frame
+    frame["target"] = frame["target"].map({0: "setosa", 1: "versicolor", 2: "virginica"})
+    return frame
+
+
+def test_time_budget_arithmetic():
+    clock = TimeBudget(10.0, start=time.monotonic() - 4.0)
+    assert 5.9 < clock.left() <= 6.0
+    assert clock.trial_limit() == pytest.approx(clock.left(), abs=0.05)
+    assert clock.trial_limit(time_limit=2.0) == 2.0
+    assert clock.trial_limit(reserve=5.8) is None  # less than MIN_TRIAL_SECONDS would be left
+    for bad in (0, -1.0, float("nan"), True):
+        with pytest.raises(InputDataError, match="time_budget"):
+            TimeBudget(bad)
+    best = TrialRecord(0, "knn", {}, "c", fit_seconds=0.5, predict_seconds=0.1)
+    assert final_fit_seconds(best, train_rows=60, final_rows=80) == pytest.approx(
+        FINAL_FIT_MARGIN * 0.5 * 80 / 60 + 0.1)
+    assert final_fit_seconds(None, train_rows=60, final_rows=80) == 0.0
+
+
+def test_a_slow_trial_is_cut_at_the_time_budget_and_nothing_is_lost(tmp_path, iris_frame, monkeypatch):
+    """knn is made to sleep two minutes; with a 6 s budget its first trial is killed and
+    recorded as a timeout, the fast trials before it are kept, and the model is the best
+    fast one."""
+    real = algorithms.build_estimator
+
+    def slow_knn(algorithm, params, *, seed):
+        return _Sleepy() if algorithm == "knn" else real(algorithm, params, seed=seed)
+
+    monkeypatch.setattr(algorithms, "build_estimator", slow_knn)
+    space = default_cash_space(["knn", "lda", "gaussian_nb"])
+    with KnowledgeBase(tmp_path / "kb.duckdb") as kb:
+        start = time.monotonic()
+        result = tune(iris_frame, target="target", time_budget=6.0, space=space, strategy="random", kb=kb,
+                      seed=3, meta_features=False)
+        took = time.monotonic() - start
+        statuses = [r.status for r in result.history.completed]
+        stored = kb.query("SELECT status, count(*) AS n FROM runs WHERE metric = 'error_rate' GROUP BY status")
+    assert took < 60  # the two-minute fit was not waited for
+    assert statuses[-1] == "timeout" and statuses.count("timeout") == 1
+    assert all(s == "ok" for s in statuses[:-1]) and len(statuses) >= 2
+    assert dict(zip(stored["status"], stored["n"])) == {"ok": len(statuses) - 1, "timeout": 1}
+    assert result.best.ok and result.algorithm != "knn" and result.model is not None
+
+
+def test_a_time_budget_alone_runs_trials_until_it_is_spent(iris_frame):
+    space = default_cash_space(["lda", "gaussian_nb", "decision_tree"])
+    result = tune(iris_frame, target="target", time_budget=3.0, space=space, strategy="random", seed=0)
+    assert len(result.history.completed) >= 3 and all(r.ok for r in result.history.completed)
+    ends = [result.trial_end_seconds[r.number] for r in result.history.completed]
+    assert ends == sorted(ends) and result.time_to_first_model == ends[0]
+    assert result.model is not None and result.total_seconds >= ends[-1]
+    with pytest.raises(InputDataError, match="budget"):
+        tune(iris_frame, target="target", space=space)
+
+
+def test_the_saved_model_reloads_and_predicts_identically(tmp_path, iris_frame):
+    space = default_cash_space(["knn", "logistic_regression"])
+    result = tune(iris_frame, target="target", budget=3, space=space, strategy="random", seed=1)
+    model = result.model
+    X = iris_frame.drop(columns="target")
+    assert set(model.classes_) == {"setosa", "versicolor", "virginica"}  # the labels as given
+    path = tmp_path / "m.joblib"
+    model.save(path)
+    again = EnsembleModel.load(path)
+    np.testing.assert_array_equal(again.predict(X), model.predict(X))
+    np.testing.assert_array_equal(again.predict_proba(X), model.predict_proba(X))
+    # the model's test error is that of its predictions on the test rows of the split
+    from metabo.evaluation.protocols import Holdout
+
+    data = Dataset.from_frame(iris_frame, "target", name="iris", source="dataframe")
+    test = Holdout(0.6, 0.2, 0.2).splits(data, 1)[0].test_idx
+    wrong = np.mean(model.predict(X.iloc[test]) != iris_frame["target"].to_numpy()[test])
+    assert result.refit_test_error == pytest.approx(wrong)
+
+
+def test_a_dataframe_and_its_csv_give_the_same_session(tmp_path, iris_frame):
+    space = default_cash_space(["knn", "decision_tree"])
+    csv = tmp_path / "iris.csv"
+    iris_frame.to_csv(csv, index=False)
+    from_frame = tune(iris_frame, target="target", budget=4, space=space, strategy="gp", seed=0)
+    from_csv = tune(str(csv), target="target", budget=4, space=space, strategy="gp", seed=0)
+    assert [r.config_id for r in from_frame.history] == [r.config_id for r in from_csv.history]
+    assert [r.value for r in from_frame.history] == [r.value for r in from_csv.history]
+    assert from_frame.refit_test_error == from_csv.refit_test_error
+    with pytest.raises(InputDataError, match="target"):
+        tune(iris_frame, budget=1, space=space)
+
+
+def test_max_train_subsamples_the_search_and_the_model_trains_on_every_row(tmp_path, iris_frame):
+    space = default_cash_space(["knn"])
+    with KnowledgeBase(tmp_path / "kb.duckdb") as kb:
+        result = tune(iris_frame, target="target", budget=2, space=space, strategy="random", kb=kb, seed=0,
+                      max_train=40, meta_features=False)
+        fidelity = set(kb.query("SELECT DISTINCT fidelity FROM runs")["fidelity"])
+    assert fidelity == {40.0}
+    knn = result.model.pipelines_[0][-1]
+    assert knn.n_samples_fit_ == 120  # 60% + 20% of 150: training and validation rows, unsampled
