@@ -25,6 +25,17 @@ def _fmt(value: float | None) -> str:
     return "n/a" if value is None or not math.isfinite(value) else f"{value:.4f}"
 
 
+def _metric_name(name: str) -> str:
+    """A metric of :data:`metabo.evaluation.metrics.METRICS`, ``balanced_error`` naming the
+    balanced error rate."""
+    from metabo.evaluation.metrics import METRICS
+
+    name = {"balanced_error": "balanced_error_rate"}.get(name, name)
+    if name not in METRICS:
+        raise argparse.ArgumentTypeError(f"unknown metric {name!r}; choose from {', '.join(sorted(METRICS))}")
+    return name
+
+
 def process_start() -> float:
     """This process's start on the :func:`time.monotonic` clock (Linux: from
     ``/proc/self/stat`` and ``/proc/uptime``; elsewhere, now), so that a time budget
@@ -188,7 +199,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help="redraw the train/validation split at every trial (thesis 3.2.1)")
     p.add_argument("--select", choices=("argmin", "posterior-mean"), default="argmin",
                    help="final selection: lowest validation error or lowest GP posterior mean (thesis 3.4)")
-    p.add_argument("--metric", default="error_rate", help="the objective (lower is better)")
+    p.add_argument("--metric", default="error_rate", type=_metric_name,
+                   help="the objective (lower is better): error_rate, balanced_error_rate (or balanced_error: "
+                        "for imbalanced classes), log_loss, one_minus_auc")
     p.add_argument("--time-limit", type=float, help="seconds per evaluation (default: none)")
     p.add_argument("--session", help="continue this session (or name a new one)")
     p.add_argument("--resume", metavar="SESSION", help="continue this stored session (metabo sessions lists them)")
