@@ -11,7 +11,17 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from metabo.cli import data_cmds, ingest_cmds, kb_cmds, serve_cmds, space_cmds, transfer_cmds, tune_cmds
+from metabo.cli import (
+    data_cmds,
+    ingest_cmds,
+    kb_cmds,
+    predict_cmds,
+    serve_cmds,
+    sessions_cmds,
+    space_cmds,
+    transfer_cmds,
+    tune_cmds,
+)
 from metabo.exceptions import MetaboError
 
 
@@ -39,6 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
     ingest_cmds.register(sub, common)
     space_cmds.register(sub, common)
     tune_cmds.register(sub, common)
+    predict_cmds.register(sub, common)
+    sessions_cmds.register(sub, common)
     transfer_cmds.register(sub, common)
     serve_cmds.register(sub, common)
     return parser

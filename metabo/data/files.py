@@ -49,10 +49,7 @@ def load_file(
     parser rejects, or a missing target column.
     """
     path = Path(path)
-    fmt = _format(path, fmt)
-    if not path.is_file():
-        raise InputDataError(f"no such file: {path}")
-    frame, declared_nominal = _READERS[fmt](path)
+    frame, declared_nominal = read_table(path, fmt)
     if target not in frame.columns:
         raise InputDataError(
             f"{path}: no target column {target!r}; the columns are {list(frame.columns)[:20]}"
@@ -65,6 +62,16 @@ def load_file(
         nominal=sorted(set(nominal or ()) | set(declared_nominal)),
         description=f"{fmt} file {path}",
     )
+
+
+def read_table(path: str | os.PathLike[str], fmt: FileFormat | None = None) -> tuple[pd.DataFrame, list[str]]:
+    """The table in ``path`` as read for :func:`load_file` (no target needed: rows to
+    predict on) and the columns its format declares nominal (ARFF)."""
+    path = Path(path)
+    fmt = _format(path, fmt)
+    if not path.is_file():
+        raise InputDataError(f"no such file: {path}")
+    return _READERS[fmt](path)
 
 
 def _format(path: Path, fmt: str | None) -> FileFormat:

@@ -166,14 +166,24 @@ class EnsembleModel(ClassifierMixin, BaseEstimator):
         return self
 
     # ------------------------------------------------------------------ prediction
-    def _member_probas(self, X: Any) -> np.ndarray:
-        """(m, n, K) the members' probabilities on ``X``."""
+    def aligned(self, X: Any, *, strict: bool = False, ignore: Sequence[str] = ()) -> pd.DataFrame:
+        """``X`` as a feature frame with the fitted columns in the fitted order; a missing
+        column raises :class:`InputDataError` naming it, and so does, with ``strict``, a
+        column the model was not fitted on (except those in ``ignore``, a target say)."""
         check_is_fitted(self, "pipelines_")
         frame = feature_frame(X)
         missing = [c for c in self.feature_names_in_ if c not in frame.columns]
-        if missing:
-            raise InputDataError(f"X lacks the columns {missing[:10]} the ensemble was fitted on")
-        frame = frame[list(self.feature_names_in_)]
+        extra = [c for c in frame.columns if c not in set(self.feature_names_in_) | set(ignore)] if strict else []
+        if missing or extra:
+            parts = ([f"lacks the columns {missing[:10]}"] if missing else []) + (
+                [f"has columns the model was not fitted on {extra[:10]}"] if extra else [])
+            raise InputDataError(f"the data {' and '.join(parts)}; the model was fitted on "
+                                 f"{len(self.feature_names_in_)} columns {list(self.feature_names_in_)[:10]}")
+        return frame[list(self.feature_names_in_)]
+
+    def _member_probas(self, X: Any) -> np.ndarray:
+        """(m, n, K) the members' probabilities on ``X``."""
+        frame = self.aligned(X)
         with threadpool_limits(limits=self.threads), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return np.stack([_proba(p, frame, len(self.classes_)) for p in self.pipelines_])

@@ -8,8 +8,13 @@ in the same transaction as the batch they describe.
 from __future__ import annotations
 
 import json
+import math
+import os
+import socket
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
+
+import pandas as pd
 
 from metabo.kb._time import utcnow
 
@@ -32,7 +37,66 @@ def add_session(
             "INSERT INTO sessions VALUES (?, ?, ?, ?, 'running', ?, ?)",
             [session_id, dataset_id, strategy, json.dumps(dict(settings or {}), sort_keys=True), now, now],
         )
+        _own(tx, session_id)
     return session_id
+
+
+def _owner_key(session_id: str) -> str:
+    return f"session-owner:{session_id}"
+
+
+def _own(tx: Any, session_id: str) -> None:
+    """Record this process (host, pid) as the one running ``session_id`` (no write when it is already)."""
+    owner = json.dumps({"host": socket.gethostname(), "pid": os.getpid()})
+    row = tx.execute("SELECT value FROM ingest_state WHERE key = ?", [_owner_key(session_id)]).fetchone()
+    if row is not None and row[0] == owner:
+        return
+    tx.execute("DELETE FROM ingest_state WHERE key = ?", [_owner_key(session_id)])
+    tx.execute("INSERT INTO ingest_state VALUES (?, ?, ?)", [_owner_key(session_id), owner, utcnow()])
+
+
+def _alive(owner: Mapping[str, Any] | None) -> bool:
+    """Whether the recorded owner process still runs (True when it cannot be told: another host)."""
+    if not owner or owner.get("host") != socket.gethostname():
+        return owner is not None
+    try:
+        os.kill(int(owner["pid"]), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, ValueError, KeyError, TypeError):
+        return True
+    return True
+
+
+def list_sessions(kb: KnowledgeBase, *, dataset: str | None = None, limit: int | None = 20) -> pd.DataFrame:
+    """The tuning sessions, newest first: ``session_id, dataset, strategy, metric, trials``
+    (completed), ``failed``, ``best`` (lowest successful value), ``status`` and
+    ``updated_at``. A session stored as ``running`` whose process is gone (killed, or
+    the machine restarted) is shown ``interrupted``: ``metabo tune DATA --resume ID``
+    continues it. ``dataset`` filters by dataset name or id."""
+    sessions = kb.query(
+        "SELECT s.session_id, coalesce(d.name, s.dataset_id) AS dataset, s.dataset_id, s.strategy, s.settings, "
+        "s.status, s.updated_at FROM sessions s LEFT JOIN datasets d USING (dataset_id) ORDER BY s.updated_at DESC")
+    if dataset is not None:
+        sessions = sessions[(sessions["dataset"] == dataset) | (sessions["dataset_id"] == dataset)]
+    if limit is not None:
+        sessions = sessions.head(limit)
+    rows = []
+    for s in sessions.itertuples(index=False):
+        trials = [json.loads(v) for v in kb.query("SELECT value FROM ingest_state WHERE starts_with(key, ?)",
+                                                  [f"session:{s.session_id}:trial:"])["value"]]
+        done = [t for t in trials if t.get("state") == "complete"]
+        ok = [t["value"] for t in done if t.get("status") == "ok" and t.get("value") is not None
+              and math.isfinite(t["value"])]
+        status = s.status
+        if status == "running" and not _alive(get_state(kb, _owner_key(s.session_id))):
+            status = "interrupted"
+        rows.append({"session_id": s.session_id, "dataset": s.dataset, "strategy": s.strategy,
+                     "metric": json.loads(s.settings or "{}").get("metric"), "trials": len(done),
+                     "failed": len(done) - len(ok), "best": min(ok) if ok else None, "status": status,
+                     "updated_at": s.updated_at})
+    columns = ["session_id", "dataset", "strategy", "metric", "trials", "failed", "best", "status", "updated_at"]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def set_session_status(kb: KnowledgeBase, session_id: str, status: str) -> None:
@@ -42,6 +106,8 @@ def set_session_status(kb: KnowledgeBase, session_id: str, status: str) -> None:
             "UPDATE sessions SET status = ?, updated_at = ? WHERE session_id = ?",
             [status, utcnow(), session_id],
         )
+        if status == "running":
+            _own(tx, session_id)
 
 
 def get_state(kb: KnowledgeBase, key: str, default: Any = None) -> Any:

@@ -1,0 +1,67 @@
+"""``metabo predict MODEL DATA``: one prediction per row of a table, from a saved model."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+from metabo.exceptions import InputDataError
+
+
+def predictions(model_path: str | os.PathLike[str], data: str | os.PathLike[str], *, target: str | None = None,
+                proba: bool = False) -> pd.DataFrame:
+    """The predictions of the model saved at ``model_path``
+    (:meth:`~metabo.ensembles.model.EnsembleModel.save`, by ``metabo tune --save-model``)
+    for every row of the table ``data``: a ``prediction`` column (the class labels as
+    given at fit) and, with ``proba``, ``proba_<label>`` per class. The table's columns
+    must be those the model was fitted on (in any order; ``target`` is dropped)."""
+    from metabo.data.files import read_table
+    from metabo.ensembles.model import EnsembleModel
+
+    model = EnsembleModel.load(model_path)
+    frame, _ = read_table(data)
+    X = model.aligned(frame.drop(columns=[target]) if target in frame.columns else frame, strict=True)
+    out = pd.DataFrame({"prediction": model.predict(X)})
+    if proba:
+        P = model.predict_proba(X)
+        for k, label in enumerate(model.classes_):
+            out[f"proba_{label}"] = P[:, k]
+    return out
+
+
+def _write_atomic(frame: pd.DataFrame, path: Path) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", newline="") as f:
+            frame.to_csv(f, index=False)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def cmd_predict(args: argparse.Namespace) -> int:
+    if args.out is not None and not args.out.parent.is_dir():
+        raise InputDataError(f"no folder {args.out.parent} to write {args.out.name} in")
+    out = predictions(args.model, args.data, target=args.target, proba=args.proba)
+    if args.out is None:
+        out.to_csv(sys.stdout, index=False)
+    else:
+        _write_atomic(out, args.out)
+        print(f"wrote {len(out)} predictions to {args.out}", file=sys.stderr)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("predict", parents=[common], help="predict every row of a table with a saved model")
+    p.add_argument("model", help="a model file saved by metabo tune --save-model")
+    p.add_argument("data", help="a CSV/Parquet/ARFF table with the columns the model was fitted on (any order)")
+    p.add_argument("--target", help="a column of the table to leave out (the class, when the table has it)")
+    p.add_argument("--out", type=Path, help="write the predictions there (CSV) instead of to standard output")
+    p.add_argument("--proba", action="store_true", help="also one probability column per class")
+    p.set_defaults(func=cmd_predict)
