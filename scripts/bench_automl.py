@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -78,8 +79,13 @@ def run(args: argparse.Namespace) -> int:
     def one(job):
         spec, seed, budget, tool, cell, y_test, kb_copy, removed = job
         work = Path(tempfile.mkdtemp(dir=cell, prefix=f"{tool}-{budget}-"))
+        own_kb = work / "kb.duckdb"  # each run writes its session: one store per run, no lock shared
+        if tool != "flaml":
+            shutil.copyfile(kb_copy, own_kb)
         info = automl.run_tool(tool, cell / "train.csv", cell / "test.csv", work, budget=budget, seed=seed,
-                               kb=kb_copy, flaml_python=fpy)
+                               kb=own_kb, flaml_python=fpy)
+        if tool != "flaml":
+            own_kb.unlink(missing_ok=True)
         return {"dataset": spec, "seed": seed, "budget": float(budget), "tool": tool,
                 "test_error": automl.error_rate(work / "pred.csv", y_test), "held_out": removed, **info}
 
