@@ -4,14 +4,26 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 
 from metabo.cli.kb_cmds import open_kb
+from metabo.exceptions import KnowledgeBaseError
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
     from metabo.kb.sessions import list_sessions
 
-    with open_kb(args, read_only=True) as kb:
+    try:
+        kb = open_kb(args, read_only=True)
+    except KnowledgeBaseError as e:
+        # DuckDB lets one process write a file and no other open it meanwhile
+        holder = re.search(r"lock is held in .*?\(PID (\d+)\)", str(e))
+        if holder is None:
+            raise
+        raise KnowledgeBaseError(
+            f"the knowledge base is in use by process {holder[1]} (a metabo tune still running?), and "
+            "DuckDB lets no other process open it meanwhile; list the sessions when it ends") from e
+    with kb:
         table = list_sessions(kb, dataset=args.dataset, limit=args.limit)
     if table.empty:
         print("no tuning session" + (f" on {args.dataset}" if args.dataset else ""))
@@ -24,8 +36,15 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     return 0
 
 
+def _positive(text: str) -> int:
+    n = int(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
+    return n
+
+
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("sessions", parents=[common], help="list the tuning sessions, newest first")
     p.add_argument("--dataset", help="only the sessions on this dataset (name or id)")
-    p.add_argument("--limit", type=int, default=20, help="at most this many (default 20)")
+    p.add_argument("--limit", type=_positive, default=20, help="at most this many (default 20)")
     p.set_defaults(func=cmd_sessions)
