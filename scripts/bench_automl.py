@@ -1,24 +1,29 @@
 """A table to a fitted model under one wall-clock budget: metabo tune (default, cold GP-BO)
-against FLAML, on datasets held out from the knowledge base (metabo.benchmarks.automl).
+against FLAML and Optuna's TPE, on datasets held out from the knowledge base
+(protocol and tools: metabo.benchmarks.automl).
 
     python scripts/bench_automl.py run [--datasets 20] [--seeds 2] [--budgets 30 120]
-        [--tools metabo,metabo-gp,flaml] [--parallel 2] [--out reports/automl]
+        [--tools metabo,metabo-gp,flaml,optuna] [--parallel 2] [--out reports/automl]
     python scripts/bench_automl.py report [--out reports/automl]
 
-Results are appended to <out>/runs.jsonl one line per (dataset, seed, budget, tool), so a
-killed run resumes where it stopped. FLAML gets its own virtual environment (made on first
-use under <metabo home>/cache/venv-flaml): its pins differ from this project's.
+Results are appended to <out>/runs.jsonl, one line per (dataset, seed, budget, tool), so
+a killed run resumes where it stopped (keys already there are skipped; delete a line to
+run it again). Runs go budget by budget, so the first budget's table fills first.
+FLAML gets its own virtual environment (made on first use, --flaml-venv): flaml[automl]
+pins its own scikit-learn, LightGBM and XGBoost ranges, which need not agree with this
+project's.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import shutil
 import subprocess
 import sys
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 import numpy as np
@@ -31,78 +36,114 @@ from metabo.kb import KnowledgeBase
 from metabo.paths import cache_dir
 
 
-def flaml_python() -> str:
-    venv = cache_dir("venv-flaml")
+def flaml_python(venv: Path) -> str:
+    """The python of FLAML's virtual environment ``venv``, made first if missing."""
     python = venv / "bin" / "python"
-    if not python.exists():
-        print(f"making FLAML's virtual environment in {venv} (pip install 'flaml[automl]')", file=sys.stderr)
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", "flaml[automl]", "pandas", "packaging"], check=True)
+    has_flaml = python.exists() and subprocess.run([str(python), "-c", "import flaml.automl"],
+                                                   capture_output=True).returncode == 0
+    if not has_flaml:
+        print(f"FLAML runs in its own virtual environment (its pins differ from metabo's); making it in {venv} "
+              "with pip install 'flaml[automl]' (a few minutes, about 1 GB)", file=sys.stderr)
+        if not python.exists():
+            subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "flaml[automl]", "pandas"], check=True)
+    version = subprocess.run([str(python), "-c", "import flaml; print(flaml.__version__)"], capture_output=True,
+                             text=True, check=True).stdout.strip()
+    print(f"FLAML {version} in {venv}")
     return str(python)
 
 
-def run(args: argparse.Namespace) -> int:
-    from metabo.data.loaders import load_dataset
+def trainable(spec: str):
+    """The dataset of ``spec`` as the knowledge base's runs were trained on it (KEEL columns
+    that lost their decimal points repaired, or dropped where no clean file repairs them)."""
+    from metabo.ingest.build import load_for_training
 
+    loaded = load_for_training(spec)
+    if loaded.trainable is None:
+        raise SystemExit(f"{spec} cannot be trained on: {loaded.note}")
+    if loaded.note:
+        print(f"  {spec}: {loaded.note}")
+    return loaded.trainable
+
+
+def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     results = out / "runs.jsonl"
-    done = automl.done_keys(results)
+    tools = args.tools.split(",")
+    unknown = sorted(set(tools) - set(automl.TOOLS))
+    if unknown:
+        raise SystemExit(f"unknown tools {unknown}; choose from {','.join(automl.TOOLS)}")
     kb_file = shipped_kb_file(args.kb)
     with KnowledgeBase(kb_file, read_only=True) as kb:
         tasks = kb.query("SELECT DISTINCT dataset_id FROM runs")["dataset_id"].tolist()
-        chosen = choose_datasets(kb, tasks, n=args.datasets, seed=args.dataset_seed, max_instances=args.max_rows)
+        chosen = choose_datasets(kb, tasks, names=args.names, n=args.datasets, seed=args.dataset_seed,
+                                 max_instances=args.max_rows)
         specs = {t: dataset_spec(kb, t) for t in chosen}
-    print("datasets:", ", ".join(specs.values()))
-    tools = args.tools.split(",")
-    fpy = flaml_python() if "flaml" in tools else None
+        info = {t: kb.get_dataset(t) for t in chosen}
+    print(f"{len(specs)} datasets (rows, features, classes):")
+    for t in sorted(chosen, key=lambda t: info[t]["n_instances"]):
+        print(f"  {specs[t]:28s} {info[t]['n_instances']:6d} {info[t]['n_features']:4d} {info[t]['n_classes']:3d}")
+    jobs = [{"dataset": specs[t], "task": t, "seed": s, "budget": float(b), "tool": tool}
+            for b in args.budgets for s in range(args.seeds) for t in chosen for tool in tools]
+    todo = automl.pending(jobs, automl.done_keys(results))
+    print(f"{len(jobs)} tool runs, {len(jobs) - len(todo)} already in {results}, {len(todo)} to run")
+    if not todo:
+        return report(args)
+    fpy = flaml_python(Path(args.flaml_venv)) if any(j["tool"] == "flaml" for j in todo) else None
+
     scratch = Path(tempfile.mkdtemp(prefix="bench-automl-"))
-    jobs = []
-    for seed in range(args.seeds):
-        for task, spec in specs.items():
-            data = load_dataset(spec)
-            y = data.y.astype(str).to_numpy()
-            train_rows, test_rows = automl.outer_split(y, seed)
-            cell = scratch / f"{task}-{seed}"
-            cell.mkdir(parents=True, exist_ok=True)
-            frame = data.X.copy()
-            frame["y"] = y
-            frame.iloc[train_rows].to_csv(cell / "train.csv", index=False)
-            frame.iloc[test_rows].drop(columns="y").to_csv(cell / "test.csv", index=False)
-            kb_copy = cell / "kb.duckdb"
-            removed = automl.held_out_kb(kb_file, kb_copy, task)
-            for budget in args.budgets:
-                for tool in tools:
-                    if (spec, seed, float(budget), tool) not in done:
-                        jobs.append((spec, seed, budget, tool, cell, y[test_rows], kb_copy, removed))
+    held: dict[str, tuple[Path, list[str]]] = {}
+    cells: dict[tuple[str, int], np.ndarray] = {}
+    for job in todo:  # the held-out stores and the split files, once each
+        task, seed = job["task"], job["seed"]
+        if task not in held and job["tool"].startswith("metabo"):
+            copy = scratch / f"{task}.duckdb"
+            held[task] = copy, automl.held_out_kb(kb_file, copy, task)
+        if (task, seed) not in cells:
+            cells[task, seed] = automl.write_cell(trainable(job["dataset"]), seed, scratch / f"{task}-{seed}")
 
     def one(job):
-        spec, seed, budget, tool, cell, y_test, kb_copy, removed = job
-        work = Path(tempfile.mkdtemp(dir=cell, prefix=f"{tool}-{budget}-"))
-        own_kb = work / "kb.duckdb"  # each run writes its session: one store per run, no lock shared
-        if tool != "flaml":
-            shutil.copyfile(kb_copy, own_kb)
-        info = automl.run_tool(tool, cell / "train.csv", cell / "test.csv", work, budget=budget, seed=seed,
-                               kb=own_kb, flaml_python=fpy)
-        if tool != "flaml":
-            own_kb.unlink(missing_ok=True)
-        return {"dataset": spec, "seed": seed, "budget": float(budget), "tool": tool,
-                "test_error": automl.error_rate(work / "pred.csv", y_test), "held_out": removed, **info}
+        task, seed, budget, tool = job["task"], job["seed"], job["budget"], job["tool"]
+        cell = scratch / f"{task}-{seed}"
+        work = Path(tempfile.mkdtemp(dir=cell, prefix=f"{tool}-{budget:g}-"))
+        own_kb, removed = None, None
+        if tool.startswith("metabo"):  # each run writes its session: its own store, no lock shared
+            own_kb, removed = work / "kb.duckdb", held[task][1]
+            shutil.copyfile(held[task][0], own_kb)
+        res = automl.run_tool(tool, cell / "train.csv", cell / "test.csv", work, budget=budget, seed=seed,
+                              kb=own_kb, flaml_python=fpy)
+        row = {"dataset": job["dataset"], "seed": seed, "budget": budget, "tool": tool,
+               "test_error": automl.error_rate(work / "pred.csv", cells[task, seed]), "held_out": removed, **res}
+        shutil.rmtree(work, ignore_errors=True)
+        return row
 
     with ThreadPoolExecutor(args.parallel) as pool, open(results, "a") as f:
-        for row in tqdm(pool.map(one, jobs), total=len(jobs), desc="tool runs"):
+        futures = [pool.submit(one, job) for job in todo]
+        bar = tqdm(as_completed(futures), total=len(futures), desc="tool runs", unit="run")
+        for future in bar:
+            row = future.result()
             f.write(json.dumps(row) + "\n")
             f.flush()
+            err = "failed" if row["test_error"] is None else f"{row['test_error']:.3f}"
+            bar.set_postfix_str(f"{row['tool']} {row['dataset']} {row['budget']:g}s: {row['seconds']:.0f}s err {err}")
+            if row["code"] != 0:
+                tqdm.write(f"{row['tool']} failed on {row['dataset']} seed {row['seed']} at {row['budget']:g} s "
+                           f"(code {row['code']}): {row['log'][-300:]}")
+    shutil.rmtree(scratch, ignore_errors=True)
     return report(args)
 
 
 def report(args: argparse.Namespace) -> int:
     out = Path(args.out)
-    rows = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines() if line.strip()]
+    rows = automl.read_results(out / "runs.jsonl")
+    if not rows:
+        raise SystemExit(f"no results in {out / 'runs.jsonl'}; run first")
     text = automl.summarize(rows)
     print(text)
     (out / "summary.txt").write_text(text + "\n")
     automl.plot(rows, out / "test_error.png")
+    print(f"wrote {out / 'summary.txt'} and {out / 'test_error.png'}")
     return 0
 
 
@@ -110,15 +151,18 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("command", choices=("run", "report"))
     p.add_argument("--kb", help="knowledge base file (default: the shipped export in a temporary store)")
-    p.add_argument("--datasets", type=int, default=20)
+    p.add_argument("--datasets", type=int, default=20, help="how many of the knowledge base's tasks to draw")
+    p.add_argument("--names", nargs="+", help="these tasks (dataset ids) instead of a draw")
     p.add_argument("--dataset-seed", type=int, default=0)
-    p.add_argument("--max-rows", type=int, default=5000)
+    p.add_argument("--max-rows", type=int, default=5000, help="draw among tasks of at most this many rows")
     p.add_argument("--seeds", type=int, default=2)
-    p.add_argument("--budgets", type=float, nargs="+", default=[30.0, 120.0])
+    p.add_argument("--budgets", type=float, nargs="+", default=[30.0, 120.0], help="seconds per tool run")
     p.add_argument("--tools", default=",".join(automl.TOOLS))
-    p.add_argument("--parallel", type=int, default=2)
+    p.add_argument("--parallel", type=int, default=2, help="tool runs at once (each on one core)")
+    p.add_argument("--flaml-venv", default=str(cache_dir("venv-flaml")))
     p.add_argument("--out", default="reports/automl")
     args = p.parse_args()
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     np.seterr(all="ignore")
     return run(args) if args.command == "run" else report(args)
 

@@ -1,25 +1,44 @@
-"""From a table to a fitted model under one wall-clock budget: ``metabo tune`` against FLAML.
+"""From a table to a fitted model under one wall-clock budget: ``metabo tune`` against
+FLAML and Optuna.
 
 Protocol (issue 17): for each dataset (a task of the shipped knowledge base) and seed, a
-seeded stratified 75/25 outer split; every tool gets the 75% as a CSV and ``T`` seconds of
-wall-clock time, returns a model, and is scored by the test error rate of that model's
-predictions on the 25%. Each tool runs as its own process (its time is the whole
-command's: interpreter start, imports, search and final fit) with one thread
-(``OMP_NUM_THREADS=1`` and the tools' ``n_jobs=1``).
+seeded stratified 75/25 outer split (:func:`outer_split`); every tool gets the 75% as a
+CSV (target column ``y``) and ``T`` seconds of wall-clock time, returns a model, and is
+scored by the test error rate of that model's predictions on the 25%. Each tool runs as
+its own process: its ``seconds`` are the whole command's (interpreter start, imports,
+search and final fit), one thread each (``OMP_NUM_THREADS=1`` and the tools'
+``n_jobs=1``), so a crash or an overrun stays inside the run and is timed. A run
+overruns when ``seconds > (1 + OVERRUN) T``.
 
-Held out: metabo's tools run on a copy of the knowledge base from which the dataset's
-runs and meta-features, and those of every task with the same content (fingerprint), are
-deleted; otherwise the 75% file, whose content differs, would transfer from its own
-full-data runs.
+Held out (:func:`held_out_kb`): metabo's tools run on a copy of the knowledge base from
+which the dataset, and every dataset of the same content (``datasets.fingerprint``), is
+deleted with all it owns (runs and their predictions, meta-features, sessions, cached
+surrogates, source ids); otherwise the 75% file, whose content differs, would transfer
+from its own full-data runs.
 
-Tools: ``metabo`` (``metabo tune --time-budget T --save-model`` with the default strategy,
-then ``metabo predict``), ``metabo-gp`` (the same with ``--strategy gp``) and ``flaml``
-(``AutoML.fit(time_budget=T, starting_points="data")``, its zero-shot start, in its own
-virtual environment: its pins differ from this project's; ``scripts/automl_runners``).
+Tools (:data:`TOOLS`):
+
+- ``metabo``: ``metabo tune TRAIN --target y --time-budget T --save-model M`` with the
+  default strategy, then ``metabo predict M TEST`` (timed apart, ``predict_seconds``: the
+  budget is the tune command's).
+- ``metabo-gp``: the same with ``--strategy gp`` (cold GP-BO).
+- ``flaml``: ``AutoML.fit(time_budget=T, starting_points="data", n_jobs=1)``, FLAML's
+  zero-shot (meta-learned) start, in its own virtual environment: its pins differ from
+  this project's (``scripts/automl_runners/flaml_runner.py``).
+- ``optuna``: Optuna's TPE, define-by-run over metabo's CASH space
+  (:class:`metabo.benchmarks.peers.OptunaSuggester`), each trial evaluated as metabo
+  evaluates one (:func:`optuna_tpe`), then the best refitted on the whole 75% inside the
+  budget (``scripts/automl_runners/optuna_runner.py``).
+
+Summary (:func:`summarize`), per budget over the (dataset, seed) cells every tool
+finished: mean test error, average rank (ties share the mean of their ranks),
+wins/ties/losses of ``metabo`` against each other tool with the Wilcoxon signed-rank p,
+mean time to the first model, overrun rate and failures.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import logging
 import os
@@ -28,46 +47,75 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from metabo.exceptions import InputDataError
 
+if TYPE_CHECKING:
+    from metabo.data.dataset import Dataset
+    from metabo.ensembles.model import EnsembleModel
+    from metabo.optimizer.budget import TimeBudget
+
 logger = logging.getLogger(__name__)
 
-TOOLS = ("metabo", "metabo-gp", "flaml")
+TOOLS = ("metabo", "metabo-gp", "flaml", "optuna")
+#: The tool every other is compared with, head to head.
+REFERENCE = "metabo"
+#: A run overruns its budget T when it takes more than (1 + OVERRUN) T seconds.
 OVERRUN = 0.05
+#: The target column of the files handed to the tools.
+TARGET = "y"
 RUNNERS = Path(__file__).resolve().parents[2] / "scripts" / "automl_runners"
+#: Tables whose rows belong to one dataset, by the column naming it.
+_DATASET_COLUMNS = {"meta_features": "dataset_id", "sessions": "dataset_id", "surrogate_bank": "task",
+                    "datasets": "dataset_id"}
 
 
 def one_thread_env() -> dict[str, str]:
+    """This process's environment with every BLAS / OpenMP pool limited to one thread."""
     env = dict(os.environ)
-    for key in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    for key in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
+                "NUMEXPR_NUM_THREADS"):
         env[key] = "1"
     return env
 
 
-def held_out_kb(source: str | os.PathLike[str], dest: Path, task: str) -> list[str]:
-    """Copy the knowledge base ``source`` to ``dest`` without the runs and meta-features of
-    ``task`` and the tasks of the same content; return the tasks removed."""
+# ----------------------------------------------------------------- data
+def held_out_kb(source: str | os.PathLike[str], dest: str | os.PathLike[str], task: str) -> list[str]:
+    """Copy the knowledge base ``source`` to ``dest`` without ``task`` and the tasks of the
+    same content (fingerprint), and without everything they own: their runs and those
+    runs' predictions, meta-features, sessions, cached surrogates and source ids. Returns
+    the tasks removed (sorted); every other row is kept."""
     from metabo.kb import KnowledgeBase
 
+    with KnowledgeBase(source, read_only=True) as kb:
+        kb.get_dataset(task)  # UnknownDatasetError naming the fix
     shutil.copyfile(source, dest)
     with KnowledgeBase(dest) as kb:
         same = kb.query("SELECT dataset_id FROM datasets WHERE fingerprint = "
                         "(SELECT fingerprint FROM datasets WHERE dataset_id = ?)", [task])["dataset_id"].tolist()
         drop = sorted({task, *same})
+        tables = set(kb.query("SELECT table_name FROM information_schema.tables")["table_name"])
+        ids = "(SELECT unnest(?::VARCHAR[]))"
         with kb.transaction() as tx:
-            for table in ("runs", "meta_features"):
-                tx.execute(f"DELETE FROM {table} WHERE dataset_id IN (SELECT unnest(?::VARCHAR[]))", [drop])
+            tx.execute(f"DELETE FROM predictions WHERE run_id IN (SELECT run_id FROM runs WHERE dataset_id IN {ids})",
+                       [drop])
+            tx.execute(f"DELETE FROM runs WHERE dataset_id IN {ids}", [drop])
+            if "source_ids" in tables:
+                tx.execute(f"DELETE FROM source_ids WHERE kind = 'dataset' AND local_id IN {ids}", [drop])
+            for table, column in _DATASET_COLUMNS.items():
+                if table in tables:
+                    tx.execute(f"DELETE FROM {table} WHERE {column} IN {ids}", [drop])
     return drop
 
 
 def outer_split(y: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Stratified 75/25 row indices."""
+    """Stratified 75/25 row indices (sorted), seeded; unstratified if a class has one row."""
     from sklearn.model_selection import train_test_split
 
     rows = np.arange(len(y))
@@ -76,7 +124,26 @@ def outer_split(y: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return tuple(np.sort(p) for p in train_test_split(rows, test_size=0.25, random_state=seed, stratify=strat))
 
 
+def write_cell(dataset: Dataset, seed: int, folder: Path) -> np.ndarray:
+    """Write ``train.csv`` (the 75%, with the target as :data:`TARGET`) and ``test.csv``
+    (the 25%, without it) of ``dataset``'s outer split under ``seed`` to ``folder``;
+    return the test labels (as text)."""
+    if TARGET in dataset.X.columns:
+        raise InputDataError(f"{dataset.name} has a feature named {TARGET!r}, the name the target gets here")
+    y = dataset.y.astype(str).to_numpy()
+    train, test = outer_split(y, seed)
+    frame = dataset.X.copy()
+    frame[TARGET] = y
+    folder.mkdir(parents=True, exist_ok=True)
+    frame.iloc[train].to_csv(folder / "train.csv", index=False)
+    frame.iloc[test].drop(columns=TARGET).to_csv(folder / "test.csv", index=False)
+    return y[test]
+
+
+# ----------------------------------------------------------------- one tool run
 def _run(cmd: Sequence[str], *, timeout: float) -> tuple[float, int, str]:
+    """(seconds, return code, tail of stdout + stderr) of ``cmd`` on one thread; a command
+    still running after ``timeout`` seconds is killed (code -9)."""
     start = time.monotonic()
     try:
         done = subprocess.run(list(cmd), capture_output=True, text=True, timeout=timeout, env=one_thread_env())
@@ -85,106 +152,272 @@ def _run(cmd: Sequence[str], *, timeout: float) -> tuple[float, int, str]:
         return time.monotonic() - start, -9, f"killed after {timeout:.0f} s: {str(e)[-500:]}"
 
 
-def run_tool(tool: str, train: Path, test: Path, work: Path, *, budget: float, seed: int, kb: Path,
-             flaml_python: str | None) -> dict[str, Any]:
-    """Run ``tool`` on ``train`` (target column ``y``) for ``budget`` seconds; its
-    predictions for ``test`` are written to ``work/pred.csv``."""
+def _version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def parse_metabo_log(log: str) -> dict[str, Any]:
+    """Trials, strategy and seconds to the first model from ``metabo tune``'s output
+    (``session S: N trials on D (STRATEGY, seed K)`` and ``...; first model after X s``)."""
+    out: dict[str, Any] = {"trials": None, "strategy": None, "first_model": None}
+    for line in log.splitlines():
+        if line.startswith("session ") and " trials on " in line:
+            out["trials"] = int(line.split(": ", 1)[1].split()[0])
+            out["strategy"] = line.rsplit("(", 1)[1].split(",")[0]
+        elif "first model after " in line:
+            out["first_model"] = float(line.rsplit("first model after ", 1)[1].split()[0])
+    return out
+
+
+def _json_line(log: str) -> dict[str, Any]:
+    """The last line of ``log`` that is a JSON object (a runner's report), or {}."""
+    for line in reversed(log.splitlines()):
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except json.JSONDecodeError:
+                continue
+    return {}
+
+
+def run_tool(tool: str, train: Path, test: Path, work: Path, *, budget: float, seed: int, kb: Path | None,
+             flaml_python: str | None = None) -> dict[str, Any]:
+    """Run ``tool`` on ``train`` (target column :data:`TARGET`) for ``budget`` seconds,
+    its predictions for ``test`` written to ``work/pred.csv``. Returns ``seconds`` (the
+    whole tuning command), ``code`` (0 when it succeeded), ``trials``,
+    ``first_model`` (seconds, where the tool reports it), ``predict_seconds``,
+    ``version`` and the log's tail when it failed. ``kb`` is the held-out knowledge base
+    of the metabo tools, which write their session to it."""
     pred = work / "pred.csv"
-    hard = 3 * budget + 60
+    hard = 3 * budget + 60  # a hung tool is killed; its run counts as failed and overrun
+    info: dict[str, Any] = {"trials": None, "first_model": None, "predict_seconds": None, "version": None}
     if tool in ("metabo", "metabo-gp"):
+        if kb is None:
+            raise InputDataError(f"{tool} needs the held-out knowledge base (kb=)")
         model = work / "model.joblib"
-        cmd = [sys.executable, "-m", "metabo.cli.main", "tune", str(train), "--target", "y", "--time-budget",
+        cmd = [sys.executable, "-m", "metabo.cli.main", "tune", str(train), "--target", TARGET, "--time-budget",
                str(budget), "--save-model", str(model), "--kb", str(kb), "--seed", str(seed)]
         if tool == "metabo-gp":
             cmd += ["--strategy", "gp"]
         seconds, code, log = _run(cmd, timeout=hard)
-        trials = next((int(line.split(": ")[1].split()[0]) for line in log.splitlines()
-                       if line.startswith("session ") and " trials on " in line), None)
-        first = next((float(line.rsplit("first model after ", 1)[1].split()[0]) for line in log.splitlines()
-                      if "first model after" in line), None)
+        info.update(parse_metabo_log(log), version=_version("metabo"))
         if code == 0:
-            _, pcode, plog = _run([sys.executable, "-m", "metabo.cli.main", "predict", str(model), str(test),
-                                   "--out", str(pred)], timeout=600)
+            info["predict_seconds"], pcode, plog = _run(
+                [sys.executable, "-m", "metabo.cli.main", "predict", str(model), str(test), "--out", str(pred)],
+                timeout=600)
             if pcode != 0:
                 code, log = pcode, plog
-    elif tool == "flaml":
-        if flaml_python is None:
-            raise InputDataError("flaml needs --flaml-python (scripts/bench_automl.py makes its venv)")
-        cmd = [flaml_python, str(RUNNERS / "flaml_runner.py"), str(train), str(test), str(pred), str(budget),
-               str(seed)]
+    elif tool in ("flaml", "optuna"):
+        if tool == "flaml" and flaml_python is None:
+            raise InputDataError("flaml needs the python of FLAML's virtual environment (flaml_python=); "
+                                 "scripts/bench_automl.py makes it")
+        python = flaml_python if tool == "flaml" else sys.executable
+        cmd = [python, str(RUNNERS / f"{tool}_runner.py"), str(train), str(test), str(pred), str(budget), str(seed)]
         seconds, code, log = _run(cmd, timeout=hard)
-        info = next((json.loads(line) for line in log.splitlines() if line.startswith("{")), {})
-        trials, first = info.get("trials"), info.get("first_model_seconds")
+        report = _json_line(log)
+        info.update({k: report.get(k) for k in ("trials", "first_model", "predict_seconds", "version")})
     else:
         raise InputDataError(f"unknown tool {tool!r}; choose from {TOOLS}")
-    return {"seconds": seconds, "code": code, "trials": trials, "first_model": first,
+    return {"seconds": seconds, "code": code, "overrun": seconds > (1 + OVERRUN) * budget, **info,
             "log": log if code != 0 else ""}
 
 
 def error_rate(pred: Path, y_test: np.ndarray) -> float | None:
+    """The share of ``pred``'s ``prediction`` column that differs from ``y_test`` (as text);
+    None without a file of the right length."""
     if not pred.is_file():
         return None
-    got = pd.read_csv(pred)["prediction"].astype(str).to_numpy()
+    got = pd.read_csv(pred, dtype={"prediction": str})["prediction"].to_numpy()
     return float(np.mean(got != y_test.astype(str))) if len(got) == len(y_test) else None
 
 
-def done_keys(path: Path) -> set[tuple[str, int, float, str]]:
+# ----------------------------------------------------------------- Optuna, the peer in this venv
+@dataclass(frozen=True)
+class SearchResult:
+    """A finished search: the model refitted on every row, and what the search did."""
+
+    model: EnsembleModel
+    algorithm: str
+    params: Mapping[str, Any]
+    valid_error: float
+    trials: int
+    failed: int
+    first_model: float | None  # seconds from the budget's start to the first successful trial
+
+
+def optuna_tpe(dataset: Dataset, *, budget: TimeBudget, seed: int) -> SearchResult:
+    """Optuna's TPE over metabo's CASH space on ``dataset`` within ``budget``, then the best
+    configuration refitted on all of ``dataset``.
+
+    Each trial is evaluated as ``metabo tune`` evaluates one: the same stratified
+    :class:`~metabo.evaluation.protocols.Holdout` 60/20/20 under the same seed (so the
+    same training and validation rows), validation error rate as the objective, a forked
+    worker killed at the trial's time limit. The budget is shared as ``metabo tune``
+    shares it (:mod:`metabo.optimizer.budget`): a trial starts only with time left for the
+    final fit (reserved from the best trial's fit seconds), and may run at most what is
+    left. A failed or cut trial is told to Optuna as failed. The final fit is on every
+    row (the 75% file), not only training + validation as ``metabo tune``'s.
+    """
+    import optuna
+
+    from metabo.benchmarks.peers import OptunaSuggester
+    from metabo.ensembles.model import EnsembleModel
+    from metabo.evaluation.evaluate import evaluate
+    from metabo.evaluation.protocols import Holdout
+    from metabo.optimizer.budget import final_fit_seconds
+    from metabo.optimizer.history import TrialRecord
+    from metabo.space.algorithms import default_cash_space
+
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    protocol = Holdout(0.6, 0.2, 0.2)
+    n_train = protocol.splits(dataset, seed)[0].n_train
+    suggester = OptunaSuggester(default_cash_space(), seed, "tpe")
+    best: TrialRecord | None = None
+    trials = failed = 0
+    first = None
+    while (limit := budget.trial_limit(final_fit_seconds(best, train_rows=n_train,
+                                                           final_rows=dataset.n_instances))) is not None:
+        algorithm, params = suggester.ask()
+        [ev] = evaluate(algorithm, params, dataset, protocol=protocol, seed=seed, metrics=("error_rate",),
+                        time_limit=limit, keep_predictions=False)
+        trials += 1
+        if not ev.ok:
+            failed += 1
+            suggester.discard()
+            continue
+        value = ev.valid["error_rate"]
+        suggester.tell(value)
+        first = budget.elapsed() if first is None else first
+        if best is None or value < best.value:
+            best = TrialRecord(trials - 1, algorithm, params, config_id="", state="complete", value=value,
+                               status="ok", fit_seconds=ev.fit_seconds, predict_seconds=ev.predict_seconds)
+    if best is None:
+        raise InputDataError(f"no Optuna trial succeeded on {dataset.name} in {budget.seconds:g} s")
+    model = EnsembleModel([(best.algorithm, dict(best.params))], seed=seed).fit_dataset(dataset)
+    return SearchResult(model, best.algorithm, dict(best.params), best.value, trials, failed, first)
+
+
+# ----------------------------------------------------------------- results
+def result_key(row: Mapping[str, Any]) -> tuple[str, int, float, str]:
+    """The identity of a result line: (dataset, seed, budget, tool)."""
+    return row["dataset"], int(row["seed"]), float(row["budget"]), row["tool"]
+
+
+def read_results(path: Path) -> list[dict[str, Any]]:
+    """The result lines of ``path`` (none if it is missing; a torn last line is skipped)."""
     if not path.is_file():
-        return set()
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return {(r["dataset"], r["seed"], float(r["budget"]), r["tool"]) for r in rows}
+        return []
+    rows = []
+    for line in path.read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            logger.warning("skipping a torn line of %s: %.60s", path, line)
+    return rows
 
 
-def summarize(rows: Sequence[Mapping[str, Any]]) -> str:
-    """Mean test error, average rank (ties averaged), wins/ties/losses of ``metabo`` against
-    each tool, Wilcoxon p, time to the first model and overruns, per budget; over the
-    (dataset, seed) cells every tool finished."""
-    from scipy.stats import rankdata, wilcoxon
+def done_keys(path: Path) -> set[tuple[str, int, float, str]]:
+    """The keys (:func:`result_key`) already in the results file ``path``."""
+    return {result_key(r) for r in read_results(path)}
 
-    frame = pd.DataFrame(rows)
+
+def pending(jobs: Sequence[Mapping[str, Any]], done: set[tuple[str, int, float, str]]) -> list[Mapping[str, Any]]:
+    """The jobs (mappings with a result key's fields) whose key is not ``done``."""
+    return [j for j in jobs if result_key(j) not in done]
+
+
+def error_table(rows: Sequence[Mapping[str, Any]], budget: float) -> pd.DataFrame:
+    """(dataset, seed) x tool test errors at ``budget``, the cells every tool finished."""
+    frame = pd.DataFrame([r for r in rows if float(r["budget"]) == float(budget)])
+    table = frame.pivot_table(index=["dataset", "seed"], columns="tool", values="test_error", dropna=False)
+    return table.dropna()
+
+
+def average_ranks(table: pd.DataFrame) -> pd.Series:
+    """Each tool's rank per row of ``table`` (1 = lowest error, ties share their mean
+    rank), averaged over the rows."""
+    from scipy.stats import rankdata
+
+    return pd.DataFrame(rankdata(table.to_numpy(), axis=1), columns=table.columns, index=table.index).mean()
+
+
+def head_to_head(table: pd.DataFrame, a: str, b: str) -> tuple[int, int, int, float]:
+    """Wins, ties and losses of tool ``a`` against ``b`` (lower error wins) and the
+    two-sided Wilcoxon signed-rank p of their paired errors (1 when all tie)."""
+    from scipy.stats import wilcoxon
+
+    d = (table[a] - table[b]).to_numpy()
+    p = float(wilcoxon(d).pvalue) if np.any(d != 0) else 1.0
+    return int((d < 0).sum()), int((d == 0).sum()), int((d > 0).sum()), p
+
+
+def overrun_rate(rows: Sequence[Mapping[str, Any]]) -> float:
+    """The share of ``rows`` whose ``seconds`` exceed ``(1 + OVERRUN) budget``."""
+    return float(np.mean([r["seconds"] > (1 + OVERRUN) * float(r["budget"]) for r in rows])) if rows else float("nan")
+
+
+def _mean(values: Sequence[Any]) -> float:
+    v = [x for x in values if x is not None and not (isinstance(x, float) and np.isnan(x))]
+    return float(np.mean(v)) if v else float("nan")
+
+
+def summarize(rows: Sequence[Mapping[str, Any]], reference: str = REFERENCE) -> str:
+    """Per budget: mean test error and average rank over the (dataset, seed) cells every
+    tool finished; per tool over all its runs, the overrun rate, mean seconds, time to the
+    first model, trials and failures; ``reference`` against each other tool head to head."""
     out = []
-    for budget, group in frame.groupby("budget"):
-        table = group.pivot_table(index=["dataset", "seed"], columns="tool", values="test_error")
-        table = table.dropna()
-        tools = list(table.columns)
-        ranks = pd.DataFrame(np.apply_along_axis(rankdata, 1, table.to_numpy()), columns=tools)
-        out.append(f"budget {budget:g} s: {len(table)} cells (dataset x seed) every tool finished")
-        for tool in tools:
-            g = group[group["tool"] == tool]
-            over = float(np.mean(g["seconds"] > (1 + OVERRUN) * budget))
-            first = g["first_model"].dropna()
-            out.append(f"  {tool:10s} test error {table[tool].mean():.4f}  rank {ranks[tool].mean():.2f}  "
-                       f"overrun>5% {over:.0%}  mean seconds {g['seconds'].mean():.1f}  "
-                       f"first model {first.mean() if len(first) else float('nan'):.1f} s  "
-                       f"trials {g['trials'].dropna().mean():.0f}")
-        if "metabo" in tools:
-            for tool in tools:
-                if tool == "metabo":
-                    continue
-                d = table["metabo"] - table[tool]
-                p = wilcoxon(d).pvalue if (d != 0).any() else 1.0
-                out.append(f"  metabo vs {tool}: {(d < 0).sum()} wins, {(d == 0).sum()} ties, {(d > 0).sum()} "
-                           f"losses, Wilcoxon p {p:.3g}")
+    versions = {r["tool"]: r.get("version") for r in rows if r.get("version")}
+    if versions:
+        out.append("versions: " + ", ".join(f"{t} {v}" for t, v in sorted(versions.items())))
+    for budget in sorted({float(r["budget"]) for r in rows}):
+        table = error_table(rows, budget)
+        runs = [r for r in rows if float(r["budget"]) == budget]
+        cells = {(r["dataset"], r["seed"]) for r in runs}
+        out.append(f"budget {budget:g} s: {len(table)} of {len(cells)} cells (dataset x seed) every tool finished")
+        ranks = average_ranks(table) if len(table) else pd.Series(dtype=float)
+        for tool in sorted({r["tool"] for r in runs}):
+            mine = [r for r in runs if r["tool"] == tool]
+            failed = sum(r.get("test_error") is None for r in mine)
+            error = table[tool].mean() if tool in table else float("nan")
+            out.append(
+                f"  {tool:10s} test error {error:.4f}  rank {ranks.get(tool, float('nan')):.2f}  "
+                f"overrun>{OVERRUN:.0%} {overrun_rate(mine):.0%}  "
+                f"mean seconds {_mean([r['seconds'] for r in mine]):.1f}  "
+                f"first model {_mean([r.get('first_model') for r in mine]):.1f} s  "
+                f"trials {_mean([r.get('trials') for r in mine]):.0f}  failed {failed}/{len(mine)}")
+        if reference in table:
+            for tool in table.columns:
+                if tool != reference:
+                    w, t, lo, p = head_to_head(table, reference, tool)
+                    out.append(f"  {reference} vs {tool}: {w} wins, {t} ties, {lo} losses, Wilcoxon p {p:.3g}")
     return "\n".join(out)
 
 
 def plot(rows: Sequence[Mapping[str, Any]], path: Path) -> None:
+    """Box plots of the test errors per tool, one panel per budget, saved to ``path``."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    frame = pd.DataFrame(rows)
-    budgets = sorted(frame["budget"].unique())
-    fig, axes = plt.subplots(1, len(budgets), figsize=(5 * len(budgets), 4), squeeze=False)
+    budgets = sorted({float(r["budget"]) for r in rows})
+    fig, axes = plt.subplots(1, len(budgets), figsize=(1.4 * len(TOOLS) + 2 * len(budgets) + 2, 4), squeeze=False)
     for ax, budget in zip(axes[0], budgets):
-        table = frame[frame["budget"] == budget].pivot_table(index=["dataset", "seed"], columns="tool",
-                                                              values="test_error").dropna()
-        ax.boxplot([table[t] for t in table.columns], tick_labels=list(table.columns))
+        table = error_table(rows, budget)
+        ranks = average_ranks(table) if len(table) else {}
+        ax.boxplot([table[t] for t in table.columns],
+                   tick_labels=[f"{t}\nrank {ranks[t]:.2f}" for t in table.columns])
         ax.set_title(f"test error at {budget:g} s ({len(table)} cells)")
+        ax.set_ylabel("test error rate")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
 
-__all__ = ["TOOLS", "done_keys", "error_rate", "held_out_kb", "outer_split", "plot", "run_tool", "summarize"]
+__all__ = ["OVERRUN", "REFERENCE", "TARGET", "TOOLS", "SearchResult", "average_ranks", "done_keys", "error_rate",
+           "error_table", "head_to_head", "held_out_kb", "one_thread_env", "optuna_tpe", "outer_split",
+           "overrun_rate", "parse_metabo_log", "pending", "plot", "read_results", "result_key", "run_tool",
+           "summarize", "write_cell"]

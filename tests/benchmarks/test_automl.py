@@ -1,15 +1,25 @@
-"""The AutoML benchmark's held-out knowledge base, split, resumption keys and summary."""
+"""The AutoML benchmark: the held-out knowledge base, the split, resumption, the summary's
+ranks, head-to-head counts and overruns on hand-made results, and the Optuna peer."""
 
 from __future__ import annotations
 
 import json
+import time
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from metabo.benchmarks import automl
 from metabo.data.dataset import Dataset
+from metabo.exceptions import UnknownDatasetError
 from metabo.kb import KnowledgeBase
+
+# ----------------------------------------------------------------- held-out knowledge base
+OWNED = {  # table -> the column naming the dataset a row belongs to
+    "datasets": "dataset_id", "meta_features": "dataset_id", "runs": "dataset_id", "sessions": "dataset_id",
+    "surrogate_bank": "task", "source_ids": "local_id",
+}
 
 
 def _dataset(name: str, shift: float) -> Dataset:
@@ -17,45 +27,172 @@ def _dataset(name: str, shift: float) -> Dataset:
     return Dataset.from_frame(frame, "y", name=name, source="test")
 
 
-def test_the_held_out_copy_drops_the_task_and_its_same_content_twins_only(tmp_path):
+def _owned_rows(path) -> dict[str, pd.Series]:
+    with KnowledgeBase(path, read_only=True) as kb:
+        out = {t: kb.query(f"SELECT {c} AS d FROM {t} ORDER BY ALL")["d"] for t, c in OWNED.items()}
+        out["predictions"] = kb.query("SELECT r.dataset_id AS d FROM predictions p JOIN runs r USING (run_id) "
+                                      "ORDER BY ALL")["d"]
+        out["orphan_predictions"] = kb.query("SELECT count(*) AS n FROM predictions WHERE run_id NOT IN "
+                                             "(SELECT run_id FROM runs)")["n"]
+    return out
+
+
+@pytest.fixture
+def store(tmp_path):
+    """A store with task ``a``, its same-content twin, and two other tasks, each owning a row
+    in every table that refers to a dataset."""
     src = tmp_path / "kb.duckdb"
     with KnowledgeBase(src) as kb:
         kb.add_algorithms(["knn"])
-        a, other = (kb.add_dataset(d) for d in (_dataset("a", 0), _dataset("b", 1)))
+        a, b, c = (kb.add_dataset(_dataset(n, s)) for n, s in (("a", 0), ("b", 1), ("c", 2)))
         twin = "twin-of-a"  # the same content stored under another id (another source, say)
         kb.connection.execute("INSERT INTO datasets BY NAME SELECT * REPLACE (? AS dataset_id) FROM datasets "
                               "WHERE dataset_id = ?", [twin, a])
-        for did in (a, twin, other):
-            kb.add_runs([{"dataset_id": did, "algorithm": "knn", "params": {"n_neighbors": 3}, "metric": "error_rate",
-                          "value": 0.1, "source": "test", "status": "ok"}])
-    assert a != twin
+        for i, did in enumerate((a, twin, b, c)):
+            kb.add_runs([{"dataset_id": did, "algorithm": "knn", "params": {"n_neighbors": k}, "metric": "error_rate",
+                          "value": 0.1 * k, "source": "test", "status": "ok"} for k in (1, 3)])
+            for run_id in kb.query("SELECT run_id FROM runs WHERE dataset_id = ?", [did])["run_id"]:
+                kb.add_predictions(run_id, np.full((4, 2), 0.5))
+            kb.add_meta_features(did, {"NumberOfInstances": 10.0, "ClassEntropy": 1.0})
+            kb.add_session(f"s{i}", strategy="gp", dataset_id=did)
+            kb.connection.execute("INSERT INTO surrogate_bank VALUES (?, 'knn', 'error_rate', '{}', 'f', 2, "
+                                  "'\\x00'::BLOB, now())", [did])
+            kb.connection.execute("INSERT INTO source_ids VALUES ('test', 'dataset', ?, ?)", [f"orig-{did}", did])
+    return src, a, twin, (b, c)
+
+
+def test_the_held_out_copy_drops_the_task_and_its_same_content_twins_from_every_table(store, tmp_path):
+    src, a, twin, others = store
+    before = _owned_rows(src)
+    assert a != twin and set(before["runs"]) == {a, twin, *others}
+
     removed = automl.held_out_kb(src, tmp_path / "copy.duckdb", a)
+
     assert removed == sorted({a, twin})
-    with KnowledgeBase(tmp_path / "copy.duckdb") as kb:
-        left = set(kb.query("SELECT dataset_id FROM runs")["dataset_id"])
-    with KnowledgeBase(src) as kb:
-        assert len(kb.query("SELECT * FROM runs")) == 3  # the source is untouched
-    assert left == {other}
+    after = _owned_rows(tmp_path / "copy.duckdb")
+    for table in (*OWNED, "predictions"):
+        assert not set(after[table]) & {a, twin}, table  # nothing of the task or its twin is left
+        kept = before[table][before[table].isin(others)].reset_index(drop=True)
+        pd.testing.assert_series_equal(after[table], kept, check_names=False)  # every other row is kept
+    assert after["orphan_predictions"].iloc[0] == 0
+    pd.testing.assert_series_equal(_owned_rows(src)["runs"], before["runs"])  # the source is untouched
 
 
+def test_the_held_out_copy_refuses_an_unknown_task(store, tmp_path):
+    with pytest.raises(UnknownDatasetError, match="unknown dataset 'no-such-task'"):
+        automl.held_out_kb(store[0], tmp_path / "copy.duckdb", "no-such-task")
+    assert not (tmp_path / "copy.duckdb").exists()
+
+
+# ----------------------------------------------------------------- split
 def test_the_outer_split_is_stratified_seeded_and_a_partition():
     y = np.array(["a"] * 80 + ["b"] * 20)
     train, test = automl.outer_split(y, 0)
     assert len(test) == 25 and sorted(np.concatenate([train, test]).tolist()) == list(range(100))
     assert (y[test] == "b").sum() == 5
     assert all((p == q).all() for p, q in zip(automl.outer_split(y, 0), (train, test)))
+    assert not np.array_equal(automl.outer_split(y, 1)[1], test)
 
 
-def test_summary_ranks_wins_and_overruns_on_a_known_table(tmp_path):
-    rows = []
-    errors = {"d1": {"metabo": 0.1, "flaml": 0.2}, "d2": {"metabo": 0.3, "flaml": 0.3}, "d3": {"metabo": 0.2, "flaml": 0.1}}
-    for d, by_tool in errors.items():
-        for tool, e in by_tool.items():
-            rows.append({"dataset": d, "seed": 0, "budget": 30.0, "tool": tool, "test_error": e,
-                         "seconds": 40.0 if (tool, d) == ("flaml", "d1") else 30.0, "trials": 5, "first_model": 1.0})
+def test_the_cell_files_hold_the_split_and_the_target_as_y(tmp_path):
+    data = Dataset.from_frame(pd.DataFrame({"a": np.arange(40.0), "c": [1, 2] * 20}), "c", name="t", source="test")
+    y_test = automl.write_cell(data, 0, tmp_path)
+    train, test = pd.read_csv(tmp_path / "train.csv"), pd.read_csv(tmp_path / "test.csv")
+    assert list(train.columns) == ["a", "y"] and list(test.columns) == ["a"]
+    assert len(train) == 30 and len(test) == 10 and set(train["a"]).isdisjoint(test["a"])
+    assert sorted(y_test) == sorted(data.y.astype(str).to_numpy()[test["a"].astype(int)])
+
+
+# ----------------------------------------------------------------- tool output
+def test_metabo_logs_and_error_rates_are_read_back(tmp_path):
+    log = ("session abc (resume it with --resume if interrupted)\nstrategy: warm: 41 tasks\n"
+           "session abc: 142 trials on dataset-x (warm, seed 1), 2 failed\n"
+           "time: 29.1 s in tune (final fit 0.3 s), 29.8 s in all; first model after 1.8 s\n")
+    assert automl.parse_metabo_log(log) == {"trials": 142, "strategy": "warm", "first_model": 1.8}
+    assert automl.parse_metabo_log("Traceback ...") == {"trials": None, "strategy": None, "first_model": None}
+    (tmp_path / "p.csv").write_text("prediction\n1\n2\n01\n")
+    assert automl.error_rate(tmp_path / "p.csv", np.array([1, 1, "01"], dtype=object)) == pytest.approx(1 / 3)
+    assert automl.error_rate(tmp_path / "p.csv", np.array(["1", "2"])) is None  # wrong length
+    assert automl.error_rate(tmp_path / "missing.csv", np.array(["1"])) is None
+
+
+# ----------------------------------------------------------------- summary on a known table
+def _row(dataset, tool, error, *, seconds=30.0, budget=30.0, seed=0, first=1.0):
+    return {"dataset": dataset, "seed": seed, "budget": budget, "tool": tool, "test_error": error,
+            "seconds": seconds, "trials": 10, "first_model": first}
+
+
+ERRORS = {  # dataset -> errors of metabo, flaml, optuna
+    "d1": (0.10, 0.20, 0.20),  # ranks 1, 2.5, 2.5
+    "d2": (0.30, 0.10, 0.20),  # ranks 3, 1, 2
+    "d3": (0.20, 0.20, 0.20),  # ranks 2, 2, 2
+    "d4": (0.10, 0.30, 0.05),  # ranks 2, 3, 1
+}
+
+
+def _table_rows():
+    return [_row(d, t, e) for d, errs in ERRORS.items() for t, e in zip(("metabo", "flaml", "optuna"), errs)]
+
+
+def test_average_ranks_share_ties():
+    ranks = automl.average_ranks(automl.error_table(_table_rows(), 30.0))
+    assert ranks.to_dict() == pytest.approx({"metabo": 2.0, "flaml": 2.125, "optuna": 1.875})
+    assert ranks.sum() == pytest.approx(6.0)  # 1 + 2 + 3 per row
+
+
+def test_head_to_head_counts_and_wilcoxon_against_a_closed_form():
+    table = automl.error_table(_table_rows(), 30.0)
+    assert automl.head_to_head(table, "metabo", "flaml")[:3] == (2, 1, 1)
+    assert automl.head_to_head(table, "metabo", "optuna")[:3] == (1, 1, 2)
+    # six wins of different sizes: the exact two-sided signed-rank p is 2 / 2^6
+    six = pd.DataFrame({"a": np.zeros(6), "b": np.arange(1, 7) / 10})
+    assert automl.head_to_head(six, "a", "b") == (6, 0, 0, pytest.approx(2 / 64))
+    assert automl.head_to_head(six, "a", "a") == (0, 6, 0, 1.0)
+
+
+def test_overrun_counts_runs_beyond_five_percent_only():
+    rows = [_row("d", "t", 0.1, seconds=s) for s in (20.0, 31.5, 31.6, 60.0)]  # 31.5 = 1.05 x 30 is on time
+    assert automl.overrun_rate(rows) == 0.5
+    assert automl.overrun_rate([_row("d", "t", 0.1, seconds=125.0, budget=120.0)]) == 0.0  # under 126
+
+
+def test_the_summary_uses_only_cells_every_tool_finished():
+    rows = _table_rows() + [_row("d5", "metabo", 0.1), _row("d5", "flaml", None, seconds=95.0),
+                            _row("d5", "optuna", 0.4)]
     text = automl.summarize(rows)
-    assert "metabo vs flaml: 1 wins, 1 ties, 1 losses" in text
-    assert "flaml      test error 0.2000  rank 1.50  overrun>5% 33%" in text
+    assert "budget 30 s: 4 of 5 cells (dataset x seed) every tool finished" in text
+    assert "metabo vs flaml: 2 wins, 1 ties, 1 losses" in text
+    assert "flaml      test error 0.2000  rank 2.12  overrun>5% 20%" in text
+    flaml = next(line for line in text.splitlines() if line.startswith("  flaml "))
+    assert flaml.endswith("failed 1/5")
+
+
+# ----------------------------------------------------------------- resumption
+def test_resumption_skips_the_keys_already_written_and_a_torn_line(tmp_path):
     path = tmp_path / "runs.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert ("d1", 0, 30.0, "flaml") in automl.done_keys(path) and len(automl.done_keys(path)) == 6
+    written = [_row("d1", "metabo", 0.1), _row("d1", "flaml", 0.2, budget=120.0)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in written) + '{"dataset": "d2", "se')
+    jobs = [{"dataset": d, "seed": 0, "budget": b, "tool": t}
+            for b in (30.0, 120.0) for d in ("d1", "d2") for t in ("metabo", "flaml")]
+    done = automl.done_keys(path)
+    assert done == {("d1", 0, 30.0, "metabo"), ("d1", 0, 120.0, "flaml")}
+    left = automl.pending(jobs, done)
+    assert len(left) == 6 and all(automl.result_key(j) not in done for j in left)
+    assert automl.pending(jobs, {automl.result_key(j) for j in jobs}) == []
+
+
+# ----------------------------------------------------------------- the Optuna peer
+@pytest.mark.slow
+def test_optuna_tpe_stops_within_its_budget_and_refits_on_every_row():
+    from sklearn.datasets import load_iris
+
+    from metabo.optimizer.budget import TimeBudget
+
+    X, y = load_iris(return_X_y=True, as_frame=True)
+    data = Dataset.from_frame(X.assign(y=y.astype(str)), "y", name="iris", source="test")
+    clock = TimeBudget(4.0)
+    result = automl.optuna_tpe(data, budget=clock, seed=0)
+    assert clock.elapsed() < 4.0 * (1 + automl.OVERRUN)
+    assert result.trials >= 3 and 0 <= result.valid_error < 0.5 and result.first_model < 4.0
+    assert result.model.predict(X).shape == (150,)  # fitted on all 150 rows, all three classes known
+    assert len(result.model.classes_) == 3
