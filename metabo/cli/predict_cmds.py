@@ -54,12 +54,6 @@ def fitted_kinds(model: EnsembleModel) -> dict[str, str]:
     return kinds
 
 
-def _number_label(v: float) -> str:
-    # the label Dataset.from_frame gives a number in a nominal column: 3, not 3.0
-    f = float(v)
-    return str(int(f)) if f.is_integer() else repr(f)
-
-
 def as_fitted_kinds(frame: pd.DataFrame, kinds: dict[str, str]) -> pd.DataFrame:
     """The feature frame ``frame`` with every column of ``kinds`` of the kind it had at fit.
 
@@ -72,6 +66,8 @@ def as_fitted_kinds(frame: pd.DataFrame, kinds: dict[str, str]) -> pd.DataFrame:
     (``?`` and empty are missing); a value that is not one raises
     :class:`InputDataError` naming the column.
     """
+    from metabo.data.dataset import _num_label  # the label the fit gave a number: 3, not 3.0
+
     out = frame.copy()
     for c, kind in kinds.items():
         if c not in out.columns:
@@ -79,7 +75,7 @@ def as_fitted_kinds(frame: pd.DataFrame, kinds: dict[str, str]) -> pd.DataFrame:
         col = out[c]
         numeric = isinstance(col.dtype, np.dtype) and col.dtype.kind in "fiu"
         if kind == "nominal" and numeric:
-            out[c] = col.map(lambda v: v if pd.isna(v) else _number_label(v)).astype("category")
+            out[c] = col.map(lambda v: v if pd.isna(v) else _num_label(v)).astype("category")
         elif kind == "numeric" and not numeric:
             text = col.astype(object).map(lambda v: v if pd.isna(v) else str(v).strip())
             text = text.where(~text.isin(["?", ""]), np.nan)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 from tqdm import tqdm
@@ -28,11 +28,13 @@ def _fmt(value: float | None) -> str:
 def _metric_name(name: str) -> str:
     """A metric of :data:`metabo.evaluation.metrics.METRICS`, ``balanced_error`` naming the
     balanced error rate."""
-    from metabo.evaluation.metrics import METRICS
+    from metabo.evaluation.metrics import get_metric
 
     name = {"balanced_error": "balanced_error_rate"}.get(name, name)
-    if name not in METRICS:
-        raise argparse.ArgumentTypeError(f"unknown metric {name!r}; choose from {', '.join(sorted(METRICS))}")
+    try:
+        get_metric(name)
+    except InputDataError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
     return name
 
 
@@ -43,8 +45,6 @@ def process_start() -> float:
     try:
         ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
         uptime = float(Path("/proc/uptime").read_text().split()[0])
-        import os
-
         age = uptime - ticks / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError):
         age = 0.0
@@ -55,7 +55,9 @@ def _session_id(args: argparse.Namespace) -> str:
     """The session to continue (``--resume``) or name (``--session``), else a new id."""
     if args.resume and args.session and args.resume != args.session:
         raise SystemExit("--resume and --session name different sessions: give one")
-    return args.resume or args.session or f"tune-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S%f')}"
+    from metabo.optimizer.optimizer import new_session_id
+
+    return args.resume or args.session or new_session_id("tune")
 
 
 def _check_resume(args: argparse.Namespace, kb: object) -> None:
@@ -171,7 +173,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
                                                              f"; first model after {first:.1f} s"))
     if args.save_model is not None:
         if result.model is None:
-            raise SystemExit(f"no model to save: no trial succeeded or the final fit failed (see the log)")
+            raise SystemExit("no model to save: no trial succeeded or the final fit failed (see the log)")
         result.model.save(args.save_model)
         print(f"saved the model to {args.save_model} (metabo predict {args.save_model} DATA)")
     return 0

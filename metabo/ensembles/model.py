@@ -166,14 +166,14 @@ class EnsembleModel(ClassifierMixin, BaseEstimator):
         return self
 
     # ------------------------------------------------------------------ prediction
-    def aligned(self, X: Any, *, strict: bool = False, ignore: Sequence[str] = ()) -> pd.DataFrame:
+    def aligned(self, X: Any, *, strict: bool = False) -> pd.DataFrame:
         """``X`` as a feature frame with the fitted columns in the fitted order; a missing
         column raises :class:`InputDataError` naming it, and so does, with ``strict``, a
-        column the model was not fitted on (except those in ``ignore``, a target say)."""
+        column the model was not fitted on."""
         check_is_fitted(self, "pipelines_")
         frame = feature_frame(X)
         missing = [c for c in self.feature_names_in_ if c not in frame.columns]
-        extra = [c for c in frame.columns if c not in set(self.feature_names_in_) | set(ignore)] if strict else []
+        extra = [c for c in frame.columns if c not in set(self.feature_names_in_)] if strict else []
         if missing or extra:
             parts = ([f"lacks the columns {missing[:10]}"] if missing else []) + (
                 [f"has columns the model was not fitted on {extra[:10]}"] if extra else [])

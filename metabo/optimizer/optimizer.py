@@ -67,8 +67,13 @@ def trial_key(session_id: str, number: int) -> str:
     return f"session:{session_id}:trial:{number:08d}"
 
 
+def new_session_id(prefix: str) -> str:
+    """A new session id: ``<prefix>-<UTC timestamp to the microsecond>``."""
+    return f"{prefix}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S%f')}"
+
+
 def _default_session_id(strategy: Strategy) -> str:
-    return f"{strategy.name}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S%f')}"
+    return new_session_id(strategy.name)
 
 
 class Optimizer:

@@ -428,10 +428,11 @@ def tune(
         from metabo.space.algorithms import default_cash_space
 
         space = default_cash_space()
+    train_rows, final_rows = setup.final_rows(seed)
     if isinstance(strategy, str):
         name, note, make = resolve_strategy(strategy, kb, setup.dataset_id, space, metric=metric,
                                             time_budget=None if clock is None else clock.seconds,
-                                            n_train=setup.final_rows(seed)[0])
+                                            n_train=train_rows)
         strategy = make(seed)
     else:
         name, note = getattr(strategy, "name", type(strategy).__name__), ""
@@ -449,12 +450,8 @@ def tune(
 
     reserve = None
     if clock is not None and refit:
-        train_rows, final_rows = setup.final_rows(seed)
-
         def reserve() -> float:
-            ok = [r for r in opt.history.completed if r.ok]
-            return final_fit_seconds(min(ok, key=lambda r: r.value) if ok else None, train_rows=train_rows,
-                                     final_rows=final_rows)
+            return final_fit_seconds(opt.history.best(), train_rows=train_rows, final_rows=final_rows)
 
     run_trials(opt, setup, budget=budget, seed=seed, time_limit=time_limit, memory_limit_mb=memory_limit_mb,
                keep_predictions=keep_predictions, n_jobs=n_jobs, backend=backend, scheduler=scheduler,

@@ -233,6 +233,7 @@ class PortfolioWarmStart:
         if max_cost is not None and not max_cost > 0:
             raise InputDataError(f"max_cost must be a positive number of seconds, got {max_cost!r}")
         self.costs, self.max_cost = (None if costs is None else dict(costs)), max_cost
+        self._column_costs: tuple[CASHSpace, dict[str, float]] | None = None
         self._residual: ResidualGP | None = None
         self._encoded: tuple[CASHSpace, dict[str, tuple[np.ndarray, np.ndarray]]] | None = None
         self.meta_features = None if meta_features is None else {
@@ -253,13 +254,16 @@ class PortfolioWarmStart:
         return self._matrix[1], self._matrix[2]
 
     def column_costs(self, space: CASHSpace) -> dict[str, float]:
-        """Canonical configuration id -> predicted fit seconds (the median over its stored ids)."""
-        m, _ = self.matrix(space)
-        by_column: dict[int, list[float]] = {}
-        for stored, seconds in (self.costs or {}).items():
-            if stored in m.aliases:
-                by_column.setdefault(m.aliases[stored], []).append(seconds)
-        return {m.ids[j]: float(np.median(v)) for j, v in by_column.items()}
+        """Canonical configuration id -> predicted fit seconds (the median over its stored
+        ids), built once per space like :meth:`matrix`."""
+        if self._column_costs is None or self._column_costs[0] is not space:
+            m, _ = self.matrix(space)
+            by_column: dict[int, list[float]] = {}
+            for stored, seconds in (self.costs or {}).items():
+                if stored in m.aliases:
+                    by_column.setdefault(m.aliases[stored], []).append(seconds)
+            self._column_costs = (space, {m.ids[j]: float(np.median(v)) for j, v in by_column.items()})
+        return self._column_costs[1]
 
     def affordable(self, history: History, space: CASHSpace) -> np.ndarray:
         """Which columns fit within ``max_cost`` (all without a cost limit; all when none does)."""
