@@ -7,15 +7,9 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-import numpy as np
 import pandas as pd
 
 from metabo.exceptions import InputDataError
-
-if TYPE_CHECKING:
-    from metabo.ensembles.model import EnsembleModel
 
 
 def predictions(model_path: str | os.PathLike[str], data: str | os.PathLike[str], *, target: str | None = None,
@@ -25,7 +19,7 @@ def predictions(model_path: str | os.PathLike[str], data: str | os.PathLike[str]
     for every row of the table ``data``: a ``prediction`` column (the class labels as
     given at fit) and, with ``proba``, ``proba_<label>`` per class. The table's columns
     must be those the model was fitted on (in any order; ``target`` is dropped), and each
-    column is read as the kind it had at fit (:func:`as_fitted_kinds`)."""
+    column is read as the kind it had at fit (:meth:`~metabo.ensembles.model.EnsembleModel.aligned`)."""
     from metabo.data.dataset import feature_frame
     from metabo.data.files import read_table
     from metabo.ensembles.model import EnsembleModel
@@ -33,59 +27,12 @@ def predictions(model_path: str | os.PathLike[str], data: str | os.PathLike[str]
     model = EnsembleModel.load(model_path)
     frame, _ = read_table(data)
     frame = feature_frame(frame.drop(columns=[target]) if target in frame.columns else frame)
-    X = model.aligned(as_fitted_kinds(frame, fitted_kinds(model)), strict=True)
+    X = model.aligned(frame, strict=True)
     out = pd.DataFrame({"prediction": model.predict(X)})
     if proba:
         P = model.predict_proba(X)
         for k, label in enumerate(model.classes_):
             out[f"proba_{label}"] = P[:, k]
-    return out
-
-
-def fitted_kinds(model: EnsembleModel) -> dict[str, str]:
-    """``{column: "numeric" | "nominal"}`` as the model's preprocessing
-    (:func:`metabo.evaluation.preprocessing.make_preprocessor`) split its columns at fit;
-    empty when its first member's pipeline is not of that shape."""
-    kinds: dict[str, str] = {}
-    preprocess = getattr(model.pipelines_[0], "named_steps", {}).get("preprocess")
-    for name, _, columns in getattr(preprocess, "transformers_", ()):
-        if name in ("numeric", "nominal"):
-            kinds.update(dict.fromkeys(map(str, columns), name))
-    return kinds
-
-
-def as_fitted_kinds(frame: pd.DataFrame, kinds: dict[str, str]) -> pd.DataFrame:
-    """The feature frame ``frame`` with every column of ``kinds`` of the kind it had at fit.
-
-    A file's column is numeric or not by what it holds, so a batch to predict on can read
-    otherwise than the table the model was fitted on: a nominal column of numbers
-    (declared nominal, as ARFF, OpenML or ``load_file(nominal=...)`` do, or one whose
-    fitted values included words) would be matched as "1.0" against the fitted
-    category "1", so against no category at all; its numbers become the labels the fit
-    gave them. A numeric column read as text is parsed as numbers
-    (``?`` and empty are missing); a value that is not one raises
-    :class:`InputDataError` naming the column.
-    """
-    from metabo.data.dataset import _num_label  # the label the fit gave a number: 3, not 3.0
-
-    out = frame.copy()
-    for c, kind in kinds.items():
-        if c not in out.columns:
-            continue
-        col = out[c]
-        numeric = isinstance(col.dtype, np.dtype) and col.dtype.kind in "fiu"
-        if kind == "nominal" and numeric:
-            out[c] = col.map(lambda v: v if pd.isna(v) else _num_label(v)).astype("category")
-        elif kind == "numeric" and not numeric:
-            text = col.astype(object).map(lambda v: v if pd.isna(v) else str(v).strip())
-            text = text.where(~text.isin(["?", ""]), np.nan)
-            values = pd.to_numeric(text, errors="coerce")
-            bad = np.flatnonzero(values.isna().to_numpy() & text.notna().to_numpy())
-            if len(bad):
-                raise InputDataError(
-                    f"column {c!r} held numbers when the model was fitted, but {len(bad)} of its values "
-                    f"here are not numbers (row {bad[0] + 1}: {text.iloc[bad[0]]!r}); fix or empty them")
-            out[c] = values.astype(np.float64)
     return out
 
 

@@ -41,7 +41,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
-from metabo.data.dataset import Dataset, feature_frame
+from metabo.data.dataset import Dataset, _num_label, feature_frame
 from metabo.ensembles.combine import majority_vote
 from metabo.evaluation.evaluate import _proba, _summarize
 from metabo.evaluation.factories import registry_factory
@@ -167,9 +167,10 @@ class EnsembleModel(ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ prediction
     def aligned(self, X: Any, *, strict: bool = False) -> pd.DataFrame:
-        """``X`` as a feature frame with the fitted columns in the fitted order; a missing
-        column raises :class:`InputDataError` naming it, and so does, with ``strict``, a
-        column the model was not fitted on."""
+        """``X`` as a feature frame with the fitted columns in the fitted order, each of
+        the kind it had at fit (:func:`as_fitted_kinds`); a missing column raises
+        :class:`InputDataError` naming it, and so does, with ``strict``, a column the model
+        was not fitted on."""
         check_is_fitted(self, "pipelines_")
         frame = feature_frame(X)
         missing = [c for c in self.feature_names_in_ if c not in frame.columns]
@@ -179,7 +180,7 @@ class EnsembleModel(ClassifierMixin, BaseEstimator):
                 [f"has columns the model was not fitted on {extra[:10]}"] if extra else [])
             raise InputDataError(f"the data {' and '.join(parts)}; the model was fitted on "
                                  f"{len(self.feature_names_in_)} columns {list(self.feature_names_in_)[:10]}")
-        return frame[list(self.feature_names_in_)]
+        return as_fitted_kinds(frame[list(self.feature_names_in_)], fitted_kinds(self))
 
     def _member_probas(self, X: Any) -> np.ndarray:
         """(m, n, K) the members' probabilities on ``X``."""
@@ -294,3 +295,48 @@ def refit_test_error(
     return model, float(fn(class_codes(dataset)[split.test_idx], proba, model._codes(P)))
 
 __all__ = ["EnsembleModel", "refit_test_error", "resolve_members"]
+
+
+def fitted_kinds(model: EnsembleModel) -> dict[str, str]:
+    """``{column: "numeric" | "nominal"}`` as the model's preprocessing
+    (:func:`metabo.evaluation.preprocessing.make_preprocessor`) split its columns at fit;
+    empty when its first member's pipeline is not of that shape."""
+    kinds: dict[str, str] = {}
+    preprocess = getattr(model.pipelines_[0], "named_steps", {}).get("preprocess")
+    for name, _, columns in getattr(preprocess, "transformers_", ()):
+        if name in ("numeric", "nominal"):
+            kinds.update(dict.fromkeys(map(str, columns), name))
+    return kinds
+
+
+def as_fitted_kinds(frame: pd.DataFrame, kinds: dict[str, str]) -> pd.DataFrame:
+    """The feature frame ``frame`` with every column of ``kinds`` of the kind it had at fit.
+
+    A file's column is numeric or not by what it holds, so a batch to predict on can read
+    otherwise than the table the model was fitted on: a nominal column of numbers
+    (declared nominal, as ARFF, OpenML or ``load_file(nominal=...)`` do, or one whose
+    fitted values included words) would be matched as "1.0" against the fitted
+    category "1", so against no category at all; its numbers become the labels the fit
+    gave them. A numeric column read as text is parsed as numbers
+    (``?`` and empty are missing); a value that is not one raises
+    :class:`InputDataError` naming the column.
+    """
+    out = frame.copy()
+    for c, kind in kinds.items():
+        if c not in out.columns:
+            continue
+        col = out[c]
+        numeric = isinstance(col.dtype, np.dtype) and col.dtype.kind in "fiu"
+        if kind == "nominal" and numeric:
+            out[c] = col.map(lambda v: v if pd.isna(v) else _num_label(v)).astype("category")
+        elif kind == "numeric" and not numeric:
+            text = col.astype(object).map(lambda v: v if pd.isna(v) else str(v).strip())
+            text = text.where(~text.isin(["?", ""]), np.nan)
+            values = pd.to_numeric(text, errors="coerce")
+            bad = np.flatnonzero(values.isna().to_numpy() & text.notna().to_numpy())
+            if len(bad):
+                raise InputDataError(
+                    f"column {c!r} held numbers when the model was fitted, but {len(bad)} of its values "
+                    f"here are not numbers (row {bad[0] + 1}: {text.iloc[bad[0]]!r}); fix or empty them")
+            out[c] = values.astype(np.float64)
+    return out

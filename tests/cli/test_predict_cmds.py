@@ -116,3 +116,13 @@ def test_out_replaces_a_file_whole_and_refuses_a_missing_folder(tmp_path, coded,
     assert main(["predict", str(path), str(data), "--out", str(tmp_path / "nowhere" / "p.csv")]) == 2
     assert "no folder" in capsys.readouterr().err
     assert not (tmp_path / "nowhere").exists()
+
+
+def test_the_api_reads_columns_as_at_fit_like_the_cli(coded):
+    """EnsembleModel.predict on a frame read on its own (``code`` as numbers) predicts
+    as on the fitted dataset: the repair lives in the model, not only in the CLI."""
+    model, _, dataset, table = coded
+    fresh = table.drop(columns="y")
+    assert fresh["code"].dtype.kind == "i"
+    assert list(model.predict(fresh)) == list(table["y"])
+    np.testing.assert_allclose(model.predict_proba(fresh), model.predict_proba(dataset.X))
