@@ -81,10 +81,16 @@ def list_sessions(kb: KnowledgeBase, *, dataset: str | None = None, limit: int |
         sessions = sessions[(sessions["dataset"] == dataset) | (sessions["dataset_id"] == dataset)]
     if limit is not None:
         sessions = sessions.head(limit)
+    ids = sessions["session_id"].tolist()
+    states = kb.query(  # every listed session's trials in one query
+        "SELECT regexp_extract(key, '^session:(.*):trial:[^:]*$', 1) AS session_id, value FROM ingest_state "
+        "WHERE regexp_extract(key, '^session:(.*):trial:[^:]*$', 1) IN (SELECT unnest(?::VARCHAR[]))", [ids])
+    by_session: dict[str, list[dict[str, Any]]] = {i: [] for i in ids}
+    for sid, value in zip(states["session_id"], states["value"], strict=True):
+        by_session[sid].append(json.loads(value))
     rows = []
     for s in sessions.itertuples(index=False):
-        trials = [json.loads(v) for v in kb.query("SELECT value FROM ingest_state WHERE starts_with(key, ?)",
-                                                  [f"session:{s.session_id}:trial:"])["value"]]
+        trials = by_session[s.session_id]
         done = [t for t in trials if t.get("state") == "complete"]
         ok = [t["value"] for t in done if t.get("status") == "ok" and t.get("value") is not None
               and math.isfinite(t["value"])]
