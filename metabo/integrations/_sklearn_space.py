@@ -11,6 +11,13 @@ scikit-learn user passes.
   log scale; ``scipy.stats.randint(low, high)`` an integer in ``low..high - 1``.
   Choices that are not JSON scalars (``None``, objects) are stored as their ``repr``
   (the knowledge base holds JSON) and given back to the estimator as themselves.
+
+A user's estimator is recorded under the project's name for its class when it has one
+(:func:`estimator_algorithm`: ``LogisticRegression`` -> ``logistic_regression``, ``SVC``
+with its kernel -> ``svm_rbf``, as OpenML flows are mapped), so its search reads the runs
+stored for that algorithm and its trials add to them; only the searched parameters are
+recorded, the estimator's other settings are the user's. Another class keeps its class
+name (nothing stored transfers to it).
 """
 
 from __future__ import annotations
@@ -74,7 +81,7 @@ def tuned_space(estimator: Any, search_space: Any) -> TunedSpace:
             return TunedSpace(CASHSpace.from_configspace(search_space), cash=True)
         raise InputDataError(f"search_space {type(search_space).__name__} needs an estimator to tune; without "
                              "one, pass None or 'cash' (every registered algorithm) or a CASHSpace")
-    name = type(estimator).__name__
+    name = estimator_algorithm(estimator)
     if isinstance(search_space, SearchSpace):
         return TunedSpace(as_cash(search_space, name), cash=False)
     if isinstance(search_space, ConfigurationSpace):
@@ -91,6 +98,21 @@ def tuned_space(estimator: Any, search_space: Any) -> TunedSpace:
         f"search_space for {name} must be a non-empty dict param -> list or scipy.stats distribution, a "
         f"SearchSpace or a ConfigSpace ConfigurationSpace; got {search_space!r}"
     )
+
+
+def estimator_algorithm(estimator: Any) -> str:
+    """The project's algorithm name of ``estimator``'s class (``svm_<kernel>`` for
+    ``SVC``), else its class name."""
+    from metabo.ingest.openml_flows import sklearn_algorithm
+
+    cls = type(estimator)
+    algorithm = sklearn_algorithm(f"{cls.__module__}.{cls.__qualname__}")
+    if algorithm is None:
+        return cls.__name__
+    if algorithm == "svm":
+        kernel = estimator.get_params().get("kernel", "rbf")
+        return f"svm_{kernel}" if isinstance(kernel, str) and kernel.isidentifier() else cls.__name__
+    return algorithm
 
 
 def _hyperparameter(param: Any, values: Any) -> tuple[Hyperparameter, dict[str, Any]]:

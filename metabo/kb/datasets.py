@@ -69,7 +69,9 @@ def register_dataset(
     """Register a dataset known by its description only (e.g. an OpenML meta-dataset).
 
     Lookup order: fingerprint, OpenML id, ``<source>-<name>``; the first match is
-    returned (and its missing fields filled), otherwise a new row is written.
+    returned (and its missing fields filled), otherwise a new row is written. A dataset
+    whose ``<source>-<name>`` is taken by other content (another fingerprint) is stored
+    as ``<source>-<name>-<first 8 hex digits of its fingerprint>``, never merged into it.
     """
     if not name or not source:
         raise InputDataError("a dataset needs a non-empty name and source")
@@ -87,8 +89,13 @@ def register_dataset(
     ds_id = f"openml-{int(openml_id)}" if openml_id is not None else f"{source}-{name}"
     if existing is None:
         existing = con.execute(
-            "SELECT dataset_id FROM datasets WHERE dataset_id = ?", [ds_id]
+            "SELECT dataset_id, fingerprint FROM datasets WHERE dataset_id = ?", [ds_id]
         ).fetchone()
+        if existing is not None and fingerprint is not None and existing[1] not in (None, fingerprint):
+            # another table of the same name (two files called train.csv, two DataFrames):
+            # a dataset of its own, named apart by its content
+            ds_id = f"{ds_id}-{fingerprint[:8]}"
+            existing = con.execute("SELECT dataset_id FROM datasets WHERE dataset_id = ?", [ds_id]).fetchone()
     with kb.transaction() as tx:
         if existing is not None:
             tx.execute(

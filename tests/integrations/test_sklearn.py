@@ -133,6 +133,32 @@ def test_warm_start_begins_with_the_nearest_tasks_best_configurations(tmp_path):
     assert cold.cv_results_["params"][0]["C"] not in first
 
 
+def test_a_users_estimator_reads_and_adds_to_the_runs_of_its_registered_algorithm(tmp_path):
+    """LogisticRegression is the project's ``logistic_regression``: a knn warm start reads
+    the runs ``tune`` stored for it on other tasks (it raised "no other task with runs
+    ... ['LogisticRegression']" when the class name was the algorithm) and the search's
+    own runs are stored under that name, so later tunes transfer them."""
+    from metabo.optimizer.tune import tune
+    from metabo.space.algorithms import default_cash_space
+
+    path = tmp_path / "kb.duckdb"
+    space = default_cash_space().subset(["logistic_regression"])
+    with KnowledgeBase(path) as kb:
+        for seed in (1, 2):
+            X, y = data(seed, n=80 + 60 * seed)  # sizes differ, so the meta-features do
+            frame = pd.DataFrame(X, columns=[f"x{i}" for i in range(X.shape[1])]).assign(y=y)
+            tune(frame, target="y", kb=kb, space=space, strategy="random", budget=3, seed=seed, refit=False)
+        stored = kb.query("SELECT DISTINCT algorithm FROM configurations")["algorithm"].tolist()
+    assert stored == ["logistic_regression"]
+    X, y = data(3)
+    search = MetaSearchCV(LogisticRegression(), {"C": loguniform(1e-3, 1e2)}, kb=path, strategy="knn", n_iter=2,
+                          cv=CV, random_state=0).fit(X, y)
+    with KnowledgeBase(path) as kb:
+        mine = kb.query("SELECT DISTINCT c.algorithm FROM runs r JOIN configurations c USING (config_id) "
+                        "WHERE r.source = ?", [f"session:{search.session_id_}"])["algorithm"].tolist()
+    assert mine == ["logistic_regression"]
+
+
 def test_ensemble_weights_and_soft_vote():
     X, y = data()
     search = tree_search(n_iter=8, ensemble=5).fit(X, y)

@@ -133,6 +133,22 @@ def test_same_content_from_two_sources_is_one_dataset(kb):
     assert kb.stats()["datasets"] == 1
 
 
+def test_other_content_under_a_taken_name_is_a_dataset_of_its_own(kb):
+    """Two tables both called ``toy`` (two files named train.csv): the second is stored
+    apart, named by its fingerprint, and the first one's meta-features stay as they were."""
+    first = kb.get_dataset("test-toy")
+    before = kb.query("SELECT name, value FROM meta_features WHERE dataset_id = 'test-toy' ORDER BY name")
+    frame = _frame().assign(a=lambda f: f["a"] * 2.0)
+    other = Dataset.from_frame(frame, "t", name="toy", source="test")
+    new = kb.add_dataset(other, {"NumberOfInstances": 999.0})
+    assert new == f"test-toy-{other.fingerprint[:8]}" != "test-toy"
+    assert kb.add_dataset(other) == new  # and found again by its content
+    assert kb.get_dataset("test-toy")["fingerprint"] == first["fingerprint"]
+    pd.testing.assert_frame_equal(
+        kb.query("SELECT name, value FROM meta_features WHERE dataset_id = 'test-toy' ORDER BY name"), before)
+    assert kb.stats()["datasets"] == 2
+
+
 def test_openml_id_joins_descriptions(kb):
     a = kb.register_dataset(name="anneal", source="openml", openml_id=2, n_instances=898)
     b = kb.register_dataset(name="anneal", source="pmf", openml_id=2, n_features=39)
