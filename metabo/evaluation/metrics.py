@@ -14,6 +14,8 @@ ones 0) before any metric is computed, so every metric sees all K columns.
 
 from __future__ import annotations
 
+import math
+
 import warnings
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
@@ -125,9 +127,32 @@ METRICS: Mapping[str, Metric] = MappingProxyType(
 """The metrics by name (read-only); every value is lower-is-better."""
 
 
+#: The values each metric can take (every one lower-is-better).
+METRIC_RANGES: Mapping[str, tuple[float, float]] = MappingProxyType(
+    {"error_rate": (0.0, 1.0), "balanced_error_rate": (0.0, 1.0), "log_loss": (0.0, math.inf),
+     "one_minus_auc": (0.0, 1.0)}
+)
+#: Higher-is-better names people try, and the metric that minimizes the same thing.
+_MINIMIZED_AS = {"accuracy": "error_rate", "acc": "error_rate", "predictive_accuracy": "error_rate",
+                 "balanced_accuracy": "balanced_error_rate", "auc": "one_minus_auc", "roc_auc": "one_minus_auc",
+                 "area_under_roc_curve": "one_minus_auc", "balanced_error": "balanced_error_rate",
+                 "logloss": "log_loss", "neg_log_loss": "log_loss"}
+
+
 def get_metric(name: str) -> Metric:
-    """The metric called ``name``; an unknown name raises :class:`InputDataError`."""
+    """The metric called ``name``; an unknown name raises :class:`InputDataError` (naming
+    the metric that minimizes the same thing when ``name`` is a known maximized one)."""
     try:
         return METRICS[name]
-    except KeyError:
-        raise InputDataError(f"unknown metric {name!r}; choose from {sorted(METRICS)}") from None
+    except (KeyError, TypeError):
+        hint = f"; metabo minimizes, use {_MINIMIZED_AS[name]!r}" if name in _MINIMIZED_AS else ""
+        raise InputDataError(f"unknown metric {name!r}{hint}; choose from {sorted(METRICS)}") from None
+
+
+def check_value(name: str, value: float, *, what: str = "value") -> None:
+    """Raise :class:`InputDataError` when ``value`` is outside the values the known metric
+    ``name`` takes (:data:`METRIC_RANGES`, 1e-9 of slack); other names are not checked."""
+    low, high = METRIC_RANGES.get(name, (-math.inf, math.inf))
+    if not low - 1e-9 <= value <= high + 1e-9:
+        raise InputDataError(f"{what} {value:g} is not a possible {name} (it lies in [{low:g}, {high:g}], lower is "
+                             "better); send the metric itself, not a score or its negation")

@@ -112,6 +112,8 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         version="1",
         description="Ask/tell hyperparameter optimization warm-started from a meta-learning knowledge base.",
         lifespan=lifespan,
+        docs_url=None,  # served below from the installed swagger-ui-bundle: FastAPI's page loads it from a CDN
+        redoc_url=None,
     )
     app.state.settings = settings
     app.add_exception_handler(MetaboError, _metabo_error)
@@ -121,8 +123,28 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
     app.include_router(routes_studies.router, dependencies=secured)
     app.include_router(routes_knowledge.router, dependencies=secured)
 
+    _offline_docs(app)
+
     @app.get("/health", tags=["service"], summary="Liveness (no token needed)")
     def health() -> dict[str, str]:
         return {"status": "ok"}
 
     return app
+
+
+def _offline_docs(app: FastAPI) -> None:
+    """``/docs``: Swagger UI from the files of the ``swagger-ui-bundle`` package, mounted
+    at ``/docs-assets``, so the page works on a machine without internet access."""
+    from fastapi.openapi.docs import get_swagger_ui_html
+    from fastapi.responses import HTMLResponse
+    from fastapi.staticfiles import StaticFiles
+    from swagger_ui_bundle import swagger_ui_path
+
+    app.mount("/docs-assets", StaticFiles(directory=str(swagger_ui_path)), name="docs-assets")
+
+    @app.get("/docs", include_in_schema=False)
+    def docs() -> HTMLResponse:
+        return get_swagger_ui_html(openapi_url=app.openapi_url or "/openapi.json", title=f"{app.title}: API",
+                                   swagger_js_url="/docs-assets/swagger-ui-bundle.js",
+                                   swagger_css_url="/docs-assets/swagger-ui.css",
+                                   swagger_favicon_url="/docs-assets/favicon-32x32.png")

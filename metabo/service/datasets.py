@@ -2,7 +2,8 @@
 whose meta-features are computed here.
 
 A dataset known by its meta-features only is registered with source ``service`` (id
-``service-<name>``; the same name maps onto the same row, its meta-features replaced);
+``service-<name>``; the same name with the same meta-features maps onto the same row,
+with other meta-features it is refused as a conflict, so nothing stored is overwritten);
 uploaded data (CSV or Parquet bytes) are read by the project's file loader
 (:func:`metabo.data.files.load_file`), described by
 :func:`~metabo.data.meta_features.compute_meta_features` and stored like ``metabo data
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from metabo.exceptions import InputDataError
+from metabo.service.errors import ConflictError
 
 if TYPE_CHECKING:
     from metabo.data.dataset import Dataset
@@ -45,8 +47,23 @@ class PreparedDataset:
             return kb.add_dataset(self.data, self.meta_features)
         with kb.transaction():
             dataset_id = kb.register_dataset(name=self.name, source=SOURCE)
+            stored = {str(n): math.nan if v is None else float(v) for n, v in kb.connection.execute(
+                "SELECT name, value FROM meta_features WHERE dataset_id = ?", [dataset_id]).fetchall()}
+            if stored and not _same(stored, self.meta_features):
+                raise ConflictError(
+                    f"dataset name {self.name!r} is taken by a dataset with other meta-features; choose another "
+                    f"name, or send dataset_id {dataset_id!r} to tune that one")
             kb.add_meta_features(dataset_id, self.meta_features)
         return dataset_id
+
+
+def _same(stored: Mapping[str, float], sent: Mapping[str, float]) -> bool:
+    """Whether the meta-features ``sent`` are those ``stored`` (NaN equal to NaN/missing)."""
+    names = set(stored) | set(sent)
+    a = [stored.get(n, math.nan) for n in sorted(names)]
+    b = [sent.get(n, math.nan) for n in sorted(names)]
+    return all((math.isnan(x) and math.isnan(y)) or math.isclose(x, y, rel_tol=1e-12, abs_tol=0.0)
+               for x, y in zip(a, b, strict=True))
 
 
 def from_meta_features(name: str, meta_features: Mapping[str, float | None]) -> PreparedDataset:
@@ -73,6 +90,9 @@ def from_upload(name: str, fmt: str, content_base64: str, target: str, *, landma
     with tempfile.TemporaryDirectory(prefix="metabo-upload-") as tmp:
         path = Path(tmp) / f"upload.{fmt}"
         path.write_bytes(raw)
-        dataset = load_file(path, target, name=name, fmt=fmt)  # type: ignore[arg-type]
+        try:
+            dataset = load_file(path, target, name=name, fmt=fmt)  # type: ignore[arg-type]
+        except InputDataError as e:  # the server's temporary path means nothing to the client
+            raise InputDataError(str(e).replace(str(path), f"the uploaded {fmt}")) from None
     values = compute_meta_features(dataset, seed=seed, landmarkers=landmarkers, flagged="exclude")
     return PreparedDataset(name, values, dataset)

@@ -85,19 +85,26 @@ def ingest_runs(kb: KnowledgeBase, runs: Sequence[Mapping[str, Any]], *, source:
     """Store ``runs`` (mappings with the fields of :class:`~metabo.service.schemas.RunIn`)
     as runs of ``source``; return how many were new.
 
-    Each run's params are validated against its algorithm's space
+    Each run's metric must be one the project knows, its value one that metric can take
+    (:func:`~metabo.evaluation.metrics.check_value`), and its params are validated against its algorithm's space
     (:class:`~metabo.exceptions.InvalidConfigurationError` names the first bad
     hyperparameter and its row) and normalized; the algorithms are registered and the
     runs written in one transaction, so a bad row stores nothing.
     """
-    from metabo.exceptions import InvalidConfigurationError, UnknownAlgorithmError
+    from metabo.evaluation.metrics import check_value, get_metric
+    from metabo.exceptions import InputDataError, InvalidConfigurationError, UnknownAlgorithmError
     from metabo.space.algorithms import get_algorithm
 
     rows = []
     for i, run in enumerate(runs):
         try:
+            get_metric(run.get("metric", "error_rate"))
+            if run.get("value") is not None:
+                check_value(run.get("metric", "error_rate"), run["value"])
             params = get_algorithm(run["algorithm"]).space.normalize(run["params"])
-        except (InvalidConfigurationError, UnknownAlgorithmError) as e:
+        except UnknownAlgorithmError as e:  # a bad field of the body (422), not a missing resource
+            raise InputDataError(f"run {i}: {e}") from e
+        except (InvalidConfigurationError, InputDataError) as e:
             raise type(e)(f"run {i}: {e}") from e
         rows.append({**{k: v for k, v in run.items() if v is not None}, "params": params, "source": source})
     with kb.transaction():

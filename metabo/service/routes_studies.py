@@ -6,6 +6,8 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query, Request, status
 
+from metabo.evaluation.metrics import get_metric
+from metabo.exceptions import InputDataError, UnknownAlgorithmError
 from metabo.service import schemas as s
 from metabo.service.datasets import PreparedDataset, from_meta_features, from_upload
 from metabo.service.spaces import resolve_space
@@ -47,7 +49,11 @@ def _upload(body: s.UploadIn) -> PreparedDataset:
 @router.post("/studies", status_code=status.HTTP_201_CREATED, response_model=s.StudyOut, responses=_ERRORS,
              tags=["studies"], summary="Create a study for a dataset, a space and a strategy")
 def create_study(request: Request, body: s.StudyIn) -> dict[str, Any]:
-    space = resolve_space(body.space.algorithms, body.space.configspace)
+    get_metric(body.metric)  # a metric the project knows and minimizes, or 422 naming them
+    try:
+        space = resolve_space(body.space.algorithms, body.space.configspace)
+    except UnknownAlgorithmError as e:  # a bad field of the body, not a missing resource
+        raise InputDataError(str(e)) from None
     if body.dataset is not None:
         dataset: PreparedDataset | str = from_meta_features(body.dataset.name, body.dataset.meta_features)
     elif body.upload is not None:

@@ -205,6 +205,7 @@ class StudyManager:
              predict_seconds: float | None = None, message: str | None = None,
              predictions: Sequence[Any] | None = None) -> TrialRecord:
         """Record the outcome of pending trial ``number`` (and its validation predictions)."""
+        from metabo.evaluation.metrics import check_value
         from metabo.kb.predictions import encode
 
         with self._open(study_id) as (entry, opt):
@@ -215,6 +216,10 @@ class StudyManager:
                 done = opt.history[number]
                 raise ConflictError(f"trial {number} of study {study_id!r} was already told "
                                     f"({done.status}, value {done.value})")
+            if status == "ok" and value is not None:  # values the study's metric can take
+                check_value(opt.metric, value, what=f"trial {number}: value")
+            if test_value is not None:
+                check_value(opt.metric, test_value, what=f"trial {number}: test_value")
             array = None if predictions is None else np.asarray(predictions, dtype=float)
             if array is not None:
                 encode(array)  # refused (InputDataError) before anything is written

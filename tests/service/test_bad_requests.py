@@ -45,8 +45,23 @@ CASES = [
     ("unknown dataset", "POST", "/studies", {"dataset_id": "nope", "strategy": "random"}, 404, "unknown dataset"),
     ("unknown strategy", "POST", "/studies", {"dataset_id": "service-toy", "strategy": "magic"}, 422, "strategy"),
     ("unknown algorithm in the space", "POST", "/studies",
-     {"dataset_id": "service-toy", "strategy": "random", "space": {"algorithms": ["knn", "nope"]}}, 404,
+     {"dataset_id": "service-toy", "strategy": "random", "space": {"algorithms": ["knn", "nope"]}}, 422,
      "unknown algorithm"),
+    ("a value the metric cannot take", "POST", f"{BASE}/trials/1/tell", {"value": -5}, 422,
+     "not a possible error_rate"),
+    ("a test value the metric cannot take", "POST", f"{BASE}/trials/1/tell", {"value": 0.2, "test_value": 3}, 422,
+     "not a possible error_rate"),
+    ("a maximized metric", "POST", "/studies", {"dataset_id": "service-toy", "strategy": "random",
+                                                "metric": "accuracy"}, 422, "use 'error_rate'"),
+    ("an unknown metric", "POST", "/studies", {"dataset_id": "service-toy", "strategy": "random",
+                                               "metric": "nosuch"}, 422, "unknown metric 'nosuch'"),
+    ("a taken dataset name with other meta-features", "POST", "/studies",
+     {"dataset": {"name": "toy", "meta_features": {"NumberOfInstances": 999}}, "strategy": "random"}, 409,
+     "name 'toy' is taken"),
+    ("a run value the metric cannot take", "POST", "/runs", {"runs": [GOOD_RUN, {**GOOD_RUN, "value": 1.5}]}, 422,
+     "not a possible error_rate"),
+    ("a run of an unknown metric", "POST", "/runs", {"runs": [{**GOOD_RUN, "metric": "accuracy"}]}, 422,
+     "use 'error_rate'"),
     ("not a ConfigSpace", "POST", "/studies",
      {"dataset_id": "service-toy", "strategy": "random", "space": {"configspace": {"hyperparameters": 3}}}, 422,
      "ConfigSpace"),
@@ -63,14 +78,14 @@ CASES = [
      {"name": "x", "format": "csv", "target": "y", "content_base64": "***"}, 422, "base64"),
     ("missing target column", "POST", "/datasets/upload",
      {"name": "x", "format": "csv", "target": "y", "content_base64": base64.b64encode(b"a,b\n1,2\n3,4\n").decode()},
-     422, "no target column"),
+     422, "the uploaded csv: no target column"),
     ("unknown hyperparameter", "POST", "/runs",
      {"runs": [GOOD_RUN, {**GOOD_RUN, "params": {**GOOD_RUN["params"], "bogus": 1}}]}, 422, "bogus"),
     ("out-of-range hyperparameter", "POST", "/runs",
      {"runs": [GOOD_RUN, {**GOOD_RUN, "params": {**GOOD_RUN["params"], "n_neighbors": -3}}]}, 422, "n_neighbors"),
     ("unknown dataset in a batch", "POST", "/runs", {"runs": [GOOD_RUN, {**GOOD_RUN, "dataset_id": "nope"}]}, 404,
      "unknown dataset"),
-    ("unknown algorithm in a batch", "POST", "/runs", {"runs": [GOOD_RUN, {**GOOD_RUN, "algorithm": "nope"}]}, 404,
+    ("unknown algorithm in a batch", "POST", "/runs", {"runs": [GOOD_RUN, {**GOOD_RUN, "algorithm": "nope"}]}, 422,
      "unknown algorithm"),
     ("ok run without value", "POST", "/runs", {"runs": [{**GOOD_RUN, "value": None}]}, 422, "finite value"),
     ("reserved source", "POST", "/runs", {"runs": [GOOD_RUN], "source": "session:s"}, 422, "reserved"),
@@ -132,4 +147,8 @@ def test_the_openapi_schema_documents_every_route(client):
             "/studies/{study_id}/history", "/knowledge/suggestions", "/knowledge/nearest",
             "/knowledge/ranks/{algorithm}", "/runs", "/datasets", "/datasets/upload"} <= set(schema["paths"])
     assert "HTTPBearer" in json.dumps(schema["components"]["securitySchemes"])
-    assert client.get("/docs").status_code == 200
+    page = client.get("/docs")
+    assert page.status_code == 200 and "cdn" not in page.text.lower()  # offline: no CDN
+    assert "/docs-assets/swagger-ui-bundle.js" in page.text
+    for asset in ("swagger-ui-bundle.js", "swagger-ui.css"):
+        assert client.get(f"/docs-assets/{asset}").status_code == 200

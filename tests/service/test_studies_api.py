@@ -243,3 +243,13 @@ def test_a_study_by_default_uses_the_default_warm_start_and_says_why(shipped, se
         asked = c.post(f"/studies/{info['study_id']}/ask").json()
     assert info["strategy"] == "warm" and info["strategy_note"].startswith("warm start (warm): ")
     assert (asked["algorithm"], asked["params"]) == (first[0][0], first[0][1])
+
+
+def test_a_dataset_sent_again_with_its_meta_features_is_the_stored_one(client):
+    """The same name and the same meta-features map onto the stored dataset (other
+    meta-features under that name are a 409: tests/service/test_bad_requests.py)."""
+    from tests.service.conftest import TOY_META
+
+    r = client.post("/studies", json={"dataset": {"name": "toy", "meta_features": TOY_META}, "strategy": "random"})
+    assert r.status_code == 201, r.text
+    assert r.json()["dataset_id"] == "service-toy"
