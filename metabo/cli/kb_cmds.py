@@ -11,10 +11,16 @@ from metabo.kb import KnowledgeBase
 from metabo.kb import queries as q
 from metabo.kb import transfer as tr
 from metabo.kb.parquet_io import export_parquet, import_parquet
+from metabo.paths import default_kb_path
 
 
 def open_kb(args: argparse.Namespace, *, read_only: bool = False) -> KnowledgeBase:
-    """The store named by ``--kb`` (or the embedded default)."""
+    """The store named by ``--kb`` (or the embedded default). Commands that only read open
+    it ``read_only``: a read-only file can be read, a mistyped path is an error rather
+    than a new empty store, and a store another process reads can be read too. The
+    embedded default is made (with the shipped knowledge base) on first use either way."""
+    if read_only and args.kb is None and not default_kb_path().exists():
+        KnowledgeBase().close()
     return KnowledgeBase(args.kb, read_only=read_only)
 
 
@@ -42,7 +48,7 @@ def _print_frame(df: pd.DataFrame, fmt: str) -> None:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    with open_kb(args) as kb:
+    with open_kb(args, read_only=True) as kb:
         stats = kb.stats()
         by_algorithm = kb.status_by_algorithm() if getattr(args, "by_algorithm", False) else None
     if by_algorithm is not None:
@@ -69,7 +75,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    with open_kb(args) as kb:
+    with open_kb(args, read_only=True) as kb:
         counts = export_parquet(kb, args.folder)
     print(f"exported to {args.folder}: " + ", ".join(f"{k}={v:,}" for k, v in counts.items()))
     return 0
@@ -83,7 +89,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_datasets(args: argparse.Namespace) -> int:
-    with open_kb(args) as kb:
+    with open_kb(args, read_only=True) as kb:
         df = kb.query(
             "SELECT d.dataset_id, d.name, d.source, d.openml_id, d.n_instances, d.n_features, d.n_classes, "
             "d.flags, (SELECT count(*) FROM runs r WHERE r.dataset_id = d.dataset_id) AS runs, "
@@ -95,7 +101,7 @@ def cmd_datasets(args: argparse.Namespace) -> int:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    with open_kb(args) as kb:
+    with open_kb(args, read_only=True) as kb:
         ds = kb.resolve_dataset(args.dataset) if args.dataset else None
         df = q.runs(kb, dataset_id=ds, algorithm=args.algorithm, metric=args.metric,
                     status=None if args.status == "any" else args.status, decode_params=False)
@@ -105,7 +111,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def cmd_matrix(args: argparse.Namespace) -> int:
-    with open_kb(args) as kb:
+    with open_kb(args, read_only=True) as kb:
         m = q.performance_matrix(kb, args.algorithm, metric=args.metric)
     if args.format == "csv":
         print(m.to_csv(), end="")
@@ -116,7 +122,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 
 
 def cmd_ranks(args: argparse.Namespace) -> int:
-    with open_kb(args) as kb:
+    with open_kb(args, read_only=True) as kb:
         tasks = None
         if args.near:
             near = q.nearest_tasks(kb, kb.resolve_dataset(args.near), k=args.k)
@@ -128,7 +134,7 @@ def cmd_ranks(args: argparse.Namespace) -> int:
 
 
 def cmd_nearest(args: argparse.Namespace) -> int:
-    with open_kb(args) as kb:
+    with open_kb(args, read_only=True) as kb:
         if args.dataset:
             target: str | dict[str, float] = kb.resolve_dataset(args.dataset)
         else:
@@ -139,7 +145,7 @@ def cmd_nearest(args: argparse.Namespace) -> int:
 
 
 def cmd_portfolio(args: argparse.Namespace) -> int:
-    with open_kb(args) as kb:
+    with open_kb(args, read_only=True) as kb:
         df = tr.greedy_portfolio(kb, args.algorithm, args.k, metric=args.metric, normalize=not args.no_normalize)
     if not args.json:
         print(f"greedy portfolio of {len(df)} {args.algorithm} configurations "
@@ -149,7 +155,7 @@ def cmd_portfolio(args: argparse.Namespace) -> int:
 
 
 def cmd_similar(args: argparse.Namespace) -> int:
-    with open_kb(args) as kb:
+    with open_kb(args, read_only=True) as kb:
         if args.task:
             task = kb.resolve_dataset(args.task)
             df = tr.nearest_tasks_by_ranking(kb, args.algorithm, task, k=args.top, metric=args.metric,

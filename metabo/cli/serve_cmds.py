@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import logging
 
+from metabo.exceptions import InputDataError
+from metabo.kb import KnowledgeBase
 from metabo.service.settings import DEFAULT_HOST, DEFAULT_PORT, TOKEN_ENV
 
 
@@ -19,12 +21,27 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from metabo.service.settings import ServiceSettings
 
     settings = ServiceSettings.resolve(host=args.host, port=args.port, token=args.token, kb_path=args.kb)
+    KnowledgeBase(settings.kb_path).close()  # a store in use or a bad path: one line, before anything is served
+    _check_port(settings.host, settings.port)
     level = logging.getLevelName(logging.getLogger().getEffectiveLevel()).lower()
     print(f"metabo service on http://{settings.host}:{settings.port} (API docs at /docs), "
           f"token {'required' if settings.token else 'not required'}", flush=True)
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level=level,
                 access_log=args.verbose > 0)
     return 0
+
+
+def _check_port(host: str, port: int) -> None:
+    """Raise :class:`InputDataError` when ``host:port`` cannot be bound (in use, say)."""
+    import socket
+
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind((host, port))
+    except OSError as e:
+        raise InputDataError(f"cannot serve on {host}:{port}: {e.strerror or e} (another metabo serve? give --port)"
+                             ) from None
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:

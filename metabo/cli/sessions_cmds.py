@@ -4,25 +4,14 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
 
 from metabo.cli.kb_cmds import open_kb
-from metabo.exceptions import KnowledgeBaseError
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
     from metabo.kb.sessions import list_sessions
 
-    try:
-        kb = open_kb(args, read_only=True)
-    except KnowledgeBaseError as e:
-        # DuckDB lets one process write a file and no other open it meanwhile
-        holder = re.search(r"lock is held in .*?\(PID (\d+)\)", str(e))
-        if holder is None:
-            raise
-        raise KnowledgeBaseError(
-            f"the knowledge base is in use by process {holder[1]} (a metabo tune still running?), and "
-            "DuckDB lets no other process open it meanwhile; list the sessions when it ends") from e
+    kb = open_kb(args, read_only=True)  # a store another process holds: one line naming it
     with kb:
         table = list_sessions(kb, dataset=args.dataset, limit=args.limit)
     if table.empty:

@@ -21,7 +21,7 @@ def cmd_suggest(args: argparse.Namespace) -> int:
 
     dataset = load_dataset(args.data, target=args.target)
     meta = compute_meta_features(dataset, seed=args.seed, landmarkers=not args.no_landmarkers)
-    with open_kb(args) as kb:
+    with open_kb(args, read_only=True) as kb:
         past = PastRuns.from_kb(kb, metric=args.metric)
         names = {d: kb.get_dataset(d).get("name", d) for d in past.tasks}
         same = kb.query("SELECT dataset_id FROM datasets WHERE fingerprint = ?", [dataset.fingerprint])["dataset_id"]
@@ -78,7 +78,7 @@ def cmd_transfer(args: argparse.Namespace) -> int:
     from metabo.kb import queries as q
     from metabo.kb import transfer as tr
 
-    with open_kb(args) as kb:
+    with open_kb(args, read_only=True) as kb:
         ranks = q.mean_ranks(kb, args.algorithm, metric=args.metric, min_tasks=args.min_tasks)
         portfolio = tr.greedy_portfolio(kb, args.algorithm, args.k, metric=args.metric)
         similarity = tr.task_similarity(kb, args.algorithm, metric=args.metric, min_shared=args.min_shared)

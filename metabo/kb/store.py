@@ -12,6 +12,7 @@ All SQL is parameterized or reads registered DataFrames; no value is pasted into
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -72,15 +73,12 @@ class KnowledgeBase:
             self.path = default_kb_path()
         target = str(self.path)
         if target != ":memory:":
-            Path(target).parent.mkdir(parents=True, exist_ok=True)
+            _check_path(Path(target), read_only=read_only, embedded=embedded)
         try:
             self._con = duckdb.connect(target, read_only=read_only)
             _progress_bar_off(self._con)
         except duckdb.Error as e:
-            raise KnowledgeBaseError(
-                f"cannot open knowledge base {target}: {e}. If the file is corrupt, restore it "
-                "from a Parquet export (metabo kb import)"
-            ) from e
+            raise KnowledgeBaseError(open_error(target, e)) from e
         self._lock = threading.RLock()
         self._depth = 0
         if not read_only:
@@ -357,3 +355,36 @@ class KnowledgeBase:
         total = df[["ok", "crash", "timeout", "memout"]].sum(axis=1)
         df["failed_fraction"] = ((total - df["ok"]) / total).round(4)
         return df
+
+
+def _check_path(path: Path, *, read_only: bool, embedded: bool) -> None:
+    """Refuse, before DuckDB creates anything, a store that cannot be what was meant: a
+    folder, a missing file opened read-only, or a file in a folder that does not exist
+    (a mistyped ``--kb``; only the embedded default's folder is made)."""
+    if path.is_dir():
+        raise KnowledgeBaseError(f"{path} is a folder, not a knowledge base file (give the .duckdb file in it)")
+    if read_only and not path.exists():
+        raise KnowledgeBaseError(f"no knowledge base at {path} (check the path; metabo kb init {path} creates one)")
+    if embedded:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    elif not path.parent.is_dir():
+        raise KnowledgeBaseError(f"no folder {path.parent} for the knowledge base {path.name}: check the path, or "
+                                 "create the folder first")
+
+
+def open_error(target: str, error: Exception) -> str:
+    """One line saying why DuckDB could not open the store ``target``, and what to do."""
+    text = str(error)
+    lower = text.lower()
+    if "lock" in lower:
+        pid = re.search(r"PID (\d+)", text)
+        holder = f"process {pid.group(1)}" if pid else "another process"
+        return (f"knowledge base {target} is in use by {holder} (a running metabo serve or tune?), and DuckDB lets "
+                "no other process open it meanwhile: wait for it to end or stop it, or give another --kb")
+    if "permission denied" in lower:
+        return f"cannot open knowledge base {target}: permission denied (read it with a read-only command, or fix " \
+               "the file's permissions)"
+    if "read-only" in lower or "read only" in lower:
+        return f"cannot write knowledge base {target}: it is read-only here"
+    return (f"cannot open knowledge base {target}: {text.splitlines()[0] if text else type(error).__name__}. "
+            "If the file is corrupt, restore it from a Parquet export (metabo kb import)")

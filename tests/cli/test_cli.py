@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -22,11 +25,40 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 def test_stats_json_on_empty_store(capsys, kb_path):
+    code, out, err = run(capsys, "kb", "stats", "--kb", kb_path, "--json")  # a mistyped --kb: no new empty store
+    assert code == 2 and err.strip() == f"error: no knowledge base at {kb_path} (check the path; metabo kb init " \
+                                         f"{kb_path} creates one)"
+    assert not os.path.exists(kb_path)
+    assert run(capsys, "kb", "init", "--kb", kb_path)[0] == 0
     code, out, _ = run(capsys, "kb", "stats", "--kb", kb_path, "--json")
     assert code == 0
     stats = json.loads(out)
     assert stats["datasets"] == stats["runs"] == 0
     assert stats["runs_by_status"] == {"ok": 0, "crash": 0, "timeout": 0, "memout": 0}
+
+
+def test_query_commands_open_the_store_read_only_and_a_missing_folder_is_not_made(capsys, kb_path, tmp_path):
+    assert run(capsys, "data", "add", "sklearn:iris", "--kb", kb_path, "--no-landmarkers")[0] == 0
+    # another process reads the store: DuckDB lets other readers in, never a writer, so the
+    # query commands get through only because they open it read-only
+    script = f"from metabo.kb import KnowledgeBase; kb = KnowledgeBase({kb_path!r}, read_only=True); " \
+             "print('open', flush=True); input()"
+    reader = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert reader.stdout.readline().strip() == "open"
+        code, out, _ = run(capsys, "kb", "stats", "--kb", kb_path, "--json")
+        assert code == 0 and json.loads(out)["datasets"] == 1
+        assert run(capsys, "kb", "datasets", "--kb", kb_path)[0] == 0
+        code, _, err = run(capsys, "data", "add", "sklearn:wine", "--kb", kb_path, "--no-landmarkers")
+        assert code == 2 and f"is in use by process {reader.pid}" in err and len(err.strip().splitlines()) == 1
+    finally:
+        reader.communicate("\n", timeout=60)
+    typo = tmp_path / "no-such-folder" / "kb.duckdb"
+    code, _, err = run(capsys, "data", "add", "sklearn:iris", "--kb", str(typo), "--no-landmarkers")
+    assert code == 2 and "no folder" in err and len(err.strip().splitlines()) == 1
+    assert not typo.parent.exists()
+    code, _, err = run(capsys, "kb", "stats", "--kb", str(tmp_path))
+    assert code == 2 and "is a folder, not a knowledge base file" in err
 
 
 def test_add_datasets_query_export_import(capsys, kb_path, tmp_path):
@@ -63,6 +95,7 @@ def test_add_datasets_query_export_import(capsys, kb_path, tmp_path):
 
 
 def test_errors_are_one_line_and_exit_2(capsys, kb_path):
+    assert run(capsys, "kb", "init", "--kb", kb_path)[0] == 0
     code, _, err = run(capsys, "kb", "matrix", "nope", "--kb", kb_path)
     assert code == 2 and err.startswith("error: unknown algorithm")
     code, _, err = run(capsys, "kb", "nearest", "--dataset", "missing", "--kb", kb_path)

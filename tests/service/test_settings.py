@@ -33,3 +33,29 @@ def test_metabo_serve_refuses_to_start_off_loopback_without_a_token(capsys, monk
     assert main(["serve", "--host", "0.0.0.0", "--kb", str(tmp_path / "kb.duckdb")]) == 2
     assert "refusing to bind 0.0.0.0 without a token" in capsys.readouterr().err
     assert not (tmp_path / "kb.duckdb").exists()  # nothing was opened
+
+
+def test_metabo_serve_on_a_store_or_port_in_use_says_so_in_one_line_before_serving(capsys, tmp_path):
+    """A second ``metabo serve`` on a store another process holds (or on a taken port)
+    prints one error line and no URL; it used to print the URL, then a traceback."""
+    import socket
+    import subprocess
+    import sys
+
+    kb = tmp_path / "kb.duckdb"
+    script = f"from metabo.kb import KnowledgeBase; kb = KnowledgeBase({str(kb)!r}); print('open', flush=True); input()"
+    holder = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "open"
+        assert main(["serve", "--kb", str(kb), "--port", "0"]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and f"in use by process {holder.pid}" in err and len(err.strip().splitlines()) == 1
+    finally:
+        holder.communicate("\n", timeout=60)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["serve", "--kb", str(kb), "--port", str(port)]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and f"cannot serve on 127.0.0.1:{port}" in err and len(err.strip().splitlines()) == 1
