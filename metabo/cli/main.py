@@ -10,6 +10,7 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from metabo.cli import (
     data_cmds,
@@ -25,11 +26,18 @@ from metabo.cli import (
 from metabo.exceptions import MetaboError
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line (the usage is in ``--help``)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--kb", default=None, help="knowledge base file (default: the embedded one)")
     common.add_argument("-v", "--verbose", action="count", default=0, help="more logging")
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="metabo", description="A meta-learning knowledge base for warm-started HPO."
     )
     sub = parser.add_subparsers(dest="command", required=True)

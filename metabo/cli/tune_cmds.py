@@ -14,6 +14,7 @@ from tqdm import tqdm
 
 from metabo.cli.kb_cmds import add_backend_arguments, open_kb
 from metabo.exceptions import InputDataError
+from metabo.kb.sessions import completed_trials
 from metabo.optimizer.history import TrialRecord
 from metabo.strategies.names import COLD_STRATEGIES
 from metabo.strategies.warm import AUTO, WARM_STRATEGIES
@@ -65,6 +66,21 @@ def _check_resume(args: argparse.Namespace, kb: object) -> None:
 
     if args.resume and get_session(kb, args.resume) is None:
         raise SystemExit(f"no session {args.resume!r} to resume (metabo sessions lists them)")
+
+
+def _hint_interrupted(kb: object, dataset_id: str | None, args: argparse.Namespace) -> None:
+    """Print how to continue an interrupted session on the same dataset, if there is one
+    (a new session starts over; the user may have meant to resume)."""
+    from metabo.kb.sessions import list_sessions
+
+    if dataset_id is None:
+        return
+    table = list_sessions(kb, dataset=dataset_id, limit=None)  # type: ignore[arg-type]
+    stopped = table[table["status"] == "interrupted"]
+    if len(stopped):
+        row = stopped.iloc[0]
+        print(f"note: session {row['session_id']} on this dataset was interrupted after {row['trials']} trials; "
+              f"this is a new session (continue that one with --resume {row['session_id']})", flush=True)
 
 
 def _interrupted(args: argparse.Namespace, session: str) -> int:
@@ -136,25 +152,46 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from metabo.space.algorithms import default_cash_space
 
     space = default_cash_space(args.algorithms)
-    print(f"session {session}" + ("" if args.resume else " (resume it with --resume if interrupted)"), flush=True)
+    bar: tqdm | None = None
     try:
-        with open_kb(args) as kb, tqdm(total=args.budget, desc="trials", unit="trial") as bar:
+        with open_kb(args) as kb:
             _check_resume(args, kb)
+            done_before = completed_trials(kb, session) if args.resume or args.session else 0
+
+            def started(name: str, note: str, dataset_id: str | None) -> None:
+                # the data are loaded and checked: the session exists from here on
+                nonlocal bar
+                print(f"session {session}" + ("" if args.resume else " (resume it with --resume if interrupted)"),
+                      flush=True)
+                if not (args.resume or args.session):
+                    _hint_interrupted(kb, dataset_id, args)
+                print(f"strategy: {note or name}", flush=True)
+                bar = tqdm(total=args.budget, initial=min(done_before, args.budget or done_before), desc="trials",
+                           unit="trial")
 
             def progress(record: TrialRecord) -> None:
                 took = "" if record.fit_seconds is None else f" {record.fit_seconds:.1f}s"
-                bar.set_postfix_str(f"{record.algorithm} {record.status} {_fmt(record.value)}{took}", refresh=False)
-                bar.update(1)
+                if bar is not None:
+                    bar.set_postfix_str(f"{record.algorithm} {record.status} {_fmt(record.value)}{took}",
+                                        refresh=False)
+                    bar.update(1)
 
-            result = tune(
-                args.data, target=args.target, budget=args.budget, time_budget=clock, space=space,
-                strategy=args.strategy, kb=kb, seed=args.seed, reshuffle=args.reshuffle,
-                select=args.select.replace("-", "_"), metric=args.metric, time_limit=args.time_limit,
-                session_id=session, meta_features=not args.no_meta_features, progress=progress,
-                n_jobs=args.n_jobs, backend=args.backend, scheduler=args.scheduler, max_train=args.max_train,
-                on_strategy=lambda name, note: tqdm.write(f"strategy: {note or name}"),
-            )
+            try:
+                result = tune(
+                    args.data, target=args.target, budget=args.budget, time_budget=clock, space=space,
+                    strategy=args.strategy, kb=kb, seed=args.seed, reshuffle=args.reshuffle,
+                    select=args.select.replace("-", "_"), metric=args.metric, time_limit=args.time_limit,
+                    session_id=session, meta_features=not args.no_meta_features, progress=progress,
+                    n_jobs=args.n_jobs, backend=args.backend, scheduler=args.scheduler, max_train=args.max_train,
+                    on_strategy=started,
+                )
+            finally:
+                if bar is not None:
+                    bar.close()
     except KeyboardInterrupt:
+        if bar is None:
+            print("interrupted before the first trial: nothing was tuned", file=sys.stderr)
+            return 130
         return _interrupted(args, session)
     done = len(result.history.completed)
     failed = sum(not r.ok for r in result.history.completed)

@@ -85,6 +85,25 @@ def _target(dataset: Dataset) -> pd.Series:
     return y if isinstance(y.dtype, pd.CategoricalDtype) else pd.Series(pd.Categorical(y))
 
 
+def require_classification(dataset: Dataset, *, target: str | None = None) -> None:
+    """Raise :class:`InputDataError`, in one line with the reason, unless ``dataset`` is a
+    classification task a protocol can split and a classifier can learn: at least two
+    classes, and at least two of them with two rows or more (so that a stratified split
+    gives training rows of two classes). ``target`` names the column in the message."""
+    what = f"the target {target!r}" if target else f"the target of {dataset.name!r}"
+    if dataset.task != "classification":
+        raise InputDataError(f"{what} holds {dataset.y.nunique()} distinct numbers, a regression target; metabo "
+                             "tunes classifiers (give a column of class labels)")
+    counts = _target(dataset).value_counts()
+    counts = counts[counts > 0]
+    if len(counts) < 2:
+        only = f" ({counts.index[0]!r} in all {int(counts.iloc[0])} rows)" if len(counts) else ""
+        raise InputDataError(f"{what} has one class{only}: a classifier needs at least two")
+    if (counts >= 2).sum() < 2:
+        raise InputDataError(f"{what} has {len(counts)} classes but only one of them with two rows or more "
+                             f"({dict(counts)}): too few rows to split for training and validation")
+
+
 def class_labels(dataset: Dataset) -> pd.Index:
     """The K classes of the target, in the order of its categories (codes 0..K-1)."""
     return _target(dataset).cat.categories

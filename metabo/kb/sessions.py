@@ -81,13 +81,7 @@ def list_sessions(kb: KnowledgeBase, *, dataset: str | None = None, limit: int |
         sessions = sessions[(sessions["dataset"] == dataset) | (sessions["dataset_id"] == dataset)]
     if limit is not None:
         sessions = sessions.head(limit)
-    ids = sessions["session_id"].tolist()
-    states = kb.query(  # every listed session's trials in one query
-        "SELECT regexp_extract(key, '^session:(.*):trial:[^:]*$', 1) AS session_id, value FROM ingest_state "
-        "WHERE regexp_extract(key, '^session:(.*):trial:[^:]*$', 1) IN (SELECT unnest(?::VARCHAR[]))", [ids])
-    by_session: dict[str, list[dict[str, Any]]] = {i: [] for i in ids}
-    for sid, value in zip(states["session_id"], states["value"], strict=True):
-        by_session[sid].append(json.loads(value))
+    by_session = _trial_states(kb, sessions["session_id"].tolist())
     rows = []
     for s in sessions.itertuples(index=False):
         trials = by_session[s.session_id]
@@ -103,6 +97,22 @@ def list_sessions(kb: KnowledgeBase, *, dataset: str | None = None, limit: int |
                      "updated_at": s.updated_at})
     columns = ["session_id", "dataset", "strategy", "metric", "trials", "failed", "best", "status", "updated_at"]
     return pd.DataFrame(rows, columns=columns)
+
+
+def _trial_states(kb: KnowledgeBase, ids: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """Session id -> its trials' saved states, for every session of ``ids``, in one query."""
+    states = kb.query(
+        "SELECT regexp_extract(key, '^session:(.*):trial:[^:]*$', 1) AS session_id, value FROM ingest_state "
+        "WHERE regexp_extract(key, '^session:(.*):trial:[^:]*$', 1) IN (SELECT unnest(?::VARCHAR[]))", [ids])
+    by_session: dict[str, list[dict[str, Any]]] = {i: [] for i in ids}
+    for sid, value in zip(states["session_id"], states["value"], strict=True):
+        by_session[sid].append(json.loads(value))
+    return by_session
+
+
+def completed_trials(kb: KnowledgeBase, session_id: str) -> int:
+    """How many trials of ``session_id`` are complete (0 for an unknown session)."""
+    return sum(t.get("state") == "complete" for t in _trial_states(kb, [session_id])[session_id])
 
 
 def set_session_status(kb: KnowledgeBase, session_id: str, status: str) -> None:

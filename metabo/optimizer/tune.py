@@ -59,12 +59,14 @@ import pandas as pd
 
 from metabo.data.dataset import Dataset
 from metabo.evaluation.evaluate import DEFAULT_METRICS, Evaluation
+from metabo.evaluation.metrics import get_metric
 from metabo.evaluation.backends import backend_context, check_backend
 from metabo.evaluation.parallel import EvalTask, TaskResult, evaluate_many
 from metabo.evaluation.protocols import (
     EvaluationProtocol,
     Holdout,
     ReshuffledHoldout,
+    require_classification,
 )
 from metabo.exceptions import EvaluationError, InputDataError
 from metabo.optimizer.budget import TimeBudget, final_fit_seconds
@@ -259,6 +261,9 @@ def prepare(
     stored, data, options = _load(dataset, target)
     protocol = _protocol(protocol, reshuffle, max_train)
     metrics = tuple(dict.fromkeys((metric, *metrics)))
+    for name in metrics:  # every check before anything is stored
+        get_metric(name)
+    require_classification(data, target=target)
     dataset_id = None
     if kb is not None:
         from metabo.ingest.datasets import has_own_meta_features, ingest_dataset
@@ -378,7 +383,7 @@ def tune(
     backend: str = "loky",
     scheduler: str | None = None,
     max_train: int | None = None,
-    on_strategy: Callable[[str, str], None] | None = None,
+    on_strategy: Callable[[str, str, str | None], None] | None = None,
 ) -> TuneResult:
     """Tune ``dataset`` for ``budget`` trials or ``time_budget`` seconds; return the
     selected configuration and its model.
@@ -411,8 +416,9 @@ def tune(
             on the test part and return it as ``model`` (module docstring).
         max_train: search on a stratified subsample of at most this many training rows
             (the final model trains on all of them).
-        on_strategy: called with the strategy's name and note once it is resolved,
-            before the first trial (the CLI prints them).
+        on_strategy: called with the strategy's name, its note and the stored dataset id
+            once the data are loaded and checked and the strategy resolved, before the
+            first trial (the CLI prints them).
         n_jobs, backend, scheduler: evaluate ``n_jobs`` trials at once on the joblib
             ``backend`` (``loky``, ``dask``, ``ray``, ...; for dask and ray the cluster at
             ``scheduler`` or a local one), in synchronous batches (module docstring);
@@ -437,7 +443,7 @@ def tune(
     else:
         name, note = getattr(strategy, "name", type(strategy).__name__), ""
     if on_strategy is not None:
-        on_strategy(name, note)
+        on_strategy(name, note, setup.dataset_id)
     opt = open_session(kb, space, strategy, session_id=session_id, dataset_id=setup.dataset_id, metric=metric, seed=seed,
                        settings=setup.settings(budget, time_limit, memory_limit_mb,
                                                None if clock is None else clock.seconds))

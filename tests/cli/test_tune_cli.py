@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import numpy as np
+import pandas as pd
+import pytest
 from sklearn.datasets import load_iris
 
 from metabo.cli.main import main
@@ -30,3 +33,52 @@ def test_tune_csv_random_search(tmp_path, capsys):
                  "--algorithms", "knn", "--session", "cli", "--kb", kb_path])
     _, err = capsys.readouterr()
     assert code == 2 and "another search space" in err
+
+
+def _snapshot(kb_path) -> dict:
+    """Every row of every table of the store (sorted), to compare before and after."""
+    with KnowledgeBase(kb_path, read_only=True) as kb:
+        tables = kb.query("SELECT table_name FROM information_schema.tables")["table_name"].tolist()
+        return {t: sorted(map(repr, kb.connection.execute(f'SELECT * FROM "{t}"').fetchall())) for t in tables}
+
+
+@pytest.mark.parametrize("column, words", [
+    ("one", "the target 'y' has one class ('x' in all 40 rows): a classifier needs at least two"),
+    ("numbers", "the target 'y' holds 40 distinct numbers, a regression target"),
+    ("lonely", "only one of them with two rows or more"),
+])
+def test_data_that_cannot_be_tuned_is_refused_in_one_line_before_anything_is_stored(tmp_path, capsys, column,
+                                                                                      words):
+    rng = np.random.default_rng(0)
+    y = {"one": ["x"] * 40, "numbers": rng.normal(size=40), "lonely": ["a"] * 39 + ["b"]}[column]
+    csv = tmp_path / "d.csv"
+    pd.DataFrame({"a": rng.normal(size=40), "y": y}).to_csv(csv, index=False)
+    kb_path = tmp_path / "kb.duckdb"
+    assert main(["kb", "init", "--kb", str(kb_path)]) == 0
+    before = _snapshot(kb_path)
+    capsys.readouterr()
+    assert main(["tune", str(csv), "--target", "y", "--budget", "2", "--kb", str(kb_path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.strip() == f"error: {err.strip()[7:]}" and words in err
+    assert len(err.strip().splitlines()) == 1
+    assert _snapshot(kb_path) == before
+
+
+def test_resume_counts_from_the_stored_trials_and_a_new_run_points_to_the_interrupted_one(tmp_path, capsys):
+    csv = tmp_path / "iris.csv"
+    load_iris(as_frame=True).frame.to_csv(csv, index=False)
+    kb_path = tmp_path / "kb.duckdb"
+    base = ["tune", str(csv), "--target", "target", "--strategy", "random", "--algorithms", "knn", "--kb",
+            str(kb_path)]
+    assert main([*base, "--budget", "2", "--session", "first"]) == 0
+    with KnowledgeBase(kb_path) as kb:  # as a killed process leaves it: running, its owner gone
+        kb.connection.execute("UPDATE sessions SET status = 'running' WHERE session_id = 'first'")
+        kb.set_state("session-owner:first", {"host": __import__("socket").gethostname(), "pid": 2 ** 22 + 12345})
+    capsys.readouterr()
+    assert main([*base, "--budget", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "note: session first on this dataset was interrupted after 2 trials" in out
+    assert "--resume first" in out
+    assert main([*base, "--budget", "3", "--resume", "first"]) == 0
+    out, err = capsys.readouterr()
+    assert "session first: 3 trials" in out and "3/3" in err and "0/3" not in err
