@@ -263,7 +263,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p = ks.add_parser("ranks", parents=[common, fmt], help="configurations by mean rank across tasks")
     p.add_argument("algorithm")
     p.add_argument("--metric", default="error_rate")
-    p.add_argument("--min-tasks", type=int, default=1)
+    p.add_argument("--min-tasks", type=int, default=None,
+                   help="list configurations ranked on at least this many tasks (default: half as many as the "
+                        "best-supported one)")
     p.add_argument("--near", help="rank on the tasks nearest this dataset (by meta-features) only")
     p.add_argument("-k", type=int, default=5, help="how many nearest tasks with --near")
     p.add_argument("--limit", type=int, default=20)

@@ -149,7 +149,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     t.add_argument("-k", type=int, default=5, help="portfolio size")
     t.add_argument("--top", type=int, default=10, help="rows of the rank and similarity lists")
     t.add_argument("--metric", default="error_rate")
-    t.add_argument("--min-tasks", type=int, default=1, help="configurations evaluated on at least this many tasks")
+    t.add_argument("--min-tasks", type=int, default=None,
+                   help="configurations evaluated on at least this many tasks (default: half as many as the "
+                        "best-supported one)")
     t.add_argument("--min-shared", type=int, default=5, help="shared configurations for a task pair's tau")
     t.add_argument("--heatmap", metavar="PNG", help="write the task x task similarity heatmap")
     t.add_argument("--json", action="store_true")

@@ -246,19 +246,24 @@ def mean_ranks(
     algorithm: str,
     *,
     metric: str = "error_rate",
-    min_tasks: int = 1,
+    min_tasks: int | None = None,
     fidelity: float | None = None,
     dataset_ids: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """Configurations of ``algorithm`` by mean within-task rank (1 = best), best first.
 
     Columns ``config_id``, ``mean_rank``, ``n_tasks``, ``params`` (decoded);
-    ``dataset_ids`` restricts the tasks ranked on.
+    ``dataset_ids`` restricts the tasks ranked on. Only configurations ranked on at least
+    ``min_tasks`` tasks are listed; by default (None) half as many as the best-supported
+    configuration (rounded up): a mean rank over one task is not comparable with one over
+    forty, and would otherwise top the list.
     """
     _require_algorithm(kb, algorithm)
     _, configs, values = _matrix_arrays(kb, algorithm, metric, fidelity, dataset_ids, rounded=True)
     ranks = average_ranks(values)
     n_tasks = np.count_nonzero(~np.isnan(ranks), axis=0)
+    if min_tasks is None:
+        min_tasks = max(1, -(-int(n_tasks.max(initial=0)) // 2))
     keep = (n_tasks >= int(min_tasks)) & (n_tasks > 0)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.nansum(ranks, axis=0) / n_tasks  # half-integer sums: exact

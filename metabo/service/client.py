@@ -162,9 +162,9 @@ class ServiceClient:
         return list(self.request("POST", "/knowledge/nearest", json_body=body))
 
     def ranks(self, algorithm: str, *, metric: str = "error_rate", top: int = 10, k: int = 5,
-              min_tasks: int = 1) -> dict[str, Any]:
+              min_tasks: int | None = None) -> dict[str, Any]:
         """``algorithm``'s configurations by mean rank across tasks, and a greedy portfolio."""
-        params = {"metric": metric, "top": top, "k": k, "min_tasks": min_tasks}
+        params = {"metric": metric, "top": top, "k": k, **({} if min_tasks is None else {"min_tasks": min_tasks})}
         return dict(self.request("GET", f"/knowledge/ranks/{algorithm}", params=params))
 
     def ingest_runs(self, runs: Sequence[Mapping[str, Any]], *, source: str = "service") -> int:

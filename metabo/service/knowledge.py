@@ -67,7 +67,7 @@ def _records(frame: pd.DataFrame, ints: Sequence[str], floats: Sequence[str]) ->
 
 
 def ranks(kb: KnowledgeBase, algorithm: str, *, metric: str = "error_rate", top: int = 10, k: int = 5,
-          min_tasks: int = 1) -> dict[str, Any]:
+          min_tasks: int | None = None) -> dict[str, Any]:
     """Configurations of ``algorithm`` by mean within-task rank (the ``top`` best,
     :func:`~metabo.kb.queries.mean_ranks`) and a greedy portfolio of ``k``
     (:func:`~metabo.kb.transfer.greedy_portfolio`)."""

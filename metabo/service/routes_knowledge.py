@@ -40,7 +40,7 @@ def ranks(
     request: Request, algorithm: Annotated[str, Path(min_length=1, max_length=200)],
     metric: Annotated[str, Query(pattern=s.METRIC_PATTERN)] = "error_rate",
     top: Annotated[int, Query(ge=1, le=10_000)] = 10, k: Annotated[int, Query(ge=1, le=100)] = 5,
-    min_tasks: Annotated[int, Query(ge=1)] = 1,
+    min_tasks: Annotated[int | None, Query(ge=1)] = None,
 ) -> dict[str, Any]:
     with _store(request).locked() as kb:
         return knowledge.ranks(kb, algorithm, metric=metric, top=top, k=k, min_tasks=min_tasks)

@@ -72,6 +72,17 @@ def test_mean_ranks_share_ties(kb):
     assert len(q.mean_ranks(kb, "knn", min_tasks=3)) == 2
 
 
+def test_a_configuration_seen_on_few_tasks_is_not_ranked_by_default(kb):
+    """By default a configuration needs half the support of the best-supported one: one
+    seen on a single task (rank 1 there) does not top configurations seen on three."""
+    kb.add_runs([dict(dataset_id="test-t1", algorithm="knn", params={"n_neighbors": 40}, metric="error_rate",
+                      value=0.0, source="s")])
+    lonely = q.mean_ranks(kb, "knn", min_tasks=1)
+    assert lonely["n_tasks"].iloc[0] == 1 and lonely["mean_rank"].iloc[0] == 1.0
+    default = q.mean_ranks(kb, "knn")
+    assert default["n_tasks"].min() == 2 and lonely["config_id"].iloc[0] not in set(default["config_id"])
+
+
 def test_nearest_tasks_matches_hand_computation(kb):
     mf = {"test-t1": {"a": 0.0, "b": 10.0, "c": 5.0}, "test-t2": {"a": 1.0, "b": 20.0, "c": 5.0},
           "test-t3": {"a": 4.0, "b": 10.0, "c": 5.0}}
