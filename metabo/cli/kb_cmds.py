@@ -7,6 +7,7 @@ import json
 
 import pandas as pd
 
+from metabo.exceptions import InputDataError
 from metabo.kb import KnowledgeBase
 from metabo.kb import queries as q
 from metabo.kb import transfer as tr
@@ -138,10 +139,25 @@ def cmd_nearest(args: argparse.Namespace) -> int:
         if args.dataset:
             target: str | dict[str, float] = kb.resolve_dataset(args.dataset)
         else:
-            target = {k: float(v) for k, v in json.loads(args.meta_features).items()}
+            target = _meta_features_arg(args.meta_features)
         df = q.nearest_tasks(kb, target, k=args.k)
     _print_frame(df, args.format)
     return 0
+
+
+def _meta_features_arg(text: str) -> dict[str, float]:
+    """``--meta-features``: a JSON object of names to numbers, or one line saying what is wrong."""
+    try:
+        values = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputDataError(f"--meta-features is not valid JSON ({e.msg} at character {e.pos}); give an object "
+                             'such as \'{"NumberOfInstances": 500}\'') from None
+    if not isinstance(values, dict) or not values:
+        raise InputDataError("--meta-features must be a non-empty JSON object of names to numbers")
+    bad = [k for k, v in values.items() if isinstance(v, bool) or not isinstance(v, (int, float))]
+    if bad:
+        raise InputDataError(f"--meta-features values must be numbers; not for {bad[:5]}")
+    return {str(k): float(v) for k, v in values.items()}
 
 
 def cmd_portfolio(args: argparse.Namespace) -> int:

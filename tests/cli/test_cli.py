@@ -118,3 +118,21 @@ def test_space_commands(capsys, tmp_path):
     from metabo.space.cash import CASHSpace
 
     assert sorted(CASHSpace.from_json(target.read_text()).spaces) == ["knn", "svm_rbf"]
+
+
+def test_bad_meta_features_json_and_a_closed_pipe_end_without_a_traceback(capsys, kb_path, monkeypatch):
+    assert run(capsys, "kb", "init", "--kb", kb_path)[0] == 0
+    for text, words in (("{bad", "is not valid JSON"), ("[1, 2]", "non-empty JSON object"),
+                        ('{"a": "x"}', "must be numbers")):
+        code, _, err = run(capsys, "kb", "nearest", "--meta-features", text, "--kb", kb_path)
+        assert code == 2 and words in err and len(err.strip().splitlines()) == 1
+
+    class ClosedPipe:
+        def write(self, text):
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def flush(self):
+            pass
+
+    monkeypatch.setattr(sys, "stdout", ClosedPipe())
+    assert main(["kb", "datasets", "--kb", kb_path]) == 141  # as `metabo kb datasets | head` ends
