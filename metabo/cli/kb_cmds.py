@@ -141,7 +141,10 @@ def cmd_nearest(args: argparse.Namespace) -> int:
         else:
             target = _meta_features_arg(args.meta_features)
         df = q.nearest_tasks(kb, target, k=args.k)
-    _print_frame(df, args.format)
+        names = kb.query("SELECT dataset_id, name FROM datasets")
+    df = df.merge(names, on="dataset_id", how="left")
+    _print_frame(df[["dataset_id", "name", *[c for c in df.columns if c not in ("dataset_id", "name")]]],
+                 args.format)
     return 0
 
 

@@ -24,6 +24,7 @@ from metabo.cli import (
     transfer_cmds,
     tune_cmds,
 )
+from metabo import __version__
 from metabo.exceptions import MetaboError
 
 
@@ -41,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="metabo", description="A meta-learning knowledge base for warm-started HPO."
     )
+    parser.add_argument("--version", action="version", version=f"metabo {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     quick = sub.add_parser(
         "quickstart", parents=[common],
@@ -62,7 +64,27 @@ def build_parser() -> argparse.ArgumentParser:
     sessions_cmds.register(sub, common)
     transfer_cmds.register(sub, common)
     serve_cmds.register(sub, common)
+    for command in sub.choices.values():
+        _fill_help(command)
     return parser
+
+
+#: Help for arguments many commands share, where a command gives none.
+_SHARED_HELP = {
+    "seed": "seed of every random choice: the same seed gives the same result (default %(default)s)",
+    "metric": "the metric the runs are recorded under, lower is better (default %(default)s)",
+    "algorithm": "an algorithm of the CASH space (metabo space sample --help lists them)",
+}
+
+
+def _fill_help(parser: argparse.ArgumentParser) -> None:
+    """Give ``parser``'s (and its subcommands') shared arguments their help when missing."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _fill_help(child)
+        elif action.help is None and action.dest in _SHARED_HELP:
+            action.help = _SHARED_HELP[action.dest]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -70,8 +92,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     level = logging.WARNING - 10 * min(args.verbose, 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    logging.captureWarnings(True)  # Python warnings go through logging, so through tqdm.write below
+    from tqdm.contrib.logging import logging_redirect_tqdm
+
     try:
-        return int(args.func(args) or 0)
+        with logging_redirect_tqdm():  # log lines above the progress bars, not inside them
+            return int(args.func(args) or 0)
     except BrokenPipeError:  # the reader went away (metabo kb datasets | head): stop quietly
         try:  # and let Python's final flush of stdout write nowhere rather than fail again
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -9,6 +9,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
+
 from metabo.cli.kb_cmds import open_kb
 
 
@@ -100,28 +103,54 @@ def cmd_transfer(args: argparse.Namespace) -> int:
         for (a, b), t in pairs.head(args.top).items():
             print(f"  {t:+.3f}  {names.get(a, a)} ~ {names.get(b, b)}")
     if args.heatmap:
-        _heatmap(similarity.rename(index=names, columns=names), args.algorithm, Path(args.heatmap))
+        labels = _labels(list(similarity.index), names)
+        _heatmap(similarity.rename(index=labels, columns=labels), args.algorithm, Path(args.heatmap))
         print(f"heatmap written to {args.heatmap}")
     return 0
 
 
 def _heatmap(similarity, algorithm: str, path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The task x task Kendall tau heatmap, tasks ordered by average-linkage clustering on
+    ``1 - tau`` (so that alike tasks sit together); tasks that share no ranked
+    configuration with any other (an empty row) are left out and counted in the title."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from scipy.cluster.hierarchy import leaves_list, linkage
+    from scipy.spatial.distance import squareform
 
-    n = len(similarity)
+    values = similarity.to_numpy(float)
+    off = values.copy()
+    np.fill_diagonal(off, np.nan)
+    keep = ~np.isnan(off).all(axis=1)
+    dropped = int((~keep).sum())
+    sim = similarity.iloc[keep, keep]
+    n = len(sim)
+    if n >= 3:
+        dist = 1.0 - np.nan_to_num(sim.to_numpy(float), nan=0.0)  # no shared configurations: tau 0
+        dist = (dist + dist.T) / 2.0
+        np.fill_diagonal(dist, 0.0)
+        order = leaves_list(linkage(squareform(np.clip(dist, 0.0, 2.0), checks=False), method="average"))
+        sim = sim.iloc[order, order]
     fig, ax = plt.subplots(figsize=(max(5.0, 0.22 * n + 2), max(4.0, 0.22 * n + 1.5)))
-    image = ax.imshow(similarity.to_numpy(float), cmap="RdBu_r", vmin=-1, vmax=1)
-    ax.set_xticks(range(n), [str(c)[:18] for c in similarity.columns], rotation=90, fontsize=6)
-    ax.set_yticks(range(n), [str(c)[:18] for c in similarity.index], fontsize=6)
-    ax.set_title(f"{algorithm}: Kendall tau-b between tasks' rankings")
+    image = ax.imshow(sim.to_numpy(float), cmap="RdBu_r", vmin=-1, vmax=1)
+    ax.set_xticks(range(n), list(sim.columns), rotation=90, fontsize=6)
+    ax.set_yticks(range(n), list(sim.index), fontsize=6)
+    ax.set_title(f"{algorithm}: Kendall tau-b between tasks' rankings"
+                 + (f"\n({dropped} tasks sharing no configuration left out)" if dropped else ""), fontsize=9)
     fig.colorbar(image, ax=ax, shrink=0.8)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=130)
     plt.close(fig)
+
+
+def _labels(ids: list[str], names: dict[str, str]) -> dict[str, str]:
+    """Task id -> a short label: its name, with the id where two tasks share a name."""
+    short = {i: str(names.get(i, i))[:24] for i in ids}
+    seen = pd.Series(list(short.values())).value_counts()
+    return {i: (f"{s} ({i})"[:40] if seen[s] > 1 else s) for i, s in short.items()}
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:

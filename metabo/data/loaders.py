@@ -46,7 +46,8 @@ def load_dataset(spec: str, *, target: str | None = None, **kw: Any) -> Dataset:
             f"{', '.join(s + ':' for s in SCHEMES)} or a file path"
         )
     if target is None:
-        raise InputDataError(f"{spec!r} is a file: pass target=<the target column>")
+        raise InputDataError(f"{spec!r} is a file: name its class column (--target COLUMN on the command line, "
+                             "target= in Python)")
     return load_file(path, target, **kw)
 
 

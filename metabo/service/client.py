@@ -201,7 +201,7 @@ class RemoteOptimizer:
         if not study_id:
             raise MetaboError("RemoteOptimizer needs a study_id; RemoteOptimizer.create(...) starts a new study")
         self.client = client or ServiceClient(url, token=token, timeout=timeout)
-        self.session_id = study_id
+        self.session_id = study_id  # the Optimizer's name for it, so loops run unchanged on either
 
     @classmethod
     def create(
@@ -262,6 +262,11 @@ class RemoteOptimizer:
     def finish(self, status: str = "done") -> None:
         """Mark the study finished, ``done`` or ``failed`` (as :meth:`Optimizer.finish`)."""
         self.client.request("POST", self._path("finish"), json_body={"status": status})
+
+    @property
+    def study_id(self) -> str:
+        """The service's name for :attr:`session_id` (the study's id in its URLs)."""
+        return self.session_id
 
     def best(self, select: str = "argmin") -> TrialRecord:
         """The selected trial: ``argmin`` or ``posterior_mean`` (as :meth:`Optimizer.best`)."""

@@ -136,3 +136,31 @@ def test_bad_meta_features_json_and_a_closed_pipe_end_without_a_traceback(capsys
 
     monkeypatch.setattr(sys, "stdout", ClosedPipe())
     assert main(["kb", "datasets", "--kb", kb_path]) == 141  # as `metabo kb datasets | head` ends
+
+
+def test_version_and_every_argument_has_help(capsys):
+    from metabo import __version__
+    from metabo.cli.main import build_parser
+
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0 and capsys.readouterr().out.strip() == f"metabo {__version__}"
+    missing = []
+
+    def walk(parser, path):
+        for action in parser._actions:
+            if hasattr(action, "choices") and isinstance(action.choices, dict):
+                for name, child in action.choices.items():
+                    walk(child, f"{path} {name}")
+            elif not action.help and action.dest not in ("help", "version"):
+                missing.append(f"{path} {action.dest}")
+
+    walk(build_parser(), "metabo")
+    assert [m for m in missing if m.rsplit(" ", 1)[1] in ("seed", "metric", "algorithm")] == []
+
+
+def test_transfer_heatmap_labels_are_unique_names():
+    from metabo.cli.transfer_cmds import _labels
+
+    labels = _labels(["keel-a", "openml-1", "openml-2"], {"keel-a": "iris", "openml-1": "iris", "openml-2": "wine"})
+    assert labels == {"keel-a": "iris (keel-a)", "openml-1": "iris (openml-1)", "openml-2": "wine"}
