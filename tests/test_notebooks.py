@@ -170,8 +170,11 @@ def test_walkthrough_ingests_queries_and_tunes_warm_beside_cold(tmp_path_factory
         numbers = [float(x) for x in re.findall(r"(?<![\w.])\d+\.\d+(?![\w.])", rows[label].split("}")[-1])]
         test_error = numbers[0]
         assert 0 <= test_error < 0.2 and math.isfinite(test_error)
-    best_first = {lab: float(rows[lab].split()[2]) for lab in ("RLGP (warm)", "GP-BO (cold)")}
-    assert 0 < best_first["RLGP (warm)"] <= 1 and 0 < best_first["GP-BO (cold)"] <= 1
+    # the story the notebook tells: the warm starts' first configurations are better than the
+    # cold searches' first draws (seeded: the same every run)
+    best_first = {lab: float(rows[lab].split()[2]) for lab in rows if lab.endswith(("(warm)", "(cold)"))}
+    assert max(best_first["RLGP (warm)"], best_first["kNN (warm)"]) < min(best_first["GP-BO (cold)"],
+                                                                          best_first["random (cold)"])
     assert _images(_cell(nb, "best validation error so far\", yscale")) == 1
     assert "removed" in _text(nb.cells[-1])
 

@@ -13,7 +13,6 @@ from metabo.kb import KnowledgeBase
 from metabo.optimizer import tune
 from metabo.space.algorithms import default_cash_space
 from metabo.strategies.knn import KNNWarmStart
-from metabo.strategies.rlgp import RLGP
 from metabo.strategies.warm import past_for, warm_strategy
 
 ALGS = ["knn", "decision_tree"]
@@ -70,7 +69,6 @@ def test_warm_strategy_without_a_knowledge_base_is_refused(store):
     _, paths = store
     with pytest.raises(InputDataError, match="pass kb"):
         tune(str(paths["iris"]), target="target", budget=1, space=default_cash_space(ALGS), strategy="rlgp")
-    assert RLGP  # imported for the type check above
 
 
 def test_tune_with_the_warm_default_starts_with_the_portfolios_first_configuration(store, tmp_path):
