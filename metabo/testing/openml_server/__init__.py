@@ -9,13 +9,21 @@ parses; they are gzip-compressed as OpenML's are.
 
 Endpoints: ``data/{id}``, ``data/features/{id}``, ``data/qualities/{id}``,
 ``data/list``, ``task/{id}``, ``task/list``, ``estimationprocedure/list``,
-``flow/{id}``, ``flow/list``, ``setup/{id}``, ``setup/list``, ``run/{id}``,
-``run/list``, ``evaluation/list``, ``user/list``, and the ARFF download
-``/data/download/{file_id}/{name}.arff`` that dataset descriptions point to (no
-``parquet_url`` is announced, so the client reads ARFF). List calls page with
-``/limit/N/offset/M``; a page past the end is HTTP 412 with OpenML's "no results" code
-of that listing (542 evaluations, 674 setups, 372 datasets, 482 tasks, 500 flows,
+``evaluationmeasure/list``, ``flow/{id}``, ``flow/list``, ``setup/{id}``,
+``setup/list``, ``run/{id}``, ``run/list``, ``evaluation/list``, ``user/list``, and
+the ARFF download ``/data/download/{file_id}/{name}.arff`` that dataset descriptions
+point to (no ``parquet_url`` is announced, so the client reads ARFF). List calls page
+with ``/limit/N/offset/M``; a page past the end is HTTP 412 with OpenML's "no results"
+code of that listing (542 evaluations, 674 setups, 372 datasets, 482 tasks, 500 flows,
 512 runs), which the client's pager takes as the end.
+
+What the real server does, reproduced: a dataset with ``qualities=None`` answers
+``data/qualities/{id}`` with error 362, 363 or 364 (``FakeDataset.qualities_code``);
+``user/list`` leaves out users not in :attr:`FakeOpenMLServer.users` (deleted
+accounts); a path outside ``/api/v1/xml/`` is a web server's HTML 404
+(:attr:`FakeOpenMLServer.not_found_page`); the evaluation listing is in run id order,
+so a run added with a lower id lands before runs listed earlier, as it can on OpenML,
+whose listing has no order.
 
 Test hooks: :meth:`FakeOpenMLServer.fail_next` (the next K responses are HTTP 500, or
 412 with an OpenML error code), :meth:`FakeOpenMLServer.malform` (truncated XML for an

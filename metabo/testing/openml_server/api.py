@@ -15,9 +15,9 @@ NO_RESULT_CODES: dict[str, int] = {
 class ApiError(Exception):
     """An OpenML error response: HTTP ``status`` with an ``<oml:error>`` body."""
 
-    def __init__(self, code: int, message: str, status: int = 412) -> None:
+    def __init__(self, code: int, message: str, status: int = 412, additional: str | None = None) -> None:
         super().__init__(message)
-        self.code, self.message, self.status = code, message, status
+        self.code, self.message, self.status, self.additional = code, message, status, additional
 
 
 def lookup(table: dict[int, Any], key: int, code: int, what: str) -> Any:

@@ -11,9 +11,22 @@ import arff
 import pandas as pd
 
 
+#: OpenML's answers to ``data/qualities/{id}`` for a dataset without qualities.
+NO_QUALITIES: dict[int, str] = {
+    362: "No qualities found",
+    363: "Dataset not processed yet",
+    364: "Dataset processed with error",
+}
+
+
 @dataclass
 class FakeDataset:
-    """A dataset: its ARFF text, target and qualities (``None``: server has none)."""
+    """A dataset: its ARFF text, target and qualities.
+
+    ``qualities=None``: the server has none and answers ``data/qualities/{id}`` with
+    OpenML error ``qualities_code`` (:data:`NO_QUALITIES`; 364 carries
+    ``processing_error`` as its additional information).
+    """
 
     did: int
     name: str
@@ -21,6 +34,8 @@ class FakeDataset:
     target: str | None
     qualities: dict[str, float] | None = None
     version: int = 1
+    qualities_code: int = 362
+    processing_error: str | None = None
 
     @property
     def file_id(self) -> int:

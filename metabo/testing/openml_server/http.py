@@ -58,6 +58,8 @@ def route(s: FakeOpenMLServer, endpoint: str) -> str:
             return listing(s, filters)
         if kind == "estimationprocedure":
             return xml_data.estimation_procedures()
+        if kind == "evaluationmeasure":
+            return xml_data.evaluation_measures()
     try:
         if parts[0] == "data" and len(parts) == 2:
             return xml_data.data_description(s, int(parts[1]))

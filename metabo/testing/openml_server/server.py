@@ -12,7 +12,7 @@ from metabo.testing.openml_server.dataset import FakeDataset
 from metabo.testing.openml_server.faults import Fault, LoggedRequest, take_fault
 from metabo.testing.openml_server.http import FakeHTTPServer, Handler, download, route, send
 from metabo.testing.openml_server.model import FakeFlow, FakeRun, FakeSetup, FakeTask
-from metabo.testing.openml_server.xml import HTML_ERROR, error_xml
+from metabo.testing.openml_server.xml import HTML_ERROR, HTML_NOT_FOUND, error_xml
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +33,8 @@ class FakeOpenMLServer:
         self.setups: dict[int, FakeSetup] = {}
         self.runs: dict[int, FakeRun] = {}
         self.users: dict[int, str] = {1: "Jan van Rijn"}
+        #: The body of the HTTP 404 for a path outside the API (and the ARFF downloads).
+        self.not_found_page: str = HTML_NOT_FOUND
         self.requests: list[LoggedRequest] = []
         self._faults: list[Fault] = []
         self._lock = threading.RLock()
@@ -154,10 +156,10 @@ class FakeOpenMLServer:
                     body, ctype = download(self, path), "text/plain"
                 elif endpoint:
                     body, ctype = route(self, endpoint), "text/xml"
-                else:
-                    raise ApiError(100, f"Unknown path {path}", status=404)
+                else:  # not an API path: the web server's own page
+                    return 404, "text/html", self.not_found_page
             except ApiError as e:
-                status, ctype, body = e.status, "text/xml", error_xml(e.code, e.message)
+                status, ctype, body = e.status, "text/xml", error_xml(e.code, e.message, e.additional)
             if fault is not None:  # malformed: cut the document in half
                 body = body[: max(len(body) // 2, 1)]
             return status, ctype, body

@@ -17,6 +17,13 @@ HTML_ERROR = (
     "</body>\r\n</html>\r\n"
 )
 
+# What a web server sends for a path that is not there (well-formed, so the client parses
+# it and finds no <oml:error> in it).
+HTML_NOT_FOUND = (
+    "<html><head><title>404 Not Found</title></head><body><h1>Not Found</h1>"
+    "<p>The requested URL was not found on this server.</p></body></html>"
+)
+
 
 def el(tag: str, value: Any) -> str:
     """``<oml:tag>value</oml:tag>`` (escaped), or an empty element for ``None``."""
@@ -32,6 +39,7 @@ def fmt(value: float | None) -> str | None:
     return repr(float(value))
 
 
-def error_xml(code: int, message: str) -> str:
-    """OpenML's ``<oml:error>`` body."""
-    return f'<oml:error {NS}>{el("code", code)}{el("message", message)}</oml:error>'
+def error_xml(code: int, message: str, additional: str | None = None) -> str:
+    """OpenML's ``<oml:error>`` body (with ``<oml:additional_information>`` if given)."""
+    extra = el("additional_information", additional) if additional is not None else ""
+    return f'<oml:error {NS}>{el("code", code)}{el("message", message)}{extra}</oml:error>'

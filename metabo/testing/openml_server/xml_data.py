@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from xml.sax.saxutils import escape, quoteattr
 
 from metabo.testing.openml_server.api import ApiError, lookup, page, parse_ids
-from metabo.testing.openml_server.dataset import FakeDataset
+from metabo.testing.openml_server.dataset import NO_QUALITIES, FakeDataset
 from metabo.testing.openml_server.model import FakeTask
 from metabo.testing.openml_server.xml import NS, TASK_TYPES, el, fmt
 
@@ -57,7 +57,8 @@ def data_features(s: FakeOpenMLServer, did: int) -> str:
 def data_qualities(s: FakeOpenMLServer, did: int) -> str:
     d = _dataset(s, did, code=361)
     if d.qualities is None:
-        raise ApiError(362, "No qualities found")
+        code = d.qualities_code
+        raise ApiError(code, NO_QUALITIES[code], additional=d.processing_error if code == 364 else None)
     body = "".join(
         f"<oml:quality>{el('name', k)}{el('value', fmt(v))}</oml:quality>"
         for k, v in d.qualities.items()
@@ -131,3 +132,16 @@ def estimation_procedures() -> str:
         for ttid in TASK_TYPES
     )
     return f"<oml:estimationprocedures {NS}>{procs}</oml:estimationprocedures>"
+
+
+#: What ``evaluationmeasure/list`` names (a few of OpenML's measures).
+EVALUATION_MEASURES: tuple[str, ...] = (
+    "area_under_roc_curve", "f_measure", "kappa", "mean_absolute_error", "predictive_accuracy",
+    "relative_absolute_error", "root_mean_squared_error", "root_relative_squared_error",
+    "usercpu_time_millis",
+)
+
+
+def evaluation_measures() -> str:
+    measures = "".join(el("measure", m) for m in EVALUATION_MEASURES)
+    return f"<oml:evaluation_measures {NS}><oml:measures>{measures}</oml:measures></oml:evaluation_measures>"

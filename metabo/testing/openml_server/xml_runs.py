@@ -102,9 +102,10 @@ def evaluation_list(s: FakeOpenMLServer, filters: Mapping[str, str]) -> str:
 
 
 def user_list(s: FakeOpenMLServer, filters: Mapping[str, str]) -> str:
+    """The users among the ids asked for; a deleted account is left out, as OpenML does."""
     ids = sorted(parse_ids(filters.get("user_id")) or s.users)
     parts = "".join(
-        f"<oml:user>{el('id', u)}{el('username', s.users.get(u, f'user{u}'))}</oml:user>"
-        for u in ids
+        f"<oml:user>{el('id', u)}{el('username', s.users[u])}</oml:user>"
+        for u in ids if u in s.users
     )
     return f"<oml:users {NS}>{parts}</oml:users>"
