@@ -1,16 +1,21 @@
 """Calls into the ``openml`` client: scoped configuration, retries, wrapped errors.
 
 The ``openml`` package keeps its server, cache directory and retry settings in module
-globals. :func:`openml_config` sets them for the duration of a ``with`` block and puts
-the previous values back afterwards, so no global state is left behind. Inside the
-block the client's own retry loop is switched off (it sleeps at least a second per
-try); :func:`call_openml` retries instead, with exponential backoff, on connection
-errors, HTTP 5xx and OpenML's "database connection" error (code 107).
+globals. :func:`openml_config` sets them for the duration of a ``with`` block, through
+the client's public configuration functions (``get_config_as_dict``,
+``set_root_cache_directory``, ``set_retry_policy`` and ``config.server``), and puts the
+previous values back afterwards, so no global state is left behind. Inside the block
+the client's own retry loop is switched off (it sleeps at least a second per try);
+:func:`call_openml` retries instead, with exponential backoff, on connection errors,
+HTTP 5xx and OpenML's "database connection" error (code 107).
 
 A response the client cannot parse (``ExpatError`` from ``xmltodict``, a missing key,
 a value that is not a number, ...) is raised as :class:`OpenMLResponseError` naming the
 endpoint; an error the server states on purpose (an unknown id, say) as
-:class:`FetchError` with its OpenML code.
+:class:`FetchError` with its OpenML code. :func:`check_server` tells a URL that is not
+an OpenML API (a wrong ``--server``) from a server that is down, before anything else
+is requested: a wrong path answers with a web page, which the client would otherwise
+report as a server failing every try.
 """
 
 from __future__ import annotations
@@ -41,14 +46,25 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+
+class _Unavailable(Exception):
+    """An HTTP 5xx or 429 answer to :func:`check_server`'s probe: worth another try."""
+
+
 #: OpenML's error code for "database connection error": the server asks to try again.
 RETRYABLE_CODES: frozenset[int] = frozenset({107})
+#: OpenML's own API root, named in the message of a wrong server URL.
+OPENML_API = "https://www.openml.org/api/v1/xml"
+#: Seconds :func:`check_server` waits for an answer.
+PROBE_TIMEOUT = 60.0
+_MEASURES_TAG = "<oml:evaluation_measures"
 _STATUS_RE = re.compile(r"Status code: (\d{3})")
 _TRANSIENT: tuple[type[BaseException], ...] = (
     requests.exceptions.ConnectionError,
     requests.exceptions.ChunkedEncodingError,
     requests.exceptions.Timeout,
     OpenMLHashException,
+    _Unavailable,
 )
 # What the client raises when a response body is not what it expects.
 _MALFORMED: tuple[type[BaseException], ...] = (
@@ -94,7 +110,7 @@ def openml_config(
     """
     cfg = openml.config
     with _config_lock:
-        saved = (cfg.server, cfg._root_cache_directory, cfg.retry_policy, cfg.connection_n_retries)
+        saved = cfg.get_config_as_dict()
         try:
             if server is not None:
                 cfg.server = server.rstrip("/")
@@ -105,14 +121,42 @@ def openml_config(
             cfg.set_retry_policy("robot", 1)
             yield
         finally:
-            cfg.server = saved[0]
-            cfg.set_root_cache_directory(saved[1])
-            cfg.retry_policy, cfg.connection_n_retries = saved[2], saved[3]
+            cfg.server = saved["server"]
+            cfg.set_root_cache_directory(saved["cachedir"])
+            cfg.set_retry_policy(saved["retry_policy"], saved["connection_n_retries"])
 
 
 def current_server() -> str:
     """The server URL the client uses now (inside :func:`openml_config`, the scoped one)."""
     return str(openml.config.server)
+
+
+def _probe(url: str) -> requests.Response:
+    response = requests.get(url, timeout=PROBE_TIMEOUT)
+    if response.status_code >= 500 or response.status_code == 429:
+        raise _Unavailable(f"{url} answered HTTP {response.status_code}")
+    return response
+
+
+def check_server(retry: RetryPolicy = DEFAULT_RETRY) -> None:
+    """Fail at once if the client's server is not an OpenML XML API.
+
+    Requests ``evaluationmeasure/list`` (a small listing every OpenML server has).
+    Connection errors, HTTP 5xx and 429 are retried as in :func:`call_openml`; any
+    other answer that is not OpenML's XML (an HTML 404 of a wrong path, a website's
+    home page) raises :class:`OpenMLResponseError` naming the URL, without retrying.
+    """
+    server = current_server()
+    url = f"{server}/evaluationmeasure/list"
+    response = call_openml(_probe, url, endpoint="evaluationmeasure/list", retry=retry)
+    if response.status_code == 200 and _MEASURES_TAG in response.text:
+        return
+    kind = response.headers.get("Content-Type", "no content type").split(";")[0]
+    raise OpenMLResponseError(
+        f"{server} does not look like an OpenML API server: {url} answered HTTP "
+        f"{response.status_code} ({kind}) instead of OpenML's XML; check the server URL "
+        f"(server=, --server on the command line): OpenML's own is {OPENML_API}"
+    )
 
 
 def _is_transient(exc: BaseException) -> bool:
