@@ -1,12 +1,25 @@
 """Ingest OpenML run evaluations into the knowledge base, page by page and resumably.
 
 For each page of ``evaluation/list`` (one metric, optionally some tasks and flows) it
-fetches the setups of the page's runs (``setup/list``) and, once per dataset, the
-dataset's description and qualities; then, in one transaction, it stores the datasets
+leaves out the runs already stored (same ``openml-run:<id>`` source and metric), fetches
+the setups of the others (``setup/list``) and, once per dataset, the dataset's
+description and qualities; then, in one transaction, it stores the datasets
 (``openml-<id>``, qualities as meta-features with source ``openml``), algorithms,
-configurations and runs together with the cursor of the next page
-(:meth:`~metabo.kb.store.KnowledgeBase.set_state`). A second call resumes after the
-last stored page; a killed process loses at most the page in flight.
+configurations and runs together with the ingestion's state
+(:meth:`~metabo.kb.store.KnowledgeBase.set_state`). A killed process loses at most the
+page in flight.
+
+Every call lists the selection from its start: OpenML orders its listing only when asked
+to sort by value, so an offset saved by one call would skip rows in the next once runs
+were added or deleted before it. A run already stored costs its row of the listing and
+nothing else; one that a call missed (the order changed under its paging) is found by
+the next.
+
+A dataset without OpenML qualities (errors 362, 363 and 364, see
+:mod:`~metabo.ingest.openml_fetch`) is stored without meta-features and flagged:
+``flags["openml_qualities"]`` names the reason (``metabo kb datasets`` shows it) and
+:attr:`IngestReport.datasets_without_qualities` lists it. A later call with new runs on
+it asks again, stores the qualities if OpenML has them by then, and lifts the flag.
 
 Flows become project algorithms by :func:`~metabo.ingest.openml_flows.map_flow` (a flow
 it cannot map is kept as ``openml-flow:<flow name>`` and counted in
@@ -18,25 +31,29 @@ re-exported here.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
-import shutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import openml
 import pandas as pd
 
-from metabo.exceptions import InputDataError, OpenMLResponseError
+from metabo.exceptions import InputDataError
 from metabo.ingest.openml_client import (
     DEFAULT_RETRY,
     RetryPolicy,
-    call_openml,
+    check_server,
     current_server,
     openml_config,
+)
+from metabo.ingest.openml_fetch import (
+    OpenMLDatasetInfo,
+    fetch_dataset,
+    fetch_setups,
+    list_evaluations_page,
 )
 from metabo.ingest.openml_flows import (
     NON_HYPERPARAMETERS,
@@ -53,10 +70,13 @@ from metabo.ingest.openml_metrics import METRICS, MetricMapping, metric_mapping
 from metabo.kb.canonical import config_id
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from metabo.kb.store import KnowledgeBase
 
 __all__ = [
     "METRICS",
+    "NO_QUALITIES_FLAG",
     "NON_HYPERPARAMETERS",
     "PIPELINE",
     "SKLEARN_ALGORITHMS",
@@ -76,22 +96,31 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
+#: The dataset flag of an OpenML dataset stored without OpenML's qualities.
+NO_QUALITIES_FLAG = "openml_qualities"
+
+
 @dataclass(frozen=True)
 class IngestReport:
     """What one :func:`ingest_openml` call did.
 
     Attributes:
-        runs_fetched: evaluations received (this call).
-        runs_new: runs newly written (the rest were stored already).
+        runs_listed: evaluations the listing returned (this call), stored ones included.
+        runs_fetched: of those, the runs not stored before (their setups and datasets
+            were fetched).
+        runs_new: runs newly written.
         datasets: distinct OpenML datasets of the fetched runs.
         configurations: distinct configurations of the fetched runs.
         unmapped_flows: flows kept as ``openml-flow:<name>`` (sorted names).
         unmapped_runs: fetched runs of those flows.
         runs_skipped: evaluations without a value (logged, not stored).
-        pages: evaluation pages stored by this call.
-        offset: the cursor after this call (evaluations stored in total).
+        datasets_without_qualities: OpenML ids of the datasets stored without
+            meta-features, OpenML having no qualities for them (flagged
+            ``openml_qualities``).
+        pages: evaluation pages whose runs this call stored.
     """
 
+    runs_listed: int = 0
     runs_fetched: int = 0
     runs_new: int = 0
     datasets: int = 0
@@ -99,14 +128,15 @@ class IngestReport:
     unmapped_flows: tuple[str, ...] = ()
     unmapped_runs: int = 0
     runs_skipped: int = 0
+    datasets_without_qualities: tuple[int, ...] = ()
     pages: int = 0
-    offset: int = 0
 
 
 @dataclass
 class _Progress:
-    """Mutable tallies behind the frozen report."""
+    """Mutable tallies behind the frozen report, and what this call fetched already."""
 
+    runs_listed: int = 0
     runs_fetched: int = 0
     runs_new: int = 0
     datasets: set[int] = field(default_factory=set)
@@ -114,68 +144,31 @@ class _Progress:
     unmapped_flows: set[str] = field(default_factory=set)
     unmapped_runs: int = 0
     runs_skipped: int = 0
+    without_qualities: set[int] = field(default_factory=set)
     pages: int = 0
-    offset: int = 0
+    setups: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    dataset_ids: dict[int, str] = field(default_factory=dict)  # OpenML id -> stored id
 
     def report(self) -> IngestReport:
         return IngestReport(
-            runs_fetched=self.runs_fetched, runs_new=self.runs_new, datasets=len(self.datasets),
-            configurations=len(self.configurations), unmapped_flows=tuple(sorted(self.unmapped_flows)),
-            unmapped_runs=self.unmapped_runs, runs_skipped=self.runs_skipped, pages=self.pages,
-            offset=self.offset,
+            runs_listed=self.runs_listed, runs_fetched=self.runs_fetched, runs_new=self.runs_new,
+            datasets=len(self.datasets), configurations=len(self.configurations),
+            unmapped_flows=tuple(sorted(self.unmapped_flows)), unmapped_runs=self.unmapped_runs,
+            runs_skipped=self.runs_skipped, datasets_without_qualities=tuple(sorted(self.without_qualities)),
+            pages=self.pages,
         )
 
 
-# ---------------------------------------------------------------------- fetching
-def _list_page(
-    metric: str, offset: int, size: int, tasks: list[int] | None, flows: list[int] | None,
-    retry: RetryPolicy,
-) -> pd.DataFrame:
-    endpoint = f"evaluation/list/function/{metric}/limit/{size}/offset/{offset}"
-    if tasks:
-        endpoint += "/task/" + ",".join(map(str, tasks))
-    if flows:
-        endpoint += "/flow/" + ",".join(map(str, flows))
-    frame = call_openml(
-        openml.evaluations.list_evaluations, endpoint=f"{endpoint} (and user/list)", retry=retry,
-        function=metric, offset=offset, size=size, tasks=tasks, flows=flows,
-        output_format="dataframe",
-    )
-    if len(frame) and not {"run_id", "setup_id", "flow_name", "data_id", "value"} <= set(frame.columns):
-        raise OpenMLResponseError(f"OpenML endpoint {endpoint} returned no evaluation columns")
-    return frame
-
-
-def _fetch_setups(ids: Iterable[int], retry: RetryPolicy) -> dict[int, list[dict[str, Any]]]:
-    """Setup id -> its parameter records, 100 ids per request (URL length)."""
-    ids = sorted(set(int(i) for i in ids))
-    out: dict[int, list[dict[str, Any]]] = {}
-    for start in range(0, len(ids), 100):
-        chunk = ids[start: start + 100]
-        endpoint = f"setup/list/setup/{','.join(map(str, chunk))}"
-        frame = call_openml(
-            openml.setups.list_setups, endpoint=endpoint, retry=retry, setup=chunk,
-            output_format="dataframe",
-        )
-        for sid, params in zip(frame.get("setup_id", []), frame.get("parameters", []), strict=True):
-            out[int(sid)] = list((params or {}).values())
-        missing = set(chunk) - set(out)
-        if missing:
-            raise OpenMLResponseError(f"OpenML endpoint {endpoint} did not return setups {sorted(missing)}")
-    return out
-
-
-def _fetch_dataset(did: int) -> tuple[str, dict[str, float], str | None]:
-    """Name, qualities and default target of an OpenML dataset (no data download)."""
-    try:
-        ds = openml.datasets.get_dataset(
-            did, download_data=False, download_qualities=True, download_features_meta_data=False,
-        )
-        return str(ds.name), dict(ds.qualities or {}), ds.default_target_attribute
-    except BaseException:
-        # the client caches what it downloaded before parsing it: drop a bad copy
-        shutil.rmtree(Path(openml.config.get_cache_directory()) / "datasets" / str(did), ignore_errors=True)
-        raise
+# ---------------------------------------------------------------------- the store's side
+def _unstored(kb: KnowledgeBase, page: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """The page's evaluations whose run is not stored under ``metric`` yet, by run id."""
+    page = page.drop_duplicates("run_id").sort_values("run_id", kind="stable").reset_index(drop=True)
+    sources = [f"openml-run:{int(r)}" for r in page["run_id"]]
+    stored = {row[0] for row in kb.connection.execute(
+        "SELECT DISTINCT source FROM runs WHERE metric = ? AND source IN (SELECT unnest(?::VARCHAR[]))",
+        [metric, sources],
+    ).fetchall()}
+    return page[[s not in stored for s in sources]].reset_index(drop=True)
 
 
 def _known_datasets(kb: KnowledgeBase, dids: Iterable[int]) -> dict[int, str]:
@@ -193,6 +186,20 @@ def _known_datasets(kb: KnowledgeBase, dids: Iterable[int]) -> dict[int, str]:
     return out
 
 
+def _set_qualities_flag(kb: KnowledgeBase, dataset_id: str, reason: str | None) -> None:
+    """Set (``reason``) or lift (``None``) a dataset's :data:`NO_QUALITIES_FLAG`."""
+    row = kb.connection.execute("SELECT flags FROM datasets WHERE dataset_id = ?", [dataset_id]).fetchone()
+    flags = json.loads(row[0]) if row and row[0] else {}
+    updated = {k: v for k, v in flags.items() if k != NO_QUALITIES_FLAG}
+    if reason is not None:
+        updated[NO_QUALITIES_FLAG] = [reason]
+    if updated != flags:
+        kb.connection.execute(
+            "UPDATE datasets SET flags = ? WHERE dataset_id = ?",
+            [json.dumps(updated, sort_keys=True), dataset_id],
+        )
+
+
 def _qualities_fields(qualities: Mapping[str, float], target: str | None) -> dict[str, Any]:
     def whole(name: str) -> int | None:
         v = qualities.get(name)
@@ -204,6 +211,19 @@ def _qualities_fields(qualities: Mapping[str, float], target: str | None) -> dic
     task = "regression" if n_classes == 0 else "classification"
     return {"n_instances": whole("NumberOfInstances"), "n_features": n_features,
             "n_classes": n_classes or None, "task": task}
+
+
+def _store_dataset(kb: KnowledgeBase, did: int, info: OpenMLDatasetInfo) -> str:
+    """Register one OpenML dataset with its qualities, or flagged without them."""
+    dataset_id = kb.register_dataset(
+        name=info.name, source="openml", openml_id=did, **_qualities_fields(info.qualities, info.target),
+        description=f"OpenML dataset {did}",
+    )
+    clean = {k: (v if math.isfinite(v) else float("nan")) for k, v in info.qualities.items()}
+    if clean:
+        kb.add_meta_features(dataset_id, clean, source="openml")
+    _set_qualities_flag(kb, dataset_id, info.missing)
+    return dataset_id
 
 
 # ---------------------------------------------------------------------- ingestion
@@ -236,20 +256,22 @@ def ingest_openml(
         metric: the OpenML evaluation measure (see :data:`METRICS`).
         server, cache_dir: the OpenML API root and the client's cache (default: the
             client's settings), set only for this call.
-        page_size: evaluations per request and per transaction.
-        max_runs: stop after this many evaluations (this call); ``None``: all.
-        progress: called with the number of evaluations of each stored page
+        page_size: evaluations per request and at most per transaction.
+        max_runs: stop once this many new runs are stored (this call); ``None``: all.
+        progress: called with the number of evaluations of each listed page
             (``tqdm(...).update`` fits).
         lower_is_better: direction of a metric outside :data:`METRICS`.
         retry: tries and backoff for transient server failures.
 
     Returns:
-        The :class:`IngestReport`. Calling again resumes after the last stored page.
+        The :class:`IngestReport`. Calling again stores only what is not stored yet.
 
     Raises:
         InputDataError: an unknown metric without ``lower_is_better``, or bad arguments.
-        OpenMLResponseError: a malformed response, or a server failing every try; the
-            page being fetched is not stored, earlier pages are.
+        OpenMLResponseError: a server URL that is not an OpenML API, a malformed
+            response, or a server failing every try; the page being fetched is not
+            stored, earlier pages are.
+        FetchError: an error the server states (an unknown id, ...).
     """
     mapping = metric_mapping(metric, lower_is_better)
     if page_size < 1:
@@ -258,71 +280,66 @@ def ingest_openml(
         raise InputDataError(f"max_runs must be >= 0, got {max_runs}")
     tasks = sorted({int(t) for t in task_ids}) or None
     flows = sorted({int(f) for f in flow_ids}) or None
+    prog = _Progress()
     with openml_config(server, cache_dir):
+        check_server(retry)
         key = state_key(current_server(), metric, tasks or (), flows or ())
-        cursor = dict(kb.get_state(key, {}) or {})
-        prog = _Progress(offset=int(cursor.get("offset", 0)))
-        setups: dict[int, list[dict[str, Any]]] = {}
-        datasets: dict[int, str] = {}
-        while max_runs is None or prog.runs_fetched < max_runs:
-            size = page_size if max_runs is None else min(page_size, max_runs - prog.runs_fetched)
-            page = _list_page(metric, prog.offset, size, tasks, flows, retry)
+        offset = 0
+        while max_runs is None or prog.runs_new < max_runs:
+            page = list_evaluations_page(metric, offset, page_size, tasks, flows, retry)
             if len(page) == 0:
                 break
-            _store_page(kb, page, mapping, prog, setups, datasets, key, cursor, retry)
+            offset += len(page)
+            prog.runs_listed += len(page)
+            new = _with_value(_unstored(kb, page, mapping.name), prog)
+            if max_runs is not None:
+                new = new.iloc[: max_runs - prog.runs_new]
+            if len(new):
+                _store_page(kb, new, mapping, prog, key, retry)
             if progress is not None:
                 progress(len(page))
-            if len(page) < size:
+            if len(page) < page_size:
                 break
     report = prog.report()
     logger.info("OpenML ingestion %s: %s", key, report)
     return report
 
 
+def _with_value(page: pd.DataFrame, prog: _Progress) -> pd.DataFrame:
+    """The evaluations with a finite value; the others are logged and counted."""
+    has_value = np.isfinite(pd.to_numeric(page["value"], errors="coerce").to_numpy(np.float64))
+    for run_id, function in zip(page.loc[~has_value, "run_id"], page.loc[~has_value, "function"], strict=True):
+        logger.warning("OpenML run %s has no %s value; not stored", run_id, function)
+    prog.runs_skipped += int((~has_value).sum())
+    return page[has_value].reset_index(drop=True)
+
+
 def _store_page(
-    kb: KnowledgeBase, page: pd.DataFrame, mapping: MetricMapping, prog: _Progress,
-    setups: dict[int, list[dict[str, Any]]], datasets: dict[int, str], key: str,
-    cursor: dict[str, Any], retry: RetryPolicy,
+    kb: KnowledgeBase, page: pd.DataFrame, mapping: MetricMapping, prog: _Progress, key: str,
+    retry: RetryPolicy,
 ) -> None:
-    """Fetch what one page needs, then write it and the cursor in one transaction."""
-    page = page.sort_values("run_id", kind="stable").reset_index(drop=True)
-    setups.update(_fetch_setups(set(page["setup_id"].astype(int)) - set(setups), retry))
+    """Fetch what a page's new runs need, then write them and the state in one transaction."""
+    prog.setups.update(fetch_setups(set(page["setup_id"].astype(int)) - set(prog.setups), retry))
     dids = sorted(set(page["data_id"].astype(int)))
-    datasets.update(_known_datasets(kb, [d for d in dids if d not in datasets]))
-    fetched = {
-        did: call_openml(_fetch_dataset, did, endpoint=f"data/{did} and data/qualities/{did}", retry=retry)
-        for did in dids if did not in datasets
-    }
-    value = pd.to_numeric(page["value"], errors="coerce").to_numpy(np.float64)
-    has_value = np.isfinite(value)
-    for run_id in page.loc[~has_value, "run_id"]:
-        logger.warning("OpenML run %s has no %s value; not stored", run_id, page["function"].iloc[0])
+    prog.dataset_ids.update(_known_datasets(kb, [d for d in dids if d not in prog.dataset_ids]))
+    fetched = {did: fetch_dataset(did, retry) for did in dids if did not in prog.dataset_ids}
 
     rows, unmapped_runs, unmapped, configs = [], 0, set(), set()
-    for i, ev in enumerate(page.itertuples(index=False)):
-        if not has_value[i]:
-            continue
-        algorithm, params, mapped = map_flow(str(ev.flow_name), setups[int(ev.setup_id)])
+    for ev in page.itertuples(index=False):
+        algorithm, params, mapped = map_flow(str(ev.flow_name), prog.setups[int(ev.setup_id)])
         if not mapped:
             unmapped_runs += 1
             unmapped.add(algorithm.removeprefix(UNMAPPED_PREFIX))
         configs.add(config_id(algorithm, params))
         rows.append({
             "data_id": int(ev.data_id), "algorithm": algorithm, "params": params,
-            "value": mapping.convert(float(value[i])),
+            "value": mapping.convert(float(ev.value)),
             "source": f"openml-run:{int(ev.run_id)}",
             "message": f"task={int(ev.task_id)} flow={int(ev.flow_id)} setup={int(ev.setup_id)}",
         })
-    new_offset = prog.offset + len(page)
     with kb.transaction():
-        for did, (name, qualities, target) in fetched.items():
-            datasets[did] = kb.register_dataset(
-                name=name, source="openml", openml_id=did, **_qualities_fields(qualities, target),
-                description=f"OpenML dataset {did}",
-            )
-            clean = {k: (v if math.isfinite(v) else float("nan")) for k, v in qualities.items()}
-            if clean:
-                kb.add_meta_features(datasets[did], clean, source="openml")
+        stored_ids = {did: _store_dataset(kb, did, info) for did, info in fetched.items()}
+        ids = {**prog.dataset_ids, **stored_ids}
         algos = {r["algorithm"] for r in rows}
         kb.add_algorithms(sorted(a for a in algos if not a.startswith(UNMAPPED_PREFIX)))
         kb.add_algorithms(
@@ -330,22 +347,22 @@ def _store_page(
             description="OpenML flow kept under its own name (not mapped to a metabo algorithm)",
         )
         frame = pd.DataFrame(rows, columns=["data_id", "algorithm", "params", "value", "source", "message"])
-        frame.insert(0, "dataset_id", [datasets[d] for d in frame.pop("data_id")])
+        frame.insert(0, "dataset_id", [ids[d] for d in frame.pop("data_id")])
         frame["metric"] = mapping.name
         frame["fold"], frame["repeat"], frame["status"] = 0, 0, "ok"
-        new = kb.add_runs(frame) if len(frame) else 0
-        state = {**cursor, "offset": new_offset, "pages": int(cursor.get("pages", 0)) + 1,
-                 "last_run_id": int(page["run_id"].max())}
-        kb.set_state(key, state)
-    cursor.clear()
-    cursor.update(state)
+        new = kb.add_runs(frame)
+        state = {k: v for k, v in (kb.get_state(key, {}) or {}).items() if k != "offset"}
+        kb.set_state(key, {
+            **state, "runs": int(state.get("runs", 0)) + new, "pages": int(state.get("pages", 0)) + 1,
+            "last_run_id": max(int(state.get("last_run_id", 0)), int(page["run_id"].max())),
+        })
     # the page counts only once committed
+    prog.dataset_ids.update(stored_ids)
+    prog.without_qualities.update(did for did, info in fetched.items() if info.missing is not None)
     prog.runs_fetched += len(page)
     prog.runs_new += new
     prog.unmapped_runs += unmapped_runs
-    prog.runs_skipped += int((~has_value).sum())
     prog.pages += 1
-    prog.offset = new_offset
     prog.datasets.update(dids)
     prog.configurations.update(configs)
     prog.unmapped_flows.update(unmapped)

@@ -3,53 +3,26 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import openml
 import pytest
 
 from metabo.exceptions import FetchError, InputDataError, OpenMLResponseError
 from metabo.ingest.openml import (
-    IngestReport,
     decode_value,
-    ingest_openml,
     map_flow,
     split_flow_name,
     state_key,
 )
-from metabo.ingest.openml_client import RetryPolicy, openml_config
+from metabo.ingest.openml_client import openml_config
 from metabo.kb import KnowledgeBase
 from metabo.testing.openml_server import (
     FakeOpenMLServer,
     FakeRun,
     FakeTask,
-    add_example_content,
 )
 
-FAST = RetryPolicy(attempts=3, backoff=0.0)
 N_RUNS = 10  # add_example_content: 5 setups x 2 tasks
-
-
-@pytest.fixture
-def server(openml_server: FakeOpenMLServer) -> FakeOpenMLServer:
-    add_example_content(openml_server)
-    return openml_server
-
-
-@pytest.fixture
-def kb(tmp_path: Path) -> KnowledgeBase:
-    with KnowledgeBase(tmp_path / "kb.duckdb") as store:
-        yield store
-
-
-@pytest.fixture
-def ingest(server: FakeOpenMLServer, kb: KnowledgeBase, openml_cache: Path):
-    def run(**kwargs) -> IngestReport:
-        kwargs.setdefault("task_ids", (1, 2))
-        kwargs.setdefault("retry", FAST)
-        return ingest_openml(kb, server=server.url, cache_dir=openml_cache, **kwargs)
-
-    return run
 
 
 def _counts(kb: KnowledgeBase) -> dict:
@@ -68,20 +41,21 @@ def _config(kb: KnowledgeBase, run_source: str) -> tuple[str, dict]:
 
 
 # ---------------------------------------------------------------------- idempotence, resume
-def test_ingest_twice_stores_once_and_refetches_nothing(ingest, kb, server):
+def test_ingest_twice_stores_once_and_refetches_nothing(ingest, kb, server, snapshot):
     first = ingest(page_size=4)
-    assert (first.runs_fetched, first.runs_new, first.pages, first.offset) == (N_RUNS, N_RUNS, 3, N_RUNS)
+    assert (first.runs_listed, first.runs_fetched, first.runs_new, first.pages) == (N_RUNS, N_RUNS, N_RUNS, 3)
     assert first.datasets == 2 and first.configurations == 5
     counts = _counts(kb)
     assert counts["runs"] == N_RUNS and counts["datasets"] == 2
+    before = snapshot(kb)
 
     server.clear_log()
     second = ingest(page_size=4)
-    assert _counts(kb) == counts
-    assert (second.runs_fetched, second.runs_new, second.pages) == (0, 0, 0)
-    # one request, past everything stored; no setup, dataset or qualities refetched
-    assert _offsets(server) == [N_RUNS]
-    assert [r.endpoint.split("/")[0] for r in server.requests] == ["evaluation"]
+    assert snapshot(kb) == before
+    assert (second.runs_listed, second.runs_fetched, second.runs_new, second.pages) == (N_RUNS, 0, 0, 0)
+    # the listing again from its start; no setup, dataset or qualities refetched
+    assert _offsets(server) == [0, 4, 8]
+    assert {r.endpoint.split("/")[0] for r in server.requests} == {"evaluationmeasure", "evaluation"}
 
 
 def test_second_ingestion_fetches_only_new_runs(ingest, kb, server):
@@ -91,16 +65,17 @@ def test_second_ingestion_fetches_only_new_runs(ingest, kb, server):
     server.clear_log()
     report = ingest(page_size=4)
     assert (report.runs_fetched, report.runs_new) == (3, 3)
-    assert _offsets(server) == [N_RUNS]  # a short page ends the listing
+    assert _offsets(server) == [0, 4, 8, 12]  # a short page ends the listing
     assert not server.requested("data/")  # datasets known: qualities not fetched again
     assert kb.stats()["runs"] == N_RUNS + 3
-    assert kb.get_state(state_key(server.url, "predictive_accuracy", [1, 2], []))["offset"] == N_RUNS + 3
+    state = kb.get_state(state_key(server.url, "predictive_accuracy", [1, 2], []))
+    assert (state["runs"], state["last_run_id"]) == (N_RUNS + 3, 2002)
 
 
 def test_state_key_names_server_metric_tasks_and_flows(ingest, kb, server):
     ingest(flow_ids=(10, 50))
     key = f"openml:{server.url}:predictive_accuracy:1,2:10,50"
-    assert kb.get_state(key)["offset"] == 4  # flows 10 and 50 on two tasks
+    assert kb.get_state(key)["runs"] == 4  # flows 10 and 50 on two tasks
     assert kb.stats()["runs"] == 4
 
 
@@ -170,10 +145,11 @@ def test_page_of_exact_size_ends_on_no_results(ingest, kb, server):
 
 
 def test_max_runs_stops_and_resumes(ingest, kb, server):
-    assert ingest(page_size=4, max_runs=6).runs_fetched == 6
-    assert [r.filters["limit"] for r in server.requested("evaluation/list")] == ["4", "2"]
+    assert ingest(page_size=4, max_runs=6).runs_new == 6
+    assert _offsets(server) == [0, 4]  # the second page's first 2 new runs reach max_runs
     assert kb.stats()["runs"] == 6
     assert ingest(page_size=4).runs_new == N_RUNS - 6
+    assert kb.stats()["runs"] == N_RUNS
 
 
 def test_other_metrics_are_made_lower_is_better(ingest, kb, server):
@@ -192,13 +168,17 @@ def test_other_metrics_are_made_lower_is_better(ingest, kb, server):
 def test_evaluations_without_value_are_counted_not_stored(ingest, kb, server):
     server.runs[1000].evaluations["predictive_accuracy"] = None
     report = ingest()
-    assert report.runs_skipped == 1 and report.runs_fetched == N_RUNS
+    assert (report.runs_listed, report.runs_fetched, report.runs_skipped) == (N_RUNS, N_RUNS - 1, 1)
     assert kb.stats()["runs"] == N_RUNS - 1
+    # not stored, so listed (and skipped) again by the next call, and stored once it has a value
+    assert ingest().runs_skipped == 1
+    server.runs[1000].evaluations["predictive_accuracy"] = 0.75
+    assert ingest().runs_new == 1
 
 
 # ---------------------------------------------------------------------- faults
 def test_transient_500s_are_retried(ingest, kb, server):
-    server.fail_next(2, status=500)
+    server.fail_next(2, status=500, endpoint="evaluation/list")
     report = ingest()
     assert report.runs_new == N_RUNS
     statuses = [r.status for r in server.requested("evaluation/list")]
@@ -211,12 +191,12 @@ def test_database_error_412_is_retried(ingest, kb, server):
     assert [r.status for r in server.requested("setup/list")][:2] == [412, 200]
 
 
-def test_retries_exhausted_raise_and_store_nothing(ingest, kb, server):
-    before = _counts(kb)
+def test_retries_exhausted_raise_and_store_nothing(ingest, kb, server, snapshot):
+    before = snapshot(kb)
     server.fail_next(10, status=503, endpoint="data/qualities")
     with pytest.raises(OpenMLResponseError, match=r"data/qualities/61.*failed 3 times"):
         ingest()
-    assert _counts(kb) == before
+    assert snapshot(kb) == before
     assert len(server.requested("data/qualities/61")) == 3
 
 
@@ -227,14 +207,14 @@ def test_server_error_other_than_transient_is_a_fetch_error(ingest, kb, server):
     assert not isinstance(info.value, OpenMLResponseError)
 
 
-@pytest.mark.parametrize("endpoint", ["evaluation/list", "user/list", "setup/list", "data/qualities"])
-def test_malformed_xml_names_endpoint_and_stores_nothing(ingest, kb, server, endpoint):
-    before = _counts(kb)
+@pytest.mark.parametrize("endpoint", ["evaluation/list", "setup/list", "data/qualities"])
+def test_malformed_xml_names_endpoint_and_stores_nothing(ingest, kb, server, endpoint, snapshot):
+    before = snapshot(kb)
     server.malform(endpoint)
     with pytest.raises(OpenMLResponseError, match=endpoint.split("/")[0]) as info:
         ingest()
     assert "malformed" in str(info.value)
-    assert _counts(kb) == before
+    assert snapshot(kb) == before
     server.clear_faults()  # the server recovers: the next call stores everything
     assert ingest().runs_new == N_RUNS
 
@@ -242,12 +222,12 @@ def test_malformed_xml_names_endpoint_and_stores_nothing(ingest, kb, server, end
 def test_malformed_later_page_keeps_earlier_pages(ingest, kb, server):
     ingest(page_size=4, max_runs=4)
     server.malform("evaluation/list", count=1)
-    with pytest.raises(OpenMLResponseError, match="offset/4"):
+    with pytest.raises(OpenMLResponseError, match="offset/0"):
         ingest(page_size=4)
     assert kb.stats()["runs"] == 4
     server.clear_log()
     assert ingest(page_size=4).runs_new == N_RUNS - 4
-    assert _offsets(server) == [4, 8]
+    assert _offsets(server) == [0, 4, 8]
 
 
 def test_page_and_cursor_commit_together(ingest, kb, monkeypatch):
@@ -269,13 +249,12 @@ def test_page_and_cursor_commit_together(ingest, kb, monkeypatch):
 
 
 def test_openml_config_is_restored(ingest, server):
-    before = (openml.config.server, openml.config.get_cache_directory(), openml.config.connection_n_retries)
+    before = openml.config.get_config_as_dict()
     ingest()
     server.malform("evaluation/list")
     with pytest.raises(OpenMLResponseError):
         ingest()
-    after = (openml.config.server, openml.config.get_cache_directory(), openml.config.connection_n_retries)
-    assert after == before
+    assert openml.config.get_config_as_dict() == before
 
 
 def test_cli_ingest_openml(server, openml_cache, tmp_path, capsys):
