@@ -84,6 +84,8 @@ def _loader(target: str | None, keel_policy: str):
 
 
 def cmd_add(args: argparse.Namespace) -> int:
+    if len(args.specs) == 1:  # one dataset: a spec or file that does not load is the command's error, one line
+        _loader(args.target, "flag")(args.specs[0])
     return _ingest(args, list(args.specs))
 
 

@@ -7,6 +7,7 @@ import argparse
 from tqdm import tqdm
 
 from metabo.cli.kb_cmds import open_kb
+from metabo.exceptions import InputDataError
 from metabo.metadatasets import SOURCES
 
 
@@ -14,7 +15,7 @@ def cmd_openml(args: argparse.Namespace) -> int:
     from metabo.ingest.openml import ingest_openml
 
     if not args.task and not args.flow:
-        raise SystemExit("give at least one --task or --flow")
+        raise InputDataError("give at least one --task or --flow")
     with open_kb(args) as kb, tqdm(desc="OpenML runs", unit="run") as bar:
         report = ingest_openml(
             kb, task_ids=args.task, flow_ids=args.flow, metric=args.metric, server=args.server,

@@ -204,7 +204,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         fetch_keel()
         specs += [f"keel:{n}" if args.keel == "balanced" else f"keel:imbalanced/{n}" for n in list_keel(args.keel)]
     if not specs:
-        raise SystemExit("give dataset specs and/or --keel balanced|imbalanced")
+        raise InputDataError("give dataset specs and/or --keel balanced|imbalanced")
     algorithms = list(ALGORITHMS) if args.algorithms == ["all"] else args.algorithms
     settings = BuildSettings(
         n_configs=args.configs, seed=args.seed, protocol=Holdout(max_train=args.max_train),

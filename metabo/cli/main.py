@@ -65,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     transfer_cmds.register(sub, common)
     serve_cmds.register(sub, common)
     for command in sub.choices.values():
-        _fill_help(command)
+        _shared_arguments(command)
     return parser
 
 
@@ -77,14 +77,29 @@ _SHARED_HELP = {
 }
 
 
-def _fill_help(parser: argparse.ArgumentParser) -> None:
-    """Give ``parser``'s (and its subcommands') shared arguments their help when missing."""
+def _seed(text: str) -> int:
+    """A seed: an integer from 0 to 2**32 - 1 (what numpy's generators take)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a seed is an integer, got {text!r}") from None
+    if not 0 <= value < 2**32:
+        raise argparse.ArgumentTypeError(f"a seed is an integer from 0 to 2**32 - 1, got {value}")
+    return value
+
+
+def _shared_arguments(parser: argparse.ArgumentParser) -> None:
+    """Give ``parser``'s (and its subcommands') shared arguments their help when missing,
+    and every ``--seed`` the check of :func:`_seed`."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for child in action.choices.values():
-                _fill_help(child)
-        elif action.help is None and action.dest in _SHARED_HELP:
+                _shared_arguments(child)
+            continue
+        if action.help is None and action.dest in _SHARED_HELP:
             action.help = _SHARED_HELP[action.dest]
+        if action.dest == "seed" and action.type is int:
+            action.type = _seed
 
 
 def main(argv: Sequence[str] | None = None) -> int:

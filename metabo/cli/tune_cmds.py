@@ -55,7 +55,7 @@ def process_start() -> float:
 def _session_id(args: argparse.Namespace) -> str:
     """The session to continue (``--resume``) or name (``--session``), else a new id."""
     if args.resume and args.session and args.resume != args.session:
-        raise SystemExit("--resume and --session name different sessions: give one")
+        raise InputDataError("--resume and --session name different sessions: give one")
     from metabo.optimizer.optimizer import new_session_id
 
     return args.resume or args.session or new_session_id("tune")
@@ -65,7 +65,7 @@ def _check_resume(args: argparse.Namespace, kb: object) -> None:
     from metabo.optimizer.optimizer import get_session
 
     if args.resume and get_session(kb, args.resume) is None:
-        raise SystemExit(f"no session {args.resume!r} to resume (metabo sessions lists them)")
+        raise InputDataError(f"no session {args.resume!r} to resume (metabo sessions lists them)")
 
 
 def _hint_interrupted(kb: object, dataset_id: str | None, args: argparse.Namespace) -> None:
@@ -95,7 +95,7 @@ def cmd_tune_ensemble(args: argparse.Namespace) -> int:
     from metabo.space.algorithms import default_cash_space
 
     if args.reshuffle or args.select != "argmin":
-        raise SystemExit("--ensemble keeps one validation part and builds its own ensemble: drop --reshuffle/--select")
+        raise InputDataError("--ensemble keeps one validation part and builds its own ensemble: drop --reshuffle/--select")
     if args.n_jobs != 1 or args.backend != "loky" or args.scheduler is not None:
         raise InputDataError("--ensemble evaluates one trial at a time (its search reads each trial's predictions "
                              "before the next ask): drop --n-jobs/--backend/--scheduler")
@@ -104,7 +104,7 @@ def cmd_tune_ensemble(args: argparse.Namespace) -> int:
         options["loss"] = args.eo_loss
     refit = args.refit or args.save_model is not None
     if args.budget is None:
-        raise SystemExit("--ensemble needs --budget (a number of trials)")
+        raise InputDataError("--ensemble needs --budget (a number of trials)")
     with open_kb(args) as kb, tqdm(total=args.budget, desc="trials", unit="trial") as bar:
         def progress(record: TrialRecord) -> None:
             bar.set_postfix_str(f"{record.algorithm} {record.status} {_fmt(record.value)}", refresh=False)
@@ -141,13 +141,13 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from metabo.optimizer.budget import TimeBudget
 
     if args.budget is None and args.time_budget is None:
-        raise SystemExit("give --budget N (trials) or --time-budget SECONDS, or both")
+        raise InputDataError("give --budget N (trials) or --time-budget SECONDS, or both")
     # the clock starts with the command, so that loading the libraries counts too
     clock = None if args.time_budget is None else TimeBudget(args.time_budget, start=args.started)
     session = _session_id(args)
     if args.ensemble is not None:
         if clock is not None:
-            raise SystemExit("--ensemble runs --budget trials; --time-budget is for a single configuration's search")
+            raise InputDataError("--ensemble runs --budget trials; --time-budget is for a single configuration's search")
         return cmd_tune_ensemble(args)
     from metabo.space.algorithms import default_cash_space
 
@@ -210,7 +210,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
                                                              f"; first model after {first:.1f} s"))
     if args.save_model is not None:
         if result.model is None:
-            raise SystemExit("no model to save: no trial succeeded or the final fit failed (see the log)")
+            raise InputDataError("no model to save: no trial succeeded or the final fit failed (see the log)")
         result.model.save(args.save_model)
         print(f"saved the model to {args.save_model} (metabo predict {args.save_model} DATA)")
     return 0

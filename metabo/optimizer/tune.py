@@ -47,6 +47,7 @@ uninterrupted run's.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import time
@@ -428,20 +429,23 @@ def tune(
     check_budget(budget, clock)
     check_backend(backend, address=scheduler, n_jobs=n_jobs)
     started = clock.start if clock is not None else time.monotonic()
-    setup = prepare(dataset, kb=kb, target=target, protocol=protocol, reshuffle=reshuffle, metric=metric,
-                    metrics=metrics, meta_features=meta_features, seed=seed, max_train=max_train)
     if space is None:
         from metabo.space.algorithms import default_cash_space
 
         space = default_cash_space()
-    train_rows, final_rows = setup.final_rows(seed)
-    if isinstance(strategy, str):
-        name, note, make = resolve_strategy(strategy, kb, setup.dataset_id, space, metric=metric,
-                                            time_budget=None if clock is None else clock.seconds,
-                                            n_train=train_rows)
-        strategy = make(seed)
-    else:
-        name, note = getattr(strategy, "name", type(strategy).__name__), ""
+    # the dataset is stored and the strategy resolved together: a strategy that cannot be
+    # made (a warm start with nothing to transfer) leaves nothing behind
+    with kb.transaction() if kb is not None else contextlib.nullcontext():
+        setup = prepare(dataset, kb=kb, target=target, protocol=protocol, reshuffle=reshuffle, metric=metric,
+                        metrics=metrics, meta_features=meta_features, seed=seed, max_train=max_train)
+        train_rows, final_rows = setup.final_rows(seed)
+        if isinstance(strategy, str):
+            name, note, make = resolve_strategy(strategy, kb, setup.dataset_id, space, metric=metric,
+                                                time_budget=None if clock is None else clock.seconds,
+                                                n_train=train_rows)
+            strategy = make(seed)
+        else:
+            name, note = getattr(strategy, "name", type(strategy).__name__), ""
     if on_strategy is not None:
         on_strategy(name, note, setup.dataset_id)
     opt = open_session(kb, space, strategy, session_id=session_id, dataset_id=setup.dataset_id, metric=metric, seed=seed,

@@ -9,6 +9,7 @@ from sklearn.datasets import load_iris
 
 from metabo.cli.main import main
 from metabo.kb import KnowledgeBase
+from metabo.testing.store import snapshot_file
 
 
 def test_tune_csv_random_search(tmp_path, capsys):
@@ -35,13 +36,6 @@ def test_tune_csv_random_search(tmp_path, capsys):
     assert code == 2 and "another search space" in err
 
 
-def _snapshot(kb_path) -> dict:
-    """Every row of every table of the store (sorted), to compare before and after."""
-    with KnowledgeBase(kb_path, read_only=True) as kb:
-        tables = kb.query("SELECT table_name FROM information_schema.tables")["table_name"].tolist()
-        return {t: sorted(map(repr, kb.connection.execute(f'SELECT * FROM "{t}"').fetchall())) for t in tables}
-
-
 @pytest.mark.parametrize("column, words", [
     ("one", "the target 'y' has one class ('x' in all 40 rows): a classifier needs at least two"),
     ("numbers", "the target 'y' holds 40 distinct numbers, a regression target"),
@@ -55,13 +49,13 @@ def test_data_that_cannot_be_tuned_is_refused_in_one_line_before_anything_is_sto
     pd.DataFrame({"a": rng.normal(size=40), "y": y}).to_csv(csv, index=False)
     kb_path = tmp_path / "kb.duckdb"
     assert main(["kb", "init", "--kb", str(kb_path)]) == 0
-    before = _snapshot(kb_path)
+    before = snapshot_file(kb_path)
     capsys.readouterr()
     assert main(["tune", str(csv), "--target", "y", "--budget", "2", "--kb", str(kb_path)]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.strip() == f"error: {err.strip()[7:]}" and words in err
     assert len(err.strip().splitlines()) == 1
-    assert _snapshot(kb_path) == before
+    assert snapshot_file(kb_path) == before
 
 
 def test_resume_counts_from_the_stored_trials_and_a_new_run_points_to_the_interrupted_one(tmp_path, capsys):

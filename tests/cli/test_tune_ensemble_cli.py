@@ -57,8 +57,8 @@ def test_eo_with_the_c_bound(tmp_path, capsys):
 
 def test_ensemble_refuses_a_reshuffled_protocol_and_a_used_session(tmp_path, capsys):
     kb_path = str(tmp_path / "kb.duckdb")
-    with pytest.raises(SystemExit, match="reshuffle"):
-        main(["tune", "sklearn:iris", "--budget", "4", "--ensemble", "esmbo", "--reshuffle", "--kb", kb_path])
+    assert main(["tune", "sklearn:iris", "--budget", "4", "--ensemble", "esmbo", "--reshuffle", "--kb", kb_path]) == 2
+    assert "reshuffle" in capsys.readouterr().err
     args = ["tune", "sklearn:iris", "--budget", "2", "--ensemble", "esmbo", "--algorithms", "knn",
             "--session", "s", "--kb", kb_path]
     assert main(args) == 0

@@ -13,20 +13,14 @@ from fastapi.testclient import TestClient
 
 from metabo.kb import KnowledgeBase
 from metabo.kb.parquet_io import import_parquet
-from metabo.kb.schema import TABLES
 from metabo.service.app import create_app
 from metabo.service.settings import ServiceSettings
+from metabo.testing.store import snapshot
 
 SHIPPED = Path(__file__).resolve().parents[2] / "data" / "kb"
 #: Meta-features of the toy dataset every fresh store holds.
 TOY_META = {"NumberOfInstances": 150.0, "NumberOfFeatures": 4.0, "NumberOfClasses": 3.0}
 ALGORITHMS = ["knn", "decision_tree"]
-
-
-def snapshot(kb: KnowledgeBase) -> dict[str, list[tuple]]:
-    """Every row of every table, sorted: equal snapshots mean nothing was stored or changed."""
-    return {t: kb.connection.execute(f"SELECT * FROM {t} ORDER BY ALL").fetchall()  # noqa: S608 - fixed names
-            for t in (*TABLES, "surrogate_bank")}
 
 
 def app_snapshot(client: TestClient) -> dict[str, list[tuple]]:
