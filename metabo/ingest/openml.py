@@ -188,16 +188,7 @@ def _known_datasets(kb: KnowledgeBase, dids: Iterable[int]) -> dict[int, str]:
 
 def _set_qualities_flag(kb: KnowledgeBase, dataset_id: str, reason: str | None) -> None:
     """Set (``reason``) or lift (``None``) a dataset's :data:`NO_QUALITIES_FLAG`."""
-    row = kb.connection.execute("SELECT flags FROM datasets WHERE dataset_id = ?", [dataset_id]).fetchone()
-    flags = json.loads(row[0]) if row and row[0] else {}
-    updated = {k: v for k, v in flags.items() if k != NO_QUALITIES_FLAG}
-    if reason is not None:
-        updated[NO_QUALITIES_FLAG] = [reason]
-    if updated != flags:
-        kb.connection.execute(
-            "UPDATE datasets SET flags = ? WHERE dataset_id = ?",
-            [json.dumps(updated, sort_keys=True), dataset_id],
-        )
+    kb.set_dataset_flag(dataset_id, NO_QUALITIES_FLAG, None if reason is None else [reason])
 
 
 def _qualities_fields(qualities: Mapping[str, float], target: str | None) -> dict[str, Any]:

@@ -118,6 +118,21 @@ def register_dataset(
     return ds_id
 
 
+def set_dataset_flag(kb: KnowledgeBase, dataset_id: str, flag: str, values: list[str] | None) -> None:
+    """Set the quality flag ``flag`` of a stored dataset to ``values``, or lift it (None)."""
+    row = kb.connection.execute("SELECT flags FROM datasets WHERE dataset_id = ?", [dataset_id]).fetchone()
+    if row is None:
+        raise UnknownDatasetError(f"unknown dataset {dataset_id!r}; `metabo kb datasets` lists the stored ones")
+    flags = json.loads(row[0]) if row[0] else {}
+    updated = {k: v for k, v in flags.items() if k != flag}
+    if values is not None:
+        updated[flag] = list(values)
+    if updated != flags:
+        with kb.transaction() as tx:
+            tx.execute("UPDATE datasets SET flags = ? WHERE dataset_id = ?",
+                       [json.dumps(updated, sort_keys=True), dataset_id])
+
+
 def dataset_ids(kb: KnowledgeBase) -> list[str]:
     """The ids of all stored datasets, sorted."""
     return [r[0] for r in kb.connection.execute(

@@ -236,6 +236,10 @@ class KnowledgeBase:
             flags=flags, description=description,
         )
 
+    def set_dataset_flag(self, dataset_id: str, flag: str, values: list[str] | None) -> None:
+        """See :func:`metabo.kb.datasets.set_dataset_flag`."""
+        _datasets.set_dataset_flag(self, dataset_id, flag, values)
+
     def dataset_ids(self) -> list[str]:
         """See :func:`metabo.kb.datasets.dataset_ids`."""
         return _datasets.dataset_ids(self)

@@ -335,3 +335,14 @@ def test_status_by_algorithm_counts_evaluations_once(kb):
     table = kb.status_by_algorithm().set_index("algorithm")
     assert table.loc["knn", ["ok", "crash", "timeout", "memout"]].tolist() == [2, 1, 1, 0]
     assert table.loc["knn", "failed_fraction"] == 0.5
+
+
+def test_a_dataset_flag_is_set_replaced_and_lifted_alone(kb):
+    kb.set_dataset_flag("test-toy", "openml_qualities", ["OpenML error 363"])
+    kb.set_dataset_flag("test-toy", "other", ["x"])
+    kb.set_dataset_flag("test-toy", "openml_qualities", ["OpenML error 364"])
+    assert kb.get_dataset("test-toy")["flags"] == {"openml_qualities": ["OpenML error 364"], "other": ["x"]}
+    kb.set_dataset_flag("test-toy", "openml_qualities", None)
+    assert kb.get_dataset("test-toy")["flags"] == {"other": ["x"]}
+    with pytest.raises(UnknownDatasetError):
+        kb.set_dataset_flag("nope", "other", None)
