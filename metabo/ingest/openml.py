@@ -31,7 +31,6 @@ re-exported here.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
