@@ -183,7 +183,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
                     select=args.select.replace("-", "_"), metric=args.metric, time_limit=args.time_limit,
                     session_id=session, meta_features=not args.no_meta_features, progress=progress,
                     n_jobs=args.n_jobs, backend=args.backend, scheduler=args.scheduler, max_train=args.max_train,
-                    on_strategy=started,
+                    on_strategy=started, final_rows=args.final_rows,
                 )
             finally:
                 if bar is not None:
@@ -201,9 +201,11 @@ def cmd_tune(args: argparse.Namespace) -> int:
     print(f"best ({args.select}): trial {result.best.number} {result.algorithm} {params}")
     print(f"validation {result.metric}: {_fmt(result.validation_error)}")
     print(f"test {result.metric}: {_fmt(result.test_error)}")
+    if result.refit_test_error is not None:
+        print(f"refitted on training + validation rows, test {result.metric}: {_fmt(result.refit_test_error)}")
     if result.model is not None:
-        print(f"model (refitted on training + validation rows) test {result.metric}: "
-              f"{_fmt(result.refit_test_error)}")
+        rows = "every row" if args.final_rows == "all" else "training + validation rows"
+        print(f"model: the selection fitted on {rows}")
     first = result.time_to_first_model
     print(f"time: {result.total_seconds:.1f} s in tune (final fit {result.refit_seconds or 0.0:.1f} s), "
           f"{time.monotonic() - args.started:.1f} s in all" + ("" if first is None else
@@ -247,6 +249,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--refit", action="store_true",
                    help="(always done now) the selection is refitted on training + validation rows and its test "
                         "error reported")
+    p.add_argument("--final-rows", choices=("all", "train+valid"), default="all",
+                   help="the rows the returned model is fitted on: all (default; the test part too, after the "
+                        "selection's fit on training + validation rows is scored on it) or train+valid (that "
+                        "scored fit)")
     p.add_argument("--no-meta-features", action="store_true", help="store the dataset without meta-features")
     add_backend_arguments(p, n_jobs_help="trials evaluated at once, in synchronous batches (1: sequential)")
     p.add_argument("--ensemble", choices=("esmbo", "eo", "divbo", "posthoc"),

@@ -17,9 +17,14 @@ protocol's splits); the reported test error is the selected trial's own test val
 With ``refit=True`` (the default) the selected configuration is trained again on every
 row of its split that is not test (training and validation rows, also those a
 ``max_train`` subsample left out of the search) and scored on the same test part:
-``TuneResult.model``, a fitted :class:`~metabo.ensembles.model.EnsembleModel` of one
-member, the model one would deploy, and ``refit_test_error`` its test error. That fit is
-not stored as a run (the knowledge base keeps what the optimizer saw).
+``refit_test_error``. The model returned, ``TuneResult.model`` (a fitted
+:class:`~metabo.ensembles.model.EnsembleModel` of one member, the model one would deploy),
+is then trained on every row given, the test part too (``final_rows="all"``, the default:
+a deployed model should learn from all the data, as FLAML's ``retrain_full`` and
+auto-sklearn's refit do; ``refit_test_error`` estimates its error from the fit on 80% of
+the rows, slightly pessimistically); with ``final_rows="train+valid"`` it is the scored
+fit itself. Neither fit is stored as a run (the knowledge base keeps what the optimizer
+saw).
 
 ``budget`` counts completed trials of the session: continuing a stored session
 (``session_id`` of an existing one) runs only what is missing, re-evaluating first a
@@ -53,7 +58,7 @@ import math
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -99,8 +104,9 @@ class TuneResult:
     #: the strategy's name (``auto`` resolved) and, for ``auto``, why it was chosen
     strategy: str = ""
     strategy_note: str = ""
-    #: the selection fitted on training + validation rows (``refit=True``): ``predict``,
-    #: ``predict_proba`` and ``classes_`` (the labels as given), ``save(path)``
+    #: the selection fitted on every row (``final_rows="all"``) or on training + validation
+    #: rows (``refit=True``): ``predict``, ``predict_proba``, ``classes_`` (the labels as
+    #: given), ``save(path)``
     model: EnsembleModel | None = None
     #: wall-clock seconds from the start of the call to the end of each told trial, by number
     trial_end_seconds: dict[int, float] | None = None
@@ -380,6 +386,7 @@ def tune(
     meta_features: bool = True,
     progress: Callable[[TrialRecord], None] | None = None,
     refit: bool = True,
+    final_rows: Literal["all", "train+valid"] = "all",
     n_jobs: int = 1,
     backend: str = "loky",
     scheduler: str | None = None,
@@ -414,7 +421,9 @@ def tune(
         session_id: continue this stored session, or name a new one.
         progress: called with each completed trial.
         refit: train the selected configuration on training + validation rows, score it
-            on the test part and return it as ``model`` (module docstring).
+            on the test part (``refit_test_error``) and return a model (module docstring).
+        final_rows: the rows of the returned model: ``all`` (default; a second fit, on
+            every row) or ``train+valid`` (the scored fit).
         max_train: search on a stratified subsample of at most this many training rows
             (the final model trains on all of them).
         on_strategy: called with the strategy's name, its note and the stored dataset id
@@ -425,6 +434,8 @@ def tune(
             ``scheduler`` or a local one), in synchronous batches (module docstring);
             ``n_jobs=1`` is the sequential run.
     """
+    if final_rows not in ("all", "train+valid"):
+        raise InputDataError(f"final_rows must be 'all' or 'train+valid', got {final_rows!r}")
     clock = time_budget if isinstance(time_budget, TimeBudget) or time_budget is None else TimeBudget(time_budget)
     check_budget(budget, clock)
     check_backend(backend, address=scheduler, n_jobs=n_jobs)
@@ -438,7 +449,7 @@ def tune(
     with kb.transaction() if kb is not None else contextlib.nullcontext():
         setup = prepare(dataset, kb=kb, target=target, protocol=protocol, reshuffle=reshuffle, metric=metric,
                         metrics=metrics, meta_features=meta_features, seed=seed, max_train=max_train)
-        train_rows, final_rows = setup.final_rows(seed)
+        train_rows, refit_rows = setup.final_rows(seed)
         if isinstance(strategy, str):
             name, note, make = resolve_strategy(strategy, kb, setup.dataset_id, space, metric=metric,
                                                 time_budget=None if clock is None else clock.seconds,
@@ -460,8 +471,11 @@ def tune(
 
     reserve = None
     if clock is not None and refit:
-        def reserve() -> float:
-            return final_fit_seconds(opt.history.best(), train_rows=train_rows, final_rows=final_rows)
+        def reserve() -> float:  # the scored fit, and the fit on every row when one is made
+            best = opt.history.best()
+            scored = final_fit_seconds(best, train_rows=train_rows, final_rows=refit_rows)
+            return scored + (final_fit_seconds(best, train_rows=train_rows, final_rows=setup.data.n_instances)
+                             if final_rows == "all" else 0.0)
 
     run_trials(opt, setup, budget=budget, seed=seed, time_limit=time_limit, memory_limit_mb=memory_limit_mb,
                keep_predictions=keep_predictions, n_jobs=n_jobs, backend=backend, scheduler=scheduler,
@@ -472,6 +486,8 @@ def tune(
     if refit and best.ok:  # here, on the dataset in memory
         t0 = time.monotonic()
         model, refit_error = final_model(best, setup, seed=seed, metric=metric)
+        if model is not None and final_rows == "all":
+            model = deployed_model(best, setup, seed=seed) or model
         refit_seconds = time.monotonic() - t0
     return TuneResult(opt.session_id, setup.dataset_id, metric, select, best, opt.history, refit_error, name, note,
                       model=model, trial_end_seconds=ends, refit_seconds=refit_seconds,
@@ -492,6 +508,19 @@ def final_model(best: TrialRecord, setup: Setup, *, seed: int, metric: str
         logger.warning("the final fit of trial %d failed: %s", best.number, e)
         return None, None
     return model, error if math.isfinite(error) else None
+
+
+def deployed_model(best: TrialRecord, setup: Setup, *, seed: int) -> EnsembleModel | None:
+    """The selected configuration fitted on every row of the dataset; None, logged, when
+    that fit fails (the scored fit on training + validation rows is returned instead)."""
+    from metabo.ensembles.model import EnsembleModel
+
+    try:
+        return EnsembleModel([(best.algorithm, dict(best.params))], seed=seed).fit_dataset(setup.data)
+    except EvaluationError as e:
+        logger.warning("the fit of trial %d on every row failed (%s); the model is its fit on training + "
+                       "validation rows", best.number, e)
+        return None
 
 
 def _at(protocol: EvaluationProtocol, number: int) -> EvaluationProtocol:

@@ -23,7 +23,8 @@ def test_tune_csv_random_search(tmp_path, capsys):
     assert code == 0, err
     assert "session cli: 4 trials" in out
     assert "validation error_rate: 0." in out and "test error_rate: 0." in out
-    assert "model (refitted on training + validation rows) test error_rate: 0." in out
+    assert "refitted on training + validation rows, test error_rate: 0." in out
+    assert "model: the selection fitted on every row" in out
     with KnowledgeBase(kb_path) as kb:
         runs = kb.query("SELECT algorithm, metric, source FROM runs WHERE metric = 'error_rate'")
         n_meta = kb.stats()["meta_features"]

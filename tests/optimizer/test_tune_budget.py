@@ -87,7 +87,8 @@ def test_a_time_budget_alone_runs_trials_until_it_is_spent(iris_frame):
 
 def test_the_saved_model_reloads_and_predicts_identically(tmp_path, iris_frame):
     space = default_cash_space(["knn", "logistic_regression"])
-    result = tune(iris_frame, target="target", budget=3, space=space, strategy="random", seed=1)
+    result = tune(iris_frame, target="target", budget=3, space=space, strategy="random", seed=1,
+                  final_rows="train+valid")
     model = result.model
     X = iris_frame.drop(columns="target")
     assert set(model.classes_) == {"setosa", "versicolor", "virginica"}  # the labels as given
@@ -103,6 +104,23 @@ def test_the_saved_model_reloads_and_predicts_identically(tmp_path, iris_frame):
     test = Holdout(0.6, 0.2, 0.2).splits(data, 1)[0].test_idx
     wrong = np.mean(model.predict(X.iloc[test]) != iris_frame["target"].to_numpy()[test])
     assert result.refit_test_error == pytest.approx(wrong)
+
+
+def test_the_model_returned_by_default_is_fitted_on_every_row(iris_frame):
+    """final_rows="all": the returned model is the selection fitted on all 150 rows (the
+    same predictions as an EnsembleModel fitted on them), while refit_test_error is the
+    fit on training + validation rows scored on the test part, as with train+valid."""
+    space = default_cash_space(["knn", "logistic_regression"])
+    kw = {"target": "target", "budget": 3, "space": space, "strategy": "random", "seed": 1}
+    full, scored = tune(iris_frame, **kw), tune(iris_frame, **kw, final_rows="train+valid")
+    assert full.refit_test_error == scored.refit_test_error and full.params == scored.params
+    X = iris_frame.drop(columns="target")
+    data = Dataset.from_frame(iris_frame, "target", name="iris", source="dataframe")
+    everything = EnsembleModel([(full.algorithm, full.params)], seed=1).fit_dataset(data)
+    np.testing.assert_array_equal(full.model.predict_proba(X), everything.predict_proba(X))
+    assert not np.array_equal(full.model.predict_proba(X), scored.model.predict_proba(X))
+    with pytest.raises(InputDataError, match="final_rows"):
+        tune(iris_frame, **kw, final_rows="some")
 
 
 def test_a_dataframe_and_its_csv_give_the_same_session(tmp_path, iris_frame):
@@ -125,5 +143,8 @@ def test_max_train_subsamples_the_search_and_the_model_trains_on_every_row(tmp_p
                       max_train=40, meta_features=False)
         fidelity = set(kb.query("SELECT DISTINCT fidelity FROM runs")["fidelity"])
     assert fidelity == {40.0}
-    knn = result.model.pipelines_[0][-1]
-    assert knn.n_samples_fit_ == 120  # 60% + 20% of 150: training and validation rows, unsampled
+    assert result.model.pipelines_[0][-1].n_samples_fit_ == 150  # every row, unsampled
+    with KnowledgeBase(tmp_path / "kb.duckdb") as kb:
+        scored = tune(iris_frame, target="target", budget=2, space=space, strategy="random", kb=kb, seed=0,
+                      max_train=40, meta_features=False, final_rows="train+valid", session_id="scored")
+    assert scored.model.pipelines_[0][-1].n_samples_fit_ == 120  # 60% + 20% of 150, unsampled
