@@ -40,6 +40,10 @@ class Dataset:
         flags: quality flags, e.g. ``{"lost_decimals": ("A2", "A3")}``; a flagged
             dataset refuses :meth:`require_clean` (nothing trains on it silently).
         description: free text (origin, license, repairs made).
+        string_columns: the nominal columns of ``X`` that hold free text (ARFF STRING
+            attributes such as Titanic's ``name``): models see them as nominal, while
+            the meta-features count them, as OpenML does, as features that are neither
+            numeric nor symbolic.
     """
 
     name: str
@@ -50,6 +54,7 @@ class Dataset:
     task: TaskType = "classification"
     flags: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     description: str = ""
+    string_columns: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.X, pd.DataFrame):
@@ -70,6 +75,12 @@ class Dataset:
                     f"dataset {self.name!r}: column {col!r} has dtype {dtype}; use "
                     "Dataset.from_frame to convert to float64 / Categorical"
                 )
+        not_nominal = [c for c in self.string_columns
+                       if c not in self.X.columns or not isinstance(self.X[c].dtype, pd.CategoricalDtype)]
+        if not_nominal:
+            raise InputDataError(
+                f"dataset {self.name!r}: string_columns {not_nominal} are not nominal columns of X"
+            )
         if self.y.isna().any():
             raise InputDataError(
                 f"dataset {self.name!r}: the target has {int(self.y.isna().sum())} missing "

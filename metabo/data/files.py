@@ -1,18 +1,26 @@
 """Local CSV, Parquet and ARFF files as :class:`Dataset` objects (source ``file``).
 
-The format comes from the extension (``.csv``, also compressed as ``.csv.gz`` and the
-like; ``.parquet`` / ``.pq``; ``.arff``) unless ``fmt`` names it. In CSV and ARFF, ``?``
-is a missing value. ARFF nominal attributes become nominal columns; in CSV and Parquet,
-text, boolean and categorical columns do (see :meth:`Dataset.from_frame`).
+The format comes from the extension (``.csv`` or ``.arff``, also compressed as
+``.csv.gz``, ``.arff.gz`` and the like; ``.parquet`` / ``.pq``) unless ``fmt`` names it.
+In CSV and ARFF, ``?`` is a missing value. ARFF nominal attributes become nominal
+columns (a ``?`` in a nominal declaration, as in OpenML's ``{?,FEMALE,MALE,_}``, is the
+missing marker, not a category); in CSV and Parquet, text, boolean and categorical
+columns do (see :meth:`Dataset.from_frame`). ARFF STRING attributes become nominal
+columns too, listed in :attr:`Dataset.string_columns` (OpenML counts them as features
+that are neither numeric nor symbolic).
 """
 
 from __future__ import annotations
 
+import bz2
+import gzip
+import lzma
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Literal
+from typing import IO, Literal
 
 import arff
 import pandas as pd
@@ -26,6 +34,19 @@ _SUFFIXES: Mapping[str, FileFormat] = MappingProxyType(
     {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".arff": "arff"}
 )
 _COMPRESSIONS = frozenset({".gz", ".bz2", ".zip", ".xz", ".zst"})
+#: Compressions the ARFF reader opens (pandas opens every one of _COMPRESSIONS for CSV).
+_ARFF_OPENERS: Mapping[str, Callable[..., IO[str]]] = MappingProxyType(
+    {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
+)
+
+
+@dataclass(frozen=True)
+class Table:
+    """A file's table and what its format declares: nominal and STRING columns (ARFF)."""
+
+    frame: pd.DataFrame
+    nominal: tuple[str, ...] = ()
+    string: tuple[str, ...] = ()
 
 
 def load_file(
@@ -35,6 +56,7 @@ def load_file(
     name: str | None = None,
     nominal: list[str] | None = None,
     fmt: FileFormat | None = None,
+    ignore: Sequence[str] | None = None,
 ) -> Dataset:
     """Load a table whose column ``target`` is the target.
 
@@ -44,34 +66,63 @@ def load_file(
         name: the dataset name (default: the file name without its extensions).
         nominal: columns to treat as nominal even if they hold numbers.
         fmt: ``csv``, ``parquet`` or ``arff``; default from the extension.
+        ignore: columns to leave out, such as an identifier (OpenML's
+            ``ignore_attribute``, e.g. zoo's ``animal``).
 
     Raises :class:`InputDataError` for a missing file, an unknown format, a file the
-    parser rejects, or a missing target column.
+    parser rejects, a missing target column, or an ``ignore`` name that is not a column
+    (or is the target).
     """
     path = Path(path)
-    frame, declared_nominal = read_table(path, fmt)
+    fmt = _format(path, fmt)
+    table = _read(path, fmt)
+    frame = table.frame
     if target not in frame.columns:
         raise InputDataError(
             f"{path}: no target column {target!r}; the columns are {list(frame.columns)[:20]}"
         )
+    dropped = _ignored(path, frame, target, ignore)
+    frame = frame.drop(columns=dropped)
+    declared = set(table.nominal) | set(table.string)
     return Dataset.from_frame(
         frame,
         target,
         name=name or _stem(path),
         source="file",
-        nominal=sorted(set(nominal or ()) | set(declared_nominal)),
-        description=f"{fmt} file {path}",
+        nominal=sorted((set(nominal or ()) | declared) - set(dropped)),
+        string_columns=tuple(c for c in table.string if c not in set(dropped) and c != target),
+        description=f"{fmt} file {path}" + (f" without columns {dropped}" if dropped else ""),
     )
 
 
 def read_table(path: str | os.PathLike[str], fmt: FileFormat | None = None) -> tuple[pd.DataFrame, list[str]]:
     """The table in ``path`` as read for :func:`load_file` (no target needed: rows to
-    predict on) and the columns its format declares nominal (ARFF)."""
-    path = Path(path)
+    predict on) and the columns its format declares nominal (ARFF nominal and STRING)."""
+    table = _read(Path(path), fmt)
+    return table.frame, [*table.nominal, *table.string]
+
+
+def _read(path: Path, fmt: FileFormat | None) -> Table:
     fmt = _format(path, fmt)
     if not path.is_file():
         raise InputDataError(f"no such file: {path}")
     return _READERS[fmt](path)
+
+
+def _ignored(path: Path, frame: pd.DataFrame, target: str, ignore: Sequence[str] | None) -> list[str]:
+    """The columns of ``ignore`` (checked: existing, not the target), in table order."""
+    if ignore is None:
+        return []
+    if isinstance(ignore, str):
+        ignore = [ignore]
+    unknown = sorted(set(ignore) - set(frame.columns))
+    if unknown:
+        raise InputDataError(
+            f"{path}: cannot ignore {unknown}: no such columns; the columns are {list(frame.columns)[:20]}"
+        )
+    if target in set(ignore):
+        raise InputDataError(f"{path}: the target column {target!r} cannot be ignored")
+    return [c for c in frame.columns if c in set(ignore)]
 
 
 def _format(path: Path, fmt: str | None) -> FileFormat:
@@ -82,11 +133,14 @@ def _format(path: Path, fmt: str | None) -> FileFormat:
     suffixes = [s.lower() for s in path.suffixes]
     if len(suffixes) >= 2 and suffixes[-1] in _COMPRESSIONS and suffixes[-2] == ".csv":
         return "csv"
+    if len(suffixes) >= 2 and suffixes[-1] in _ARFF_OPENERS and suffixes[-2] == ".arff":
+        return "arff"
     if suffixes and suffixes[-1] in _SUFFIXES:
         return _SUFFIXES[suffixes[-1]]
     raise InputDataError(
         f"cannot tell the format of {path.name!r} from its extension; use .csv, .parquet, "
-        ".pq or .arff, or pass fmt='csv' | 'parquet' | 'arff'"
+        ".pq or .arff (.csv and .arff also compressed, e.g. .arff.gz), or pass "
+        "fmt='csv' | 'parquet' | 'arff'"
     )
 
 
@@ -97,50 +151,55 @@ def _stem(path: Path) -> str:
     return name or path.name
 
 
-def _read_csv(path: Path) -> tuple[pd.DataFrame, list[str]]:
+def _read_csv(path: Path) -> Table:
     try:
         frame = pd.read_csv(path, na_values=["?"], skipinitialspace=True)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError,
             OSError, ValueError) as e:
         raise InputDataError(f"cannot read CSV file {path}: {e}") from e
-    return frame, []
+    return Table(frame)
 
 
-def _read_parquet(path: Path) -> tuple[pd.DataFrame, list[str]]:
+def _read_parquet(path: Path) -> Table:
     import pyarrow as pa
 
     try:
         frame = pd.read_parquet(path)
     except (pa.ArrowException, OSError, ValueError) as e:
         raise InputDataError(f"cannot read Parquet file {path}: {e}") from e
-    return frame, []
+    return Table(frame)
 
 
-def _read_arff(path: Path) -> tuple[pd.DataFrame, list[str]]:
-    """A frame with float64 numeric and Categorical nominal (declared order) columns."""
+def _read_arff(path: Path) -> Table:
+    """Float64 numeric columns, Categorical nominal ones (declared categories in declared
+    order, ``?`` left out: liac-arff reads it as None) and object STRING ones."""
+    opener = _ARFF_OPENERS.get(path.suffix.lower())
     try:
-        with path.open(encoding="utf-8") as f:
+        with (opener(path, "rt", encoding="utf-8") if opener else path.open(encoding="utf-8")) as f:
             doc = arff.load(f)
-    except (arff.ArffException, UnicodeDecodeError, OSError, ValueError) as e:
+    except (arff.ArffException, UnicodeDecodeError, OSError, EOFError, ValueError) as e:
         raise InputDataError(f"cannot read ARFF file {path}: {e}") from e
     columns: dict[str, pd.Series] = {}
     nominal: list[str] = []
+    string: list[str] = []
     rows = doc["data"]
     for i, (attr, kind) in enumerate(doc["attributes"]):
         values = [row[i] for row in rows]
         if attr in columns:
             raise InputDataError(f"ARFF file {path} declares attribute {attr!r} twice")
         if isinstance(kind, list):
-            columns[attr] = pd.Series(pd.Categorical(values, categories=kind))
+            categories = list(dict.fromkeys(c for c in kind if c is not None))
+            columns[attr] = pd.Series(pd.Categorical(values, categories=categories))
             nominal.append(attr)
         elif str(kind).upper() in {"NUMERIC", "REAL", "INTEGER"}:
             columns[attr] = pd.Series(values, dtype="float64")
         else:  # STRING
             columns[attr] = pd.Series(values, dtype=object)
-            nominal.append(attr)
-    return pd.DataFrame(columns, index=pd.RangeIndex(len(rows))), nominal
+            string.append(attr)
+    frame = pd.DataFrame(columns, index=pd.RangeIndex(len(rows)))
+    return Table(frame, tuple(nominal), tuple(string))
 
 
-_READERS: Mapping[str, Callable[[Path], tuple[pd.DataFrame, list[str]]]] = MappingProxyType(
+_READERS: Mapping[str, Callable[[Path], Table]] = MappingProxyType(
     {"csv": _read_csv, "parquet": _read_parquet, "arff": _read_arff}
 )

@@ -1,14 +1,18 @@
 """Load an OpenML dataset as a :class:`~metabo.data.dataset.Dataset` through the ``openml`` client.
 
-The data is split on the dataset's default target; nominal ARFF attributes become
-``Categorical`` columns that keep every declared category (also unobserved ones), in
-the declared order; numeric ones float64.
+The data is split on the dataset's default target; the attributes the description
+names in ``ignore_attribute`` (identifiers such as zoo's ``animal``) and its
+``row_id_attribute`` are left out, as OpenML's own tasks leave them out. Nominal ARFF
+attributes become ``Categorical`` columns that keep every declared category (also
+unobserved ones), in the declared order; numeric ones float64; STRING ones nominal,
+listed in :attr:`~metabo.data.dataset.Dataset.string_columns`.
 """
 
 from __future__ import annotations
 
 import logging
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import arff
@@ -39,7 +43,10 @@ def _download(dataset_id: int) -> tuple[openml.OpenMLDataset, pd.DataFrame, pd.S
             "metabo datasets have one"
         )
     try:
-        X, y, categorical, _ = ds.get_data(target=target, dataset_format="dataframe")
+        X, y, categorical, _ = ds.get_data(
+            target=target, dataset_format="dataframe", include_row_id=False,
+            include_ignore_attribute=False,
+        )
     except arff.ArffException as e:
         shutil.rmtree(Path(openml.config.get_cache_directory()) / "datasets" / str(dataset_id),
                       ignore_errors=True)
@@ -75,12 +82,21 @@ def load_openml(
     frame = X.copy()
     frame[target] = y
     nominal = [str(c) for c, is_cat in zip(X.columns, categorical, strict=True) if is_cat]
+    # the client reads ARFF STRING attributes as text (object or string) columns that are
+    # not categorical
+    string = [str(c) for c, is_cat in zip(X.columns, categorical, strict=True)
+              if not is_cat and not pd.api.types.is_numeric_dtype(X[c])
+              and not pd.api.types.is_bool_dtype(X[c])]
     numeric = pd.api.types.is_numeric_dtype(y.dtype) and not pd.api.types.is_bool_dtype(y.dtype)
     task = "regression" if numeric and not isinstance(y.dtype, pd.CategoricalDtype) else "classification"
+    ignored = [a for a in (ds.ignore_attribute or []) if a != target]
+    if ignored:
+        logger.info("OpenML dataset %d: ignore_attribute %s left out", int(dataset_id), ignored)
     dataset = Dataset.from_frame(
-        frame, target, name=str(ds.name), source="openml", nominal=nominal, task=task,
-        openml_id=int(dataset_id),
-        description=f"OpenML dataset {int(dataset_id)} version {ds.version} ({ds.url})",
+        frame, target, name=str(ds.name), source="openml", nominal=nominal + string, task=task,
+        openml_id=int(dataset_id), string_columns=tuple(string),
+        description=f"OpenML dataset {int(dataset_id)} version {ds.version} ({ds.url})"
+        + (f" without its ignore_attribute {ignored}" if ignored else ""),
     )
     return _with_declared_categories(dataset, X)
 
@@ -95,7 +111,4 @@ def _with_declared_categories(dataset: Dataset, raw: pd.DataFrame) -> Dataset:
         declared = [str(c) for c in source.cat.categories]
         if set(X[col].cat.categories) <= set(declared) and len(set(declared)) == len(declared):
             X[col] = X[col].cat.set_categories(declared)
-    return Dataset(
-        name=dataset.name, X=X, y=dataset.y, source=dataset.source, openml_id=dataset.openml_id,
-        task=dataset.task, flags=dataset.flags, description=dataset.description,
-    )
+    return replace(dataset, X=X)

@@ -75,3 +75,12 @@ def test_bad_frames_are_refused():
         Dataset(name="x", X=pd.DataFrame({"a": [1, 2]}), y=pd.Series(["p", "q"]), source="s")
     with pytest.raises(InputDataError, match="rows"):
         Dataset(name="x", X=pd.DataFrame({"a": [1.0]}), y=pd.Series(["p", "q"]), source="s")
+
+
+def test_string_columns_must_be_nominal_columns_of_x():
+    X = pd.DataFrame({"name": pd.Categorical(["a b", "c d"]), "x": [1.0, 2.0]})
+    y = pd.Series(pd.Categorical(["p", "q"]))
+    assert Dataset(name="x", X=X, y=y, source="s", string_columns=("name",)).string_columns == ("name",)
+    for bad in (("x",), ("absent",)):
+        with pytest.raises(InputDataError, match="string_columns"):
+            Dataset(name="x", X=X, y=y, source="s", string_columns=bad)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
 import numpy as np
@@ -177,3 +178,54 @@ def test_header_only_csv_has_no_rows(tmp_path: Path) -> None:
     path.write_text("x,y\n")
     with pytest.raises(InputDataError, match="no rows"):
         load_file(path, "y")
+
+
+# ------------------------------------------------------------------ OpenML's ARFF files
+def test_question_mark_in_a_nominal_declaration_is_the_missing_marker(tmp_path: Path) -> None:
+    """OpenML's penguins (42585) declares ``sex {?,FEMALE,MALE,_}``."""
+    path = tmp_path / "penguins.arff"
+    path.write_text(
+        "@RELATION p\n@ATTRIBUTE sex {?,FEMALE,MALE,_}\n@ATTRIBUTE y {a,b}\n"
+        "@DATA\nFEMALE,a\n?,b\n_,a\nMALE,b\n"
+    )
+    ds = load_file(path, "y")
+    assert list(ds.X["sex"].cat.categories) == ["FEMALE", "MALE", "_"]
+    assert ds.X["sex"].isna().tolist() == [False, True, False, False]
+
+
+def test_arff_string_attributes_are_listed_as_string_columns(tmp_path: Path) -> None:
+    path = tmp_path / "titanic.arff.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        f.write(
+            "@RELATION t\n@ATTRIBUTE name STRING\n@ATTRIBUTE age NUMERIC\n"
+            "@ATTRIBUTE sex {female,male}\n@ATTRIBUTE cabin STRING\n@ATTRIBUTE y {0,1}\n"
+            "@DATA\n'Allen, Miss',29,female,B5,1\n'Brown, Mr',?,male,?,0\n"
+        )
+    ds = load_file(path, "y")
+    assert ds.name == "titanic"
+    assert ds.string_columns == ("name", "cabin")
+    assert ds.feature_kinds == ("nominal", "numeric", "nominal", "nominal")
+    assert ds.X["name"].astype(str).tolist() == ["Allen, Miss", "Brown, Mr"]
+    assert ds.X["cabin"].isna().tolist() == [False, True]
+
+
+def test_ignore_drops_named_columns(tmp_path: Path, frame: pd.DataFrame) -> None:
+    path = tmp_path / "toy.csv"
+    frame.assign(animal=[f"a{i}" for i in range(6)]).to_csv(path, index=False)
+    ds = load_file(path, "label", ignore=["animal"])
+    check(ds, frame)
+    assert "animal" in ds.description
+    with pytest.raises(InputDataError, match=r"cannot ignore \['nope'\]"):
+        load_file(path, "label", ignore=["nope"])
+    with pytest.raises(InputDataError, match="target column 'label' cannot be ignored"):
+        load_file(path, "label", ignore=["label"])
+
+
+def test_ignored_string_column_is_not_listed(tmp_path: Path) -> None:
+    path = tmp_path / "t.arff"
+    path.write_text(
+        "@RELATION t\n@ATTRIBUTE id STRING\n@ATTRIBUTE x NUMERIC\n@ATTRIBUTE y {a,b}\n"
+        "@DATA\nr1,1,a\nr2,2,b\n"
+    )
+    ds = load_file(path, "y", ignore=["id"])
+    assert list(ds.X.columns) == ["x"] and ds.string_columns == ()

@@ -102,3 +102,40 @@ def test_numeric_target_is_regression(openml_server, openml_cache):
     assert ds.task == "regression" and ds.y.dtype == np.float64
     assert ds.feature_kinds == ("numeric", "nominal")
     np.testing.assert_allclose(ds.y, frame["y"])
+
+
+TEXT_ARFF = """@RELATION texts
+@ATTRIBUTE animal STRING
+@ATTRIBUTE legs NUMERIC
+@ATTRIBUTE hair {false,true}
+@ATTRIBUTE type {mammal,bird}
+@DATA
+aardvark,4,true,mammal
+antelope,4,true,mammal
+crow,2,false,bird
+'duck, wild',2,false,bird
+"""
+
+
+def test_string_attributes_are_string_columns(openml_server, openml_cache):
+    openml_server.add_dataset(FakeDataset(did=64, name="texts", arff_text=TEXT_ARFF, target="type"))
+    ds = _load(openml_server, openml_cache, 64)
+    assert ds.string_columns == ("animal",)
+    assert ds.feature_kinds == ("nominal", "numeric", "nominal")
+    assert ds.X["animal"].astype(str).tolist()[-1] == "duck, wild"
+
+
+def test_ignore_attribute_of_the_description_is_left_out(openml_server, openml_cache, monkeypatch):
+    """zoo (62) names its identifier ``animal`` in ``ignore_attribute``."""
+    openml_server.add_dataset(FakeDataset(did=65, name="zooish", arff_text=TEXT_ARFF, target="type"))
+    described = openml.datasets.get_dataset
+
+    def with_ignore_attribute(*args, **kwargs):
+        ds = described(*args, **kwargs)
+        ds.ignore_attribute = ["animal"]
+        return ds
+
+    monkeypatch.setattr(openml.datasets, "get_dataset", with_ignore_attribute)
+    ds = _load(openml_server, openml_cache, 65)
+    assert list(ds.X.columns) == ["legs", "hair"] and ds.string_columns == ()
+    assert "ignore_attribute ['animal']" in ds.description

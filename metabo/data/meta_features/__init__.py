@@ -169,7 +169,10 @@ def compute_meta_features(
             out.update(simple.simple_features(full))
         if "scot" in chosen:
             counts = scot.scot_count_features(full)
-        dataset = replace(dataset, X=dataset.X.drop(columns=bad), flags={})
+        dataset = replace(
+            dataset, X=dataset.X.drop(columns=bad), flags={},
+            string_columns=tuple(c for c in dataset.string_columns if c not in set(bad)),
+        )
         chosen_values = [g for g in chosen if g != "simple"]
     else:
         dataset.require_clean()
