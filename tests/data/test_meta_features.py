@@ -24,6 +24,9 @@ CLASS_FEATURES = (
     "MeanMutualInformation",
     "EquivalentNumberOfAtts",
     "MeanNoiseToSignalRatio",
+    "binned_MeanMutualInformation",
+    "binned_EquivalentNumberOfAtts",
+    "binned_MeanNoiseToSignalRatio",
     "scot_K",
     *GROUPS["landmarkers"],
 )
@@ -186,14 +189,28 @@ def test_independent_attribute_has_zero_information() -> None:
     assert math.isnan(mf["MeanNoiseToSignalRatio"])
 
 
-def test_numeric_attributes_use_ten_equal_width_bins() -> None:
+def test_binned_variant_uses_numeric_attributes_in_ten_equal_width_bins() -> None:
     codes = discretize(np.array([0.0, 5.0, 10.0, np.nan, 0.99, 1.0, 1.01]))
     # cut points 1, 2, ..., 9; a value on a cut point goes to the lower bin (Weka)
     assert codes.tolist() == [0, 4, 9, -1, 0, 0, 1]
     X = pd.DataFrame({"x": np.arange(10, dtype=np.float64)})
     mf = compute_meta_features(make(X, ["a"] * 5 + ["b"] * 5), groups=["information"])
-    assert mf["MeanAttributeEntropy"] == pytest.approx(math.log2(10))
-    assert mf["MeanMutualInformation"] == pytest.approx(1.0)  # x determines the class
+    assert mf["binned_MeanAttributeEntropy"] == pytest.approx(math.log2(10))
+    assert mf["binned_MeanMutualInformation"] == pytest.approx(1.0)  # x determines the class
+    # OpenML's definition uses nominal attributes only: there is none
+    assert math.isnan(mf["MeanAttributeEntropy"]) and math.isnan(mf["MeanMutualInformation"])
+    assert mf["ClassEntropy"] == pytest.approx(1.0)
+
+
+def test_openml_entropy_counts_a_missing_value_as_the_first_declared_one() -> None:
+    """OpenML's characterizer indexes its counts with (int) NaN = 0."""
+    c = pd.Categorical(["x", None, "y", "y"], categories=["x", "y"])
+    mf = compute_meta_features(make(pd.DataFrame({"c": c}), ["n", "n", "p", "p"]),
+                               groups=["information"])
+    assert mf["MeanAttributeEntropy"] == pytest.approx(1.0)  # x, x, y, y
+    assert mf["MeanMutualInformation"] == pytest.approx(1.0)  # determines the class
+    # the binned variant leaves the missing value out: x, y, y
+    assert mf["binned_MeanAttributeEntropy"] == pytest.approx(-(1 / 3) * math.log2(1 / 3) - (2 / 3) * math.log2(2 / 3))
 
 
 def test_pca_of_a_line_needs_one_component() -> None:
@@ -282,7 +299,8 @@ def test_regression_has_nan_class_features() -> None:
     assert mf["NumberOfClasses"] == 0  # OpenML's value for a numeric target
     assert mf["NumberOfNumericFeatures"] == 2  # x and the numeric target
     assert mf["NumberOfSymbolicFeatures"] == 1
-    assert np.isfinite(mf["MeanAttributeEntropy"])
+    assert math.isnan(mf["MeanAttributeEntropy"])  # OpenML: null for a numeric target
+    assert np.isfinite(mf["binned_MeanAttributeEntropy"])
     assert np.isfinite(mf["MeanSkewnessOfNumericAtts"])
     assert np.isfinite(mf["scot_pca_rho95"])
 
@@ -335,7 +353,7 @@ def test_no_feature_columns() -> None:
     assert all(math.isnan(mf[k]) for k in GROUPS["landmarkers"])
 
 
-def test_single_member_class_uses_fewer_folds() -> None:
+def test_single_member_class_still_gives_landmarkers() -> None:
     ds = mixed_dataset(n=60)
     y = ds.y.astype(str).to_numpy()
     y[0] = "lonely"

@@ -3,11 +3,14 @@
 Notation
 --------
 n        rows (instances)
-d        feature columns; d_num numeric, d_nom nominal (pandas Categorical)
+d        feature columns; d_num numeric, d_nom nominal (pandas Categorical), d_str
+         free text (``Dataset.string_columns``: ARFF STRING attributes, Categorical
+         columns not counted in d_nom), which OpenML counts as features that are
+         neither numeric nor symbolic
 t        the target, which OpenML counts as one more attribute: numeric for
          regression, nominal for classification; so OpenML's "features" are d + 1
 K        observed classes; n_c rows of class c; p(c) = n_c / n
-m        missing cells of X (the target has none)
+m        missing cells of X, free-text columns included (the target has none)
 H, I     entropy and mutual information in bits (log base 2)
 G1, G2   bias-corrected sample skewness and excess kurtosis (scipy ``bias=False``)
 Z, Zs    the n x D encoding (median-imputed numeric, one-hot nominal) and its
@@ -41,20 +44,23 @@ under "Deviations from OpenML".
   sample standard deviations; {Mean,Min,Max,Quartile2}SkewnessOfNumericAtts of G1;
   {Mean,Min,Max,Quartile2}KurtosisOfNumericAtts of G2. A constant column has G1 = G2 =
   0; no numeric attribute -> NaN.
-``information`` (module ``information``), numeric attributes in 10 equal-width bins:
+``information`` (module ``information``), over the nominal attributes A, a missing
+  value counting as the first declared one (OpenML's definition):
   ClassEntropy = H(Y); MeanAttributeEntropy = mean_A H(A);
   MeanMutualInformation = mean_A I(A; Y);
   EquivalentNumberOfAtts = ClassEntropy / MeanMutualInformation;
   MeanNoiseToSignalRatio = (MeanAttributeEntropy - MeanMutualInformation)
-  / MeanMutualInformation.
+  / MeanMutualInformation; and binned_MeanAttributeEntropy, binned_MeanMutualInformation,
+  binned_EquivalentNumberOfAtts, binned_MeanNoiseToSignalRatio, the same over the
+  nominal and the numeric attributes (in 10 equal-width bins), missing values left out.
 ``scot`` (module ``scot``; Bardenet et al. 2013): scot_K = K, scot_log_d = ln d,
   scot_log_n_over_d = ln(n / d), scot_pca_rho95 = d' / D (d' components for 95% of
   the variance of Zs), scot_pc1_skewness = |G1| and scot_pc1_kurtosis = G2 of Zs
   projected on its first principal direction.
 ``landmarkers`` (module ``landmarkers``): DecisionStumpErrRate, NaiveBayesErrRate,
-  kNN1NErrRate, LinearDiscriminantAnalysisErrRate: stratified k-fold CV error,
-  k = min(10, smallest class) (at least 2), on at most 5,000 rows drawn with the seed;
-  Z for the stump and naive Bayes, Zs for 1-NN and LDA.
+  kNN1NErrRate, LinearDiscriminantAnalysisErrRate: stratified 2-fold CV error (OpenML's
+  protocol) on at most 5,000 rows drawn with the seed; Weka's naive Bayes and 1-NN on
+  the attributes, an entropy stump on Z, LDA on Zs.
 
 Class-based values (class balance, ClassEntropy, mutual information, scot_K,
 landmarkers) are NaN for regression. A value is NaN only where it is undefined.
@@ -68,13 +74,12 @@ order of the input, the landmarkers included. Only the landmarkers use the seed 
 
 Deviations from OpenML
 ----------------------
-- Mutual information and attribute entropy also use the numeric attributes (binned);
-  OpenML's current characterizer uses the nominal attributes only. Missing values are
-  left out, where OpenML's code counts them as the first nominal value.
-- MeanAttributeEntropy is NaN without attributes (OpenML: -1) and is given for
-  regression (OpenML: null).
-- Landmarkers use 10-fold (not 2-fold) CV, scikit-learn models (Gaussian naive Bayes on
-  one-hot columns instead of Weka's discrete counts) and at most 5,000 rows.
+- Landmarkers: the folds are drawn by scikit-learn from the seed (OpenML: Weka's
+  ``crossValidateModel`` with ``Random(1)``), so values differ by the partition noise
+  of a 2-fold CV estimate; at most 5,000 rows; the stump is scikit-learn's (missing
+  values median-imputed, where Weka's ``DecisionStump`` gives them a branch of their
+  own). Weka's landmarkers refuse free-text attributes; here they are left out.
+- Free-text columns are left out of the encodings Z and Zs (PCA, stump, LDA).
 - AutoCorrelation (which depends on the row order) and the Quartile1/3, Min/Max
   aggregates of means and standard deviations are not computed.
 """

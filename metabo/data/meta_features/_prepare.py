@@ -1,7 +1,11 @@
 """What every meta-feature group starts from: a canonical copy of the dataset.
 
-Notation: n rows, d feature columns (d_num numeric, d_nom nominal), D columns after
-encoding (see :func:`encode`).
+Notation: n rows, d feature columns (d_num numeric, d_nom nominal, d_str free text),
+D columns after encoding (see :func:`encode`).
+
+Kinds. A column listed in :attr:`Dataset.string_columns` (an ARFF STRING attribute) is
+free text, neither numeric nor nominal here, as OpenML's characterizers see it; it only
+counts as a feature and for its missing values.
 
 Canonical order. Columns are sorted by name; rows are sorted by a 64-bit content hash
 of the row (its features in that column order, then its target), computed with
@@ -38,6 +42,7 @@ class Prepared:
     task: str
     numeric: tuple[str, ...]
     nominal: tuple[str, ...]
+    strings: tuple[str, ...] = ()
 
     @property
     def n(self) -> int:
@@ -73,9 +78,11 @@ def prepare(dataset: Dataset) -> Prepared:
     order = np.lexsort((y_hash, x_hash))  # primary key x_hash, then y_hash
     X = X.iloc[order].reset_index(drop=True)
     y = y.iloc[order].reset_index(drop=True)
-    nominal = tuple(c for c in columns if isinstance(X[c].dtype, pd.CategoricalDtype))
-    numeric = tuple(c for c in columns if c not in set(nominal))
-    return Prepared(X=X, y=y, task=dataset.task, numeric=numeric, nominal=nominal)
+    strings = tuple(c for c in columns if c in set(dataset.string_columns))
+    nominal = tuple(c for c in columns
+                    if isinstance(X[c].dtype, pd.CategoricalDtype) and c not in set(strings))
+    numeric = tuple(c for c in columns if c not in set(nominal) | set(strings))
+    return Prepared(X=X, y=y, task=dataset.task, numeric=numeric, nominal=nominal, strings=strings)
 
 
 def encode(prep: Prepared) -> np.ndarray:
@@ -83,8 +90,9 @@ def encode(prep: Prepared) -> np.ndarray:
 
     Numeric columns: missing values replaced by the column median (an all-missing
     column becomes 0). Nominal columns: one-hot, a missing value being a level of its
-    own, at most :data:`MAX_ONE_HOT_LEVELS` columns per feature. Statistics come from
-    all n rows (unsupervised, no label is used), not from each training fold.
+    own, at most :data:`MAX_ONE_HOT_LEVELS` columns per feature. Free-text columns are
+    left out. Statistics come from all n rows (unsupervised, no label is used), not
+    from each training fold.
     """
     blocks = []
     if prep.numeric:

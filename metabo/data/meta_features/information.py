@@ -1,16 +1,18 @@
-"""Entropies and mutual information, after OpenML's ``AttributeEntropy`` characterizer.
+"""Entropies and mutual information: OpenML's ``AttributeEntropy`` characterizer, and a
+variant that also uses the numeric attributes.
 
-Notation: Y the class, A one attribute, p(.) empirical frequencies, H entropy in bits
-(log base 2), I(A; Y) = H(A) + H(Y) - H(A, Y) the mutual information in bits.
+Notation: Y the class, A one attribute, p(.) empirical frequencies over the n rows, H
+entropy in bits (log base 2), I(A; Y) = H(A) + H(Y) - H(A, Y) the mutual information in
+bits (OpenML computes it as the information gain H(Y) - sum_a p(a) H(Y | A = a), the same
+number).
 
-Attributes. Every nominal attribute as it is, and every numeric attribute discretized
-into B = 10 equal-width bins over [min, max] of its finite values (Weka's unsupervised
-``Discretize`` default; a value equal to a cut point goes to the lower bin; a constant
-attribute is one bin). OpenML's current characterizer uses the nominal attributes only,
-so for data with numeric attributes the values here differ from OpenML's. Missing values
-are left out: H(A) over the rows where A is present, I(A; Y) over the same rows.
+OpenML's definition (openml/EvaluationEngine, ``fantail.dc.statistical.AttributeEntropy``
+and ``DCUntils``), under OpenML's names:
 
-- ClassEntropy = H(Y) = -sum_c p(c) log2 p(c), over all n rows;
+- attributes: the nominal ones only (not free-text ones, not the target); a missing value
+  counts as the attribute's first declared value (Weka stores it as NaN, and the
+  characterizer indexes its counts with ``(int) value``, which is 0);
+- ClassEntropy = H(Y) = -sum_c p(c) log2 p(c);
 - MeanAttributeEntropy = mean over attributes of H(A);
 - MeanMutualInformation = mean over attributes of I(A; Y), each rounded to 14 decimals
   as OpenML does (so that an independent attribute gives exactly 0);
@@ -18,9 +20,17 @@ are left out: H(A) over the rows where A is present, I(A; Y) over the same rows.
 - MeanNoiseToSignalRatio = (MeanAttributeEntropy - MeanMutualInformation)
   / MeanMutualInformation.
 
-The last two are NaN when MeanMutualInformation is 0. For regression every class-based
-value is NaN; MeanAttributeEntropy, which does not involve the target, is still given
-(OpenML gives null).
+The last two are NaN when MeanMutualInformation is not positive; the means are NaN
+without a nominal attribute (OpenML: null); every value is NaN for regression (OpenML:
+null).
+
+The ``binned_`` variant (the project's own, not comparable with OpenML's values): the
+same four means over every nominal attribute as it is and every numeric attribute
+discretized into B = 10 equal-width bins over [min, max] of its finite values (Weka's
+unsupervised ``Discretize`` default; a value equal to a cut point goes to the lower bin;
+a constant attribute is one bin), missing values left out (H(A) and I(A; Y) over the rows
+where A is present). For regression, binned_MeanAttributeEntropy, which does not involve
+the target, is still given.
 """
 
 from __future__ import annotations
@@ -33,13 +43,13 @@ from metabo.data.meta_features._prepare import Prepared
 
 N_BINS = 10
 
-NAMES: tuple[str, ...] = (
-    "ClassEntropy",
+_MEANS: tuple[str, ...] = (
     "MeanAttributeEntropy",
     "MeanMutualInformation",
     "EquivalentNumberOfAtts",
     "MeanNoiseToSignalRatio",
 )
+NAMES: tuple[str, ...] = ("ClassEntropy", *_MEANS, *(f"binned_{name}" for name in _MEANS))
 
 
 def discretize(x: np.ndarray, n_bins: int = N_BINS) -> np.ndarray:
@@ -71,7 +81,13 @@ def _contingency(y: np.ndarray, a: np.ndarray) -> np.ndarray:
     return flat.reshape(n_classes, n_levels)
 
 
-def attribute_codes(prep: Prepared) -> list[np.ndarray]:
+def openml_codes(prep: Prepared) -> list[np.ndarray]:
+    """Codes of the nominal attributes as OpenML counts them: a missing value is code 0,
+    the first declared value."""
+    return [np.maximum(prep.X[c].cat.codes.to_numpy(np.int64), 0) for c in prep.nominal]
+
+
+def binned_codes(prep: Prepared) -> list[np.ndarray]:
     """Integer codes (-1 = missing) of every attribute: nominal ones, then binned numeric."""
     codes = [prep.X[c].cat.codes.to_numpy(np.int64) for c in prep.nominal]
     codes += [discretize(prep.X[c].to_numpy(np.float64)) for c in prep.numeric]
@@ -79,11 +95,25 @@ def attribute_codes(prep: Prepared) -> list[np.ndarray]:
 
 
 def information_features(prep: Prepared) -> dict[str, float]:
-    nan = float("nan")
     y = prep.class_codes() if prep.is_classification else None
+    class_entropy = entropy_bits(y) if y is not None else float("nan")
+    out = {"ClassEntropy": class_entropy}
+    openml = _means(openml_codes(prep), y, class_entropy)
+    binned = _means(binned_codes(prep), y, class_entropy)
+    if y is None:  # OpenML gives null for a numeric target
+        openml["MeanAttributeEntropy"] = float("nan")
+    out.update(openml)
+    out.update({f"binned_{name}": value for name, value in binned.items()})
+    return {name: out[name] for name in NAMES}
+
+
+def _means(codes: list[np.ndarray], y: np.ndarray | None, class_entropy: float) -> dict[str, float]:
+    """The four means of :data:`_MEANS` over attributes given by codes (-1 = missing, left
+    out); the class-based ones NaN when ``y`` is None (regression)."""
+    nan = float("nan")
     entropies: list[float] = []
     informations: list[float] = []
-    for a in attribute_codes(prep):
+    for a in codes:
         present = a >= 0
         if not present.any():
             continue
@@ -93,15 +123,6 @@ def information_features(prep: Prepared) -> dict[str, float]:
             mi_nats = mutual_info_score(None, None, contingency=_contingency(y[present], a_p))
             informations.append(round(mi_nats / np.log(2.0), 14))
     mean_entropy = float(np.mean(entropies)) if entropies else nan
-    if y is None:
-        return {
-            "ClassEntropy": nan,
-            "MeanAttributeEntropy": mean_entropy,
-            "MeanMutualInformation": nan,
-            "EquivalentNumberOfAtts": nan,
-            "MeanNoiseToSignalRatio": nan,
-        }
-    class_entropy = entropy_bits(y)
     mean_mi = float(np.mean(informations)) if informations else nan
     if mean_mi > 0:
         ena = class_entropy / mean_mi
@@ -109,7 +130,6 @@ def information_features(prep: Prepared) -> dict[str, float]:
     else:
         ena = nsr = nan
     return {
-        "ClassEntropy": class_entropy,
         "MeanAttributeEntropy": mean_entropy,
         "MeanMutualInformation": mean_mi,
         "EquivalentNumberOfAtts": ena,

@@ -1,9 +1,11 @@
 """Counts, class balance and nominal cardinalities, as OpenML's ``SimpleMetaFeatures``
 and ``NominalAttDistinctValues`` characterizers compute them.
 
-Notation: n rows; d feature columns, d_num numeric and d_nom nominal; t = 1 for the
-target, which OpenML counts as an attribute (numeric for regression, nominal for
-classification); m missing cells; n_c rows of class c, K observed classes.
+Notation: n rows; d feature columns, d_num numeric and d_nom nominal (a free-text
+column, an ARFF STRING attribute, counts in d and for its missing values only, as in
+OpenML); t = 1 for the target, which OpenML counts as an attribute (numeric for
+regression, nominal for classification); m missing cells; n_c rows of class c, K
+observed classes.
 """
 
 from __future__ import annotations
