@@ -16,6 +16,7 @@ import bz2
 import gzip
 import lzma
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +35,8 @@ _SUFFIXES: Mapping[str, FileFormat] = MappingProxyType(
     {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".arff": "arff"}
 )
 _COMPRESSIONS = frozenset({".gz", ".bz2", ".zip", ".xz", ".zst"})
-#: Compressions the ARFF reader opens (pandas opens every one of _COMPRESSIONS for CSV).
+#: Compressions the ARFF reader opens, and the CSV dialect check (pandas opens every one of
+#: _COMPRESSIONS for CSV; a .zip or .zst CSV is read as comma-separated).
 _ARFF_OPENERS: Mapping[str, Callable[..., IO[str]]] = MappingProxyType(
     {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
 )
@@ -151,9 +153,33 @@ def _stem(path: Path) -> str:
     return name or path.name
 
 
+#: The separators a CSV file may use, in order of preference on a tie.
+CSV_SEPARATORS = (",", ";", "\t", "|")
+
+
+def csv_dialect(sample: str) -> tuple[str, str]:
+    """``(separator, decimal mark)`` of a CSV file from its first characters ``sample``:
+    the separator of :data:`CSV_SEPARATORS` that occurs most often in the header line
+    (``,`` on a tie or none), and ``,`` as the decimal mark for ``;``-separated files whose
+    numbers are written ``1,5`` (and none ``1.5``), as spreadsheets in many locales save them."""
+    header = next((line for line in sample.splitlines() if line.strip()), "")
+    counts = {s: header.count(s) for s in CSV_SEPARATORS}
+    sep = max(CSV_SEPARATORS, key=lambda s: (counts[s], -CSV_SEPARATORS.index(s)))
+    sep = sep if counts[sep] else ","
+    body = sample[len(header):]
+    decimal = "," if sep == ";" and re.search(r"\d,\d", body) and not re.search(r"\d\.\d", body) else "."
+    return sep, decimal
+
+
 def _read_csv(path: Path) -> Table:
     try:
-        frame = pd.read_csv(path, na_values=["?"], skipinitialspace=True)
+        opener = _ARFF_OPENERS.get(path.suffix.lower())
+        if path.suffix.lower() in _COMPRESSIONS and opener is None:
+            sep, decimal = ",", "."
+        else:
+            with (opener or open)(path, "rt", encoding="utf-8", errors="replace") as f:
+                sep, decimal = csv_dialect(f.read(65536))
+        frame = pd.read_csv(path, na_values=["?"], skipinitialspace=True, sep=sep, decimal=decimal)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError,
             OSError, ValueError) as e:
         raise InputDataError(f"cannot read CSV file {path}: {e}") from e

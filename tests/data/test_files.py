@@ -229,3 +229,33 @@ def test_ignored_string_column_is_not_listed(tmp_path: Path) -> None:
     )
     ds = load_file(path, "y", ignore=["id"])
     assert list(ds.X.columns) == ["x"] and ds.string_columns == ()
+
+
+@pytest.mark.parametrize("text, sep, decimal", [
+    ("a,b,y\n1.5,2,p\n", ",", "."),
+    ("a;b;y\n1,5;2;p\n", ";", ","),
+    ("a;b;y\n1.5;2;p\n", ";", "."),
+    ("a\tb\ty\n1.5\t2\tp\n", "\t", "."),
+    ("a|b|y\n1.5|2|p\n", "|", "."),
+    ("y\np\n", ",", "."),
+])
+def test_the_csv_dialect_is_read_from_the_header(text, sep, decimal):
+    from metabo.data.files import csv_dialect
+
+    assert csv_dialect(text) == (sep, decimal)
+
+
+def test_a_semicolon_csv_with_decimal_commas_loads_as_a_comma_csv(tmp_path):
+    frame = pd.DataFrame({"a": [1.5, 2.25, 3.0, 4.5], "b": [1, 2, 3, 4], "y": ["p", "q", "p", "q"]})
+    frame.to_csv(comma := tmp_path / "comma.csv", index=False)
+    frame.to_csv(semi := tmp_path / "semi.csv", index=False, sep=";", decimal=",")
+    assert "1,5" in semi.read_text()
+    a, b = load_file(comma, "y"), load_file(semi, "y")
+    pd.testing.assert_frame_equal(a.X, b.X)
+    assert list(a.y) == list(b.y)
+
+
+def test_a_gzipped_semicolon_csv_is_detected_too(tmp_path):
+    frame = pd.DataFrame({"a": [1.5, 2.25, 3.0, 4.5], "y": ["p", "q", "p", "q"]})
+    frame.to_csv(path := tmp_path / "semi.csv.gz", index=False, sep=";", decimal=",")
+    assert list(load_file(path, "y").X["a"]) == [1.5, 2.25, 3.0, 4.5]
