@@ -21,7 +21,7 @@ import pandas as pd
 
 from metabo.data.dataset import Dataset
 from metabo.exceptions import InputDataError, OpenMLResponseError
-from metabo.ingest.openml_client import DEFAULT_RETRY, RetryPolicy, call_openml, openml_config
+from metabo.ingest.openml_client import DEFAULT_RETRY, RetryPolicy, call_openml, check_server, openml_config
 
 logger = logging.getLogger(__name__)
 
@@ -65,7 +65,8 @@ def load_openml(
 
     Args:
         dataset_id: the OpenML dataset id.
-        server: the OpenML API root (default: the client's setting), only for this call.
+        server: the OpenML API root (default: the client's setting), only for this call;
+            one probe request checks that it is an OpenML API before anything is fetched.
         cache_dir: the client's cache directory, only for this call.
         retry: tries and backoff for transient server failures.
 
@@ -74,6 +75,8 @@ def load_openml(
         FetchError / OpenMLResponseError: the server refused, failed or answered garbage.
     """
     with openml_config(server, cache_dir):
+        if server is not None:  # a mistyped server path fails at once, not after the retries
+            check_server(retry)
         ds, X, y, categorical = call_openml(
             _download, int(dataset_id), endpoint=f"data/{int(dataset_id)} and its ARFF download",
             retry=retry,

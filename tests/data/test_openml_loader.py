@@ -139,3 +139,12 @@ def test_ignore_attribute_of_the_description_is_left_out(openml_server, openml_c
     ds = _load(openml_server, openml_cache, 65)
     assert list(ds.X.columns) == ["legs", "hair"] and ds.string_columns == ()
     assert "ignore_attribute ['animal']" in ds.description
+
+
+def test_a_wrong_server_path_fails_at_once_naming_it(server, openml_cache):
+    from metabo.ingest.openml_client import OpenMLResponseError
+
+    url = server.base_url + "/api/v2/xml"
+    with pytest.raises(OpenMLResponseError, match="does not look like an OpenML API server"):
+        load_openml(61, server=url, cache_dir=openml_cache, retry=FAST)
+    assert [r.status for r in server.requests] == [404]  # one probe, no retries, no download
