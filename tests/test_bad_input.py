@@ -37,12 +37,12 @@ def world(tmp_path_factory):
     (root / "not-a-model.joblib").write_bytes(b"not a pickle at all")
     (root / "corrupt.duckdb").write_bytes(b"this is not a duckdb file" * 200)
     (root / "bad.arff").write_text("@RELATION r\n@ATTRIBUTE a NUMERIC\n@ATTRIBUTE y {p,q}\n@DATA\n1,p\nnot,a,row\n")
-    (root / "parquet-dir").mkdir()
-    (root / "parquet-dir" / "runs.parquet").write_bytes(b"PAR1 broken")
     kb = root / "kb.duckdb"
     assert main(["tune", str(root / "good.csv"), "--target", "y", "--budget", "2", "--strategy", "random",
                  "--algorithms", "knn", "--session", "done", "--save-model", str(root / "m.joblib"),
                  "--kb", str(kb), "--no-meta-features"]) == 0
+    assert main(["kb", "export", str(root / "parquet-dir"), "--kb", str(kb)]) == 0
+    (root / "parquet-dir" / "runs.parquet").write_bytes(b"PAR1 broken")  # an export whose runs file is broken
     return root, kb
 
 

@@ -180,8 +180,10 @@ def _read_csv(path: Path) -> Table:
             with (opener or open)(path, "rt", encoding="utf-8", errors="replace") as f:
                 sep, decimal = csv_dialect(f.read(65536))
         frame = pd.read_csv(path, na_values=["?"], skipinitialspace=True, sep=sep, decimal=decimal)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError,
-            OSError, ValueError) as e:
+    except UnicodeDecodeError as e:
+        raise InputDataError(f"cannot read CSV file {path}: it is not UTF-8 text (byte {e.object[e.start]:#04x} at "
+                             f"position {e.start}); is it a CSV file?") from e
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, OSError, ValueError) as e:
         raise InputDataError(f"cannot read CSV file {path}: {e}") from e
     return Table(frame)
 

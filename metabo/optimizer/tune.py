@@ -81,6 +81,7 @@ from metabo.optimizer.optimizer import Optimizer, Select, get_session
 from metabo.space.cash import CASHSpace
 from metabo.space.space import SearchSpace
 from metabo.strategies import Strategy, make_strategy
+from metabo.strategies.names import COLD_STRATEGIES
 from metabo.strategies.warm import AUTO, WARM_STRATEGIES, choose, warm_factory
 
 if TYPE_CHECKING:
@@ -303,6 +304,9 @@ def resolve_strategy(name: str, kb: KnowledgeBase | None, dataset_id: str | None
         name, note, past = choose(kb, dataset_id, space, metric=metric)
         logger.info("strategy auto: %s", note)
     if name not in WARM_STRATEGIES:
+        if name not in COLD_STRATEGIES:
+            raise InputDataError(f"unknown strategy {name!r}; use {AUTO}, a warm start ({', '.join(WARM_STRATEGIES)}) "
+                                 f"or a cold one ({', '.join(COLD_STRATEGIES)})")
         cold = name
         return name, note, lambda seed: make_strategy(cold, seed=seed)
     if kb is None or dataset_id is None:
