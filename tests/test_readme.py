@@ -556,12 +556,7 @@ def _serve(shell: Shell, argv: list[str]) -> None:
 
 
 #: README commands that fail because of a bug in the package (reported), with the bug.
-PACKAGE_BUGS = {
-    "metabo data add sklearn:iris keel:australian openml:61 path/to/file.csv --target class":
-        "metabo/cli/data_cmds.py (_loader) passes --target, whose help says 'target column for files', to "
-        "every spec, and load_dataset refuses target= for sklearn:, keel: and openml: specs: 3 of the 4 "
-        "specs fail and the command exits 1",
-}
+PACKAGE_BUGS: dict[str, str] = {}
 
 
 def _command_param(line: int, command: str) -> Any:
@@ -587,18 +582,6 @@ def test_command_runs(shell, line, command):
     out = _run(shell, line, command)
     if command in COMMAND_CHECKS:
         COMMAND_CHECKS[command](shell, out)
-
-
-@pytest.mark.slow
-def test_data_add_split_where_the_package_fails(shell):
-    """The ``data add`` line of :data:`PACKAGE_BUGS` as two commands (the file with
-    ``--target``, the specs without), so its datasets, the local OpenML server's 61
-    among them, are still checked. Remove with the bug."""
-    command = next(c for c in PACKAGE_BUGS if c.startswith("metabo data add"))
-    line = next(n for n, c in COMMANDS if c == command)
-    _run(shell, line, "metabo data add sklearn:iris keel:australian openml:61")
-    _run(shell, line, "metabo data add path/to/file.csv --target class")
-    _check_add(shell, "")
 
 
 # ------------------------------------------------------------------------------ what the commands print

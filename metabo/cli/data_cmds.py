@@ -74,11 +74,12 @@ def _ingest(args: argparse.Namespace, specs: list[str], *, keel_policy: str = "f
 
 
 def _loader(target: str | None, keel_policy: str):
-    from metabo.data.loaders import load_dataset
+    from metabo.data.loaders import SCHEMES, load_dataset
 
     def load(spec: str):
         extra = {"lost_decimals": keel_policy} if spec.startswith("keel:") else {}
-        return load_dataset(spec, target=target, **extra)
+        named = spec.split(":", 1)[0] in SCHEMES  # sklearn:, keel:, openml: know their target
+        return load_dataset(spec, target=None if named else target, **extra)
 
     return load
 

@@ -365,9 +365,17 @@ def nearest_from_matrix(
     common = [c for c in matrix.columns if c in query.index and np.isfinite(query[c])]
     if not common or matrix.empty:
         raise InputDataError("no meta-feature is shared by the target and the stored tasks")
-    mu = np.nanmean(matrix[common].to_numpy(float), axis=0)
-    sd = np.nanstd(matrix[common].to_numpy(float), axis=0)
+    if len(matrix.index.difference(list(exclude))) == 0:
+        raise InputDataError("the knowledge base holds no other task with meta-features to compare with")
+    values = matrix[common].to_numpy(float)
+    defined = np.isfinite(values).any(axis=0)  # a feature NaN on every task has no scale (and no warning)
+    mu, sd = np.full(len(common), np.nan), np.full(len(common), np.nan)
+    mu[defined] = np.nanmean(values[:, defined], axis=0)
+    sd[defined] = np.nanstd(values[:, defined], axis=0)
     keep = np.isfinite(sd) & (sd > 0)
+    if len(matrix) < 2:
+        raise InputDataError("the knowledge base holds one task with meta-features: distances are scaled by "
+                             "their spread over the stored tasks, so store at least two")
     if not keep.any():
         raise InputDataError("every shared meta-feature is constant across the stored tasks")
     matrix = matrix.drop(index=[e for e in exclude if e in matrix.index])
