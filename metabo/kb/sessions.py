@@ -73,10 +73,12 @@ def list_sessions(kb: KnowledgeBase, *, dataset: str | None = None, limit: int |
     (completed), ``failed``, ``best`` (lowest successful value), ``status`` and
     ``updated_at``. A session stored as ``running`` whose process is gone (killed, or
     the machine restarted) is shown ``interrupted``: ``metabo tune DATA --resume ID``
-    continues it. ``dataset`` filters by dataset name or id."""
+    continues it. ``dataset`` filters by dataset name or id. The sessions of ``metabo kb
+    build`` (strategy ``build``, many datasets, no trials) are not listed."""
     sessions = kb.query(
         "SELECT s.session_id, coalesce(d.name, s.dataset_id) AS dataset, s.dataset_id, s.strategy, s.settings, "
-        "s.status, s.updated_at FROM sessions s LEFT JOIN datasets d USING (dataset_id) ORDER BY s.updated_at DESC")
+        "s.status, s.updated_at FROM sessions s LEFT JOIN datasets d USING (dataset_id) "
+        "WHERE s.strategy IS DISTINCT FROM 'build' ORDER BY s.updated_at DESC")  # kb build's are not tunings
     if dataset is not None:
         sessions = sessions[(sessions["dataset"] == dataset) | (sessions["dataset_id"] == dataset)]
     if limit is not None:

@@ -108,3 +108,11 @@ def test_a_store_another_process_holds_is_named_in_one_line(tuned, capsys):
     finally:
         holder.communicate("\n", timeout=60)
     assert main(["sessions", "--kb", str(kb_path)]) == 0  # free again
+
+
+def test_kb_build_sessions_are_not_listed_as_tunings(tuned, capsys):
+    kb_path, _ = tuned
+    with KnowledgeBase(kb_path) as kb:
+        before = list_sessions(kb, limit=None)["session_id"].tolist()
+        kb.add_session("build-x", strategy="build", settings={"datasets": 3})
+        assert list_sessions(kb, limit=None)["session_id"].tolist() == before
