@@ -96,6 +96,8 @@ CLI_CASES = [
     ("data add: a store in a missing folder", ["data", "add", "sklearn:iris", "--kb", "{root}/no/kb.duckdb"],
      "no folder"),
     ("sessions: --limit 0", ["sessions", "--limit", "0"], "at least 1"),
+    ("kb build: unknown algorithm", ["kb", "build", "sklearn:iris", "--algorithms", "knn", "nope"],
+     "unknown algorithm 'nope'"),
 ]
 
 

@@ -195,7 +195,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
     from metabo.evaluation.protocols import Holdout
     from metabo.ingest.build import BuildSettings, build_knowledge_base
-    from metabo.space.algorithms import ALGORITHMS
+    from metabo.space.algorithms import ALGORITHMS, get_algorithm
 
     specs = list(args.datasets)
     if args.keel:
@@ -206,6 +206,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     if not specs:
         raise InputDataError("give dataset specs and/or --keel balanced|imbalanced")
     algorithms = list(ALGORITHMS) if args.algorithms == ["all"] else args.algorithms
+    for name in algorithms:  # an unknown name fails before anything is shown or stored
+        get_algorithm(name)
     settings = BuildSettings(
         n_configs=args.configs, seed=args.seed, protocol=Holdout(max_train=args.max_train),
         time_limit=args.time_limit or None, memory_limit_mb=args.memory_limit or None,
