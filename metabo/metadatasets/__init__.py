@@ -1,8 +1,8 @@
 """Published OpenML meta-datasets, read from the files of their PyPI distributions.
 
 Each source is a :class:`~metabo.metadatasets.base.MetaDataset`; :func:`get_source`
-returns one by name (``pmf``, ``tensor-oboe``, ``lcdb``, ``autosklearn``) and
-:func:`~metabo.metadatasets.ingest.ingest_metadataset` stores it in a knowledge base.
+returns one by name (``pmf``, ``tensor-oboe``, ``lcdb``, ``autosklearn``, ``oboe``)
+and :func:`~metabo.metadatasets.ingest.ingest_metadataset` stores it in a knowledge base.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ SOURCES: dict[str, str] = {
     "tensor-oboe": "metabo.metadatasets.deeppipe:TensorOBOE",
     "lcdb": "metabo.metadatasets.lcdb:LCDB",
     "autosklearn": "metabo.metadatasets.autosklearn:AutoSklearnMetadata",
+    "oboe": "metabo.metadatasets.oboe:OBOE",
 }
 
 
