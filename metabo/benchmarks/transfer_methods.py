@@ -106,13 +106,21 @@ def load_runs(path: Path) -> list[dict[str, Any]]:
 
 
 def shipped_kb_file(arg: str | None) -> str:
-    """``arg``, or the shipped knowledge base imported once into a temporary store."""
+    """``arg``, or the shipped knowledge base imported once into a temporary store named
+    by a digest of the export's files, so that a refreshed export (new meta-features, say)
+    is imported again rather than read from a stale copy."""
     if arg:
         return arg
+    import hashlib
+
     from metabo.kb.parquet_io import import_parquet
     from metabo.kb.shipped import shipped_kb_path
 
-    path = Path(tempfile.gettempdir()) / "metabo-bench-transfer-shipped.duckdb"
+    source = Path(shipped_kb_path())
+    digest = hashlib.sha256()
+    for f in sorted(source.iterdir()):
+        digest.update(f.name.encode() + f.read_bytes())
+    path = Path(tempfile.gettempdir()) / f"metabo-bench-transfer-shipped-{digest.hexdigest()[:12]}.duckdb"
     if not path.exists():
         with KnowledgeBase(path) as kb:
             import_parquet(kb, shipped_kb_path())
