@@ -18,6 +18,7 @@ collision, probability about n^2 / 2^64), so their relative order cannot matter.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,6 +27,7 @@ from sklearn.impute import SimpleImputer
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 from metabo.data.dataset import Dataset
+from metabo.exceptions import InputDataError
 
 #: At most this many one-hot columns per nominal feature: the most frequent levels
 #: keep their own column, the rest share one "infrequent" column (scikit-learn's
@@ -121,3 +123,14 @@ def standardize(Z: np.ndarray) -> np.ndarray:
     if Z.shape[1] == 0:
         return Z
     return StandardScaler().fit_transform(Z)
+
+
+def mixed_matrix(M: np.ndarray, n_levels: Sequence[int], owner: str) -> np.ndarray:
+    """``M`` as the float matrix the Weka-like landmarkers take (one column per
+    ``n_levels`` entry: nominal codes or numbers, infinities as missing), or
+    :class:`InputDataError` naming ``owner`` when its width is wrong."""
+    M = np.asarray(M, dtype=np.float64)
+    if M.ndim != 2 or M.shape[1] != len(n_levels):
+        raise InputDataError(f"{owner}: expected a matrix with {len(n_levels)} columns (one per n_levels entry), "
+                             f"got shape {M.shape}")
+    return np.where(np.isinf(M), np.nan, M)

@@ -33,7 +33,7 @@ import numpy as np
 from scipy.special import ndtr
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from metabo.exceptions import InputDataError
+from metabo.data.meta_features._prepare import mixed_matrix
 
 #: Weka's floor for one factor p(x | c), against log(0).
 MIN_PROBABILITY = 1e-75
@@ -90,13 +90,7 @@ class MixedNaiveBayes(ClassifierMixin, BaseEstimator):
         return self.classes_[np.argmax(self.predict_log_joint(M), axis=1)]
 
     def _check(self, M: np.ndarray) -> np.ndarray:
-        M = np.asarray(M, dtype=np.float64)
-        if M.ndim != 2 or M.shape[1] != len(self.n_levels):
-            raise InputDataError(
-                f"MixedNaiveBayes: expected a matrix with {len(self.n_levels)} columns "
-                f"(one per n_levels entry), got shape {M.shape}"
-            )
-        return np.where(np.isinf(M), np.nan, M)
+        return mixed_matrix(M, self.n_levels, "MixedNaiveBayes")
 
 
 def _normal(x: np.ndarray, members: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:

@@ -34,7 +34,7 @@ from collections.abc import Sequence
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from metabo.exceptions import InputDataError
+from metabo.data.meta_features._prepare import mixed_matrix
 
 #: Test rows per block of the distance matrix (block x n_train doubles at a time).
 BLOCK_ROWS = 512
@@ -76,13 +76,7 @@ class WekaNearestNeighbor(ClassifierMixin, BaseEstimator):
         return self.classes_[predicted]
 
     def _check(self, M: np.ndarray) -> np.ndarray:
-        M = np.asarray(M, dtype=np.float64)
-        if M.ndim != 2 or M.shape[1] != len(self.n_levels):
-            raise InputDataError(
-                f"WekaNearestNeighbor: expected a matrix with {len(self.n_levels)} columns "
-                f"(one per n_levels entry), got shape {M.shape}"
-            )
-        return np.where(np.isinf(M), np.nan, M)
+        return mixed_matrix(M, self.n_levels, "WekaNearestNeighbor")
 
 
 class _Encoded:
