@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING
 
 from tqdm import tqdm
 
 from metabo.cli.kb_cmds import cmd_stats, open_kb
 from metabo.metadatasets import SOURCES
+
+if TYPE_CHECKING:
+    from metabo.data.dataset import Dataset
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:
@@ -56,13 +60,14 @@ def cmd_meta_features(args: argparse.Namespace) -> int:
     return 0
 
 
-def _ingest(args: argparse.Namespace, specs: list[str], *, keel_policy: str = "flag") -> int:
+def _ingest(args: argparse.Namespace, specs: list[str], *, keel_policy: str = "flag",
+            loaded: Dataset | None = None) -> int:
     from metabo.ingest.datasets import ingest_datasets
 
     with open_kb(args) as kb, tqdm(total=len(specs), desc="datasets", unit="ds") as bar:
         report = ingest_datasets(
             kb, specs, seed=args.seed, landmarkers=not getattr(args, "no_landmarkers", False),
-            load=_loader(getattr(args, "target", None), keel_policy),
+            load=(lambda _: loaded) if loaded is not None else _loader(getattr(args, "target", None), keel_policy),
             progress=lambda spec: (bar.set_postfix_str(spec), bar.update()),
         )
     distinct = len(set(report.stored))
@@ -86,7 +91,7 @@ def _loader(target: str | None, keel_policy: str):
 
 def cmd_add(args: argparse.Namespace) -> int:
     if len(args.specs) == 1:  # one dataset: a spec or file that does not load is the command's error, one line
-        _loader(args.target, "flag")(args.specs[0])
+        return _ingest(args, list(args.specs), loaded=_loader(args.target, "flag")(args.specs[0]))
     return _ingest(args, list(args.specs))
 
 
