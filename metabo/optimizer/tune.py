@@ -251,7 +251,7 @@ class Setup:
                 "time_limit": time_limit, "memory_limit_mb": memory_limit_mb, "dataset": self.data.name,
                 "time_budget": time_budget}
 
-    def final_rows(self, seed: int) -> tuple[int, int]:
+    def split_rows(self, seed: int) -> tuple[int, int]:
         """(training rows of a trial, rows the final model trains on) of split 0."""
         split = self.protocol.splits(self.data, seed)[0]
         test = 0 if split.test_idx is None else len(split.test_idx)
@@ -453,7 +453,7 @@ def tune(
     with kb.transaction() if kb is not None else contextlib.nullcontext():
         setup = prepare(dataset, kb=kb, target=target, protocol=protocol, reshuffle=reshuffle, metric=metric,
                         metrics=metrics, meta_features=meta_features, seed=seed, max_train=max_train)
-        train_rows, refit_rows = setup.final_rows(seed)
+        train_rows, refit_rows = setup.split_rows(seed)
         if isinstance(strategy, str):
             name, note, make = resolve_strategy(strategy, kb, setup.dataset_id, space, metric=metric,
                                                 time_budget=None if clock is None else clock.seconds,
