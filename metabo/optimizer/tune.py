@@ -252,7 +252,7 @@ class Setup:
                 "time_budget": time_budget}
 
     def split_rows(self, seed: int) -> tuple[int, int]:
-        """(training rows of a trial, rows the final model trains on) of split 0."""
+        """(training rows of a trial, rows of the fit on training + validation rows) of split 0."""
         split = self.protocol.splits(self.data, seed)[0]
         test = 0 if split.test_idx is None else len(split.test_idx)
         return split.n_train, self.data.n_instances - test
