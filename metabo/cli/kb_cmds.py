@@ -236,6 +236,24 @@ def cmd_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_join_qualities(args: argparse.Namespace) -> int:
+    from metabo.metadatasets import get_source
+    from metabo.metadatasets.qualities import coverage, join_qualities, read_qualities
+
+    caches = {"lcdb": args.lcdb_cache, "oboe": args.oboe_cache}
+    tables = {name: read_qualities(get_source(name, caches[name], fetch=not args.no_fetch))
+              for name in args.sources}
+    with open_kb(args) as kb:
+        print(join_qualities(kb, tables))
+        hist = coverage(kb, args.coverage or None)
+    if hist.empty:
+        print("no ingested source's datasets are stored")
+        return 0
+    print("\ndatasets of each source by how many of the project's meta-features they have:")
+    _print_frame(hist, args.format)
+    return 0
+
+
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     kb = sub.add_parser("kb", help="inspect, query, export and import the knowledge base")
     ks = kb.add_subparsers(dest="kb_command", required=True)
@@ -297,6 +315,17 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     g.add_argument("--meta-features", help='JSON object of meta-features, e.g. \'{"NumberOfInstances": 500}\'')
     p.add_argument("-k", type=int, default=5)
     p.set_defaults(func=cmd_nearest)
+    p = ks.add_parser("join-qualities", parents=[common, fmt],
+                      help="OpenML qualities shipped offline (LCDB, OBOE) -> meta-features of every "
+                           "stored dataset of that OpenML id; prints coverage")
+    p.add_argument("--sources", nargs="+", default=["lcdb", "oboe"], choices=["lcdb", "oboe"],
+                   help="collections to read, most trusted first")
+    p.add_argument("--lcdb-cache", help="folder of LCDB's files (default: the metabo cache)")
+    p.add_argument("--oboe-cache", help="folder of OBOE's files (default: the metabo cache)")
+    p.add_argument("--no-fetch", action="store_true", help="read the files already extracted (no download)")
+    p.add_argument("--coverage", nargs="+", metavar="SOURCE",
+                   help="report coverage for these ingested sources only (default: all)")
+    p.set_defaults(func=cmd_join_qualities)
     p = ks.add_parser("portfolio", parents=[common],
                       help="k configurations that together do well on most tasks (greedy, by regret)")
     p.add_argument("algorithm")

@@ -14,7 +14,11 @@ scenario per folder ``<metric>_<binary|multiclass>.classification_<dense|sparse>
 - ``configurations.csv``: the configurations by ``idx`` (the runs' ``algorithm``), in
   auto-sklearn's ConfigSpace names (``classifier:__choice__``, ...). ``idx`` is local
   to a folder (the same ``idx`` is another configuration in another folder).
-- ``feature_values.arff``: auto-sklearn's meta-features per instance.
+- ``feature_values.arff``: auto-sklearn's meta-features per instance, stored as
+  ``autosklearn:<name>``: they were computed on a training split (below), so a name
+  such as ``NumberOfInstances`` is not the project's feature of that name. The few that
+  convert exactly (the counts of columns and their kinds) are stored under the project's
+  names too (:mod:`metabo.data.meta_features.published`).
 
 Instances. The instance ids are lower-cased OpenML dataset *names* (``letter``,
 ``kr-vs-k``, ``bioresponse`` for OpenML's ``Bioresponse``), neither dataset nor task
@@ -68,6 +72,7 @@ import arff
 import numpy as np
 import pandas as pd
 
+from metabo.data.meta_features.published import from_autosklearn
 from metabo.data.pypi_fetch import PyPIArtifact
 from metabo.exceptions import InputDataError
 from metabo.metadatasets.base import (
@@ -80,6 +85,9 @@ from metabo.metadatasets.base import (
 )
 
 logger = logging.getLogger(__name__)
+
+#: Prefix of auto-sklearn's own meta-feature names in the knowledge base.
+AUTOSKLEARN_PREFIX = "autosklearn:"
 
 AUTOSKLEARN_VERSION = "0.15.0"
 #: Where the folders are, relative to the extraction root (as in the sdist).
@@ -331,9 +339,18 @@ class AutoSklearnMetadata(MetaDataset):
         return frame[list(DATASET_COLUMNS)]
 
     def meta_features(self) -> pd.DataFrame:
-        long = self._features.rename_axis("original_id").reset_index().melt(
+        """auto-sklearn's meta-features under ``autosklearn:<name>`` (computed on a training
+        split, so most differ from the project's features of the same name), and the
+        project's features they convert to exactly
+        (:func:`metabo.data.meta_features.published.from_autosklearn`)."""
+        features = self._features
+        converted = pd.DataFrame.from_dict(
+            {i: from_autosklearn(row) for i, row in features.to_dict(orient="index").items()}, orient="index")
+        own = features.add_prefix(AUTOSKLEARN_PREFIX)
+        wide = pd.concat([own, converted.reindex(own.index)], axis=1)
+        long = wide.rename_axis("original_id").reset_index().melt(
             id_vars="original_id", var_name="name", value_name="value")
-        long = long[np.isfinite(long["value"])]
+        long = long[np.isfinite(long["value"].to_numpy(np.float64))]
         return long.sort_values(["original_id", "name"], ignore_index=True)[list(META_FEATURE_COLUMNS)]
 
     def configurations(self) -> pd.DataFrame:

@@ -212,6 +212,12 @@ class LCDB(MetaDataset):
         long["original_id"] = long["original_id"].astype(str)
         return long.reset_index(drop=True)[list(META_FEATURE_COLUMNS)]
 
+    def qualities(self) -> pd.DataFrame:
+        """``datasets.csv`` whole: OpenML's qualities of every dataset it lists (curves or
+        not), indexed by OpenML id, one column per quality (NaN where empty), no ``Name``."""
+        table = self._dataset_table().drop(columns="Name")
+        return table.apply(pd.to_numeric, errors="coerce").astype(np.float64)
+
     def algorithms(self) -> list[AlgorithmInfo]:
         """``lcdb:<learner>`` for each of LCDB's 20 learners (scikit-learn defaults)."""
         return [

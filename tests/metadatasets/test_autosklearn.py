@@ -84,15 +84,21 @@ def test_datasets_are_names_without_openml_ids(source: AutoSklearnMetadata) -> N
 
 def test_meta_features_of_letter(source: AutoSklearnMetadata) -> None:
     mf = source.meta_features()
-    assert len(mf) == 3 * 37  # one value per instance and meta-feature: deduplicated over folders
+    # one value per instance and meta-feature, deduplicated over folders, under
+    # ``autosklearn:``; plus the 6 exact conversions to the project's names
+    assert len(mf) == 3 * (37 + 6)
     letter = mf[mf["original_id"] == "letter"].set_index("name")["value"]
     # accuracy_binary.classification_dense/feature_values.arff, line 146
-    assert letter["ClassEntropy"] == pytest.approx(4.699283947859848, rel=1e-15)
-    assert letter["ClassProbabilityMax"] == pytest.approx(0.04119402985074627, rel=1e-15)
-    assert letter["KurtosisMax"] == pytest.approx(2.0606601093625043, rel=1e-15)
-    assert letter["NumberOfInstances"] == 13400.0  # 67 % training split of OpenML's 20000
-    assert letter["NumberOfClasses"] == 26.0
-    assert "repetition" not in set(mf["name"])
+    assert letter["autosklearn:ClassEntropy"] == pytest.approx(4.699283947859848, rel=1e-15)
+    assert letter["autosklearn:ClassProbabilityMax"] == pytest.approx(0.04119402985074627, rel=1e-15)
+    assert letter["autosklearn:KurtosisMax"] == pytest.approx(2.0606601093625043, rel=1e-15)
+    assert letter["autosklearn:NumberOfInstances"] == 13400.0  # 67 % training split of OpenML's 20000
+    assert letter["autosklearn:NumberOfClasses"] == 26.0
+    # the split's counts are not the project's features: only the column counts convert
+    assert "NumberOfInstances" not in letter.index and "ClassEntropy" not in letter.index
+    assert letter["NumberOfFeatures"] == 17.0  # OpenML's count of letter (6): 16 + the target
+    assert letter["NumberOfSymbolicFeatures"] == 1.0 and letter["NumberOfNumericFeatures"] == 16.0
+    assert "repetition" not in set(mf["name"]) and "autosklearn:repetition" not in set(mf["name"])
 
 
 def test_configurations_decoded(source: AutoSklearnMetadata) -> None:
@@ -166,7 +172,7 @@ def test_chunks_are_deterministic_and_resumable(source: AutoSklearnMetadata) -> 
 def test_ingest_into_a_fresh_kb_then_again(tmp_path: Path) -> None:
     kb = KnowledgeBase(tmp_path / "kb.duckdb")
     report = ingest_metadataset(kb, AutoSklearnMetadata(FIXTURE))
-    assert (report.datasets, report.meta_features, report.configurations) == (3, 3 * 37, 5)
+    assert (report.datasets, report.meta_features, report.configurations) == (3, 3 * (37 + 6), 5)
     # letter's dense and sparse incumbents are the same configuration with the same loss: one run
     assert (report.runs_seen, report.runs_added) == (5, 4)
     stored = kb.query("SELECT dataset_id, metric, value FROM runs ORDER BY dataset_id, metric, value")
@@ -176,7 +182,7 @@ def test_ingest_into_a_fresh_kb_then_again(tmp_path: Path) -> None:
     assert n_configs == 3  # identical configurations of several folders are stored once
     letter = kb.query("SELECT value FROM meta_features WHERE dataset_id = 'autosklearn-letter' "
                       "AND name = 'NumberOfFeatures'")
-    assert letter["value"].tolist() == [16.0]
+    assert letter["value"].tolist() == [17.0]  # the project's (OpenML's) count, target included
 
     again = ingest_metadataset(kb, AutoSklearnMetadata(FIXTURE), force=True)
     assert again.runs_seen == 5 and again.runs_added == 0
