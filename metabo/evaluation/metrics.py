@@ -81,6 +81,29 @@ def balanced_error_rate(
     return float(1.0 - acc)
 
 
+def ovr_balanced_error_rate(
+    y_true: np.ndarray, proba: np.ndarray | None = None, y_pred: np.ndarray | None = None
+) -> float:
+    """OBOE's "BER" (``util.error``, Yang et al. 2019): the mean over the classes ``c``
+    present in ``y_true`` of the one-vs-rest ``1 - (TPR_c + TNR_c) / 2``.
+
+    With two classes it equals :func:`balanced_error_rate`; with K > 2 it does not (a
+    constant prediction scores 1/2 instead of ``1 - 1/K``). It is here so that the runs
+    of OBOE's meta-dataset are stored under what they measured, and a search can
+    optimize it.
+    """
+    y_true = np.asarray(y_true)
+    y_pred = np.asarray(_labels(y_true, proba, y_pred))
+    errors = []
+    for c in np.unique(y_true):
+        positive, predicted = y_true == c, y_pred == c
+        tpr = (positive & predicted).sum() / positive.sum()
+        negatives = (~positive).sum()
+        tnr = (~positive & ~predicted).sum() / negatives if negatives else 1.0
+        errors.append(1.0 - 0.5 * tpr - 0.5 * tnr)
+    return float(np.mean(errors))
+
+
 def log_loss(y_true: np.ndarray, proba: np.ndarray | None = None, y_pred: np.ndarray | None = None) -> float:
     """Mean negative log-likelihood of the true class (natural log).
 
@@ -120,6 +143,7 @@ METRICS: Mapping[str, Metric] = MappingProxyType(
     {
         "error_rate": error_rate,
         "balanced_error_rate": balanced_error_rate,
+        "ovr_balanced_error_rate": ovr_balanced_error_rate,
         "log_loss": log_loss,
         "one_minus_auc": one_minus_auc,
     }
@@ -129,7 +153,8 @@ METRICS: Mapping[str, Metric] = MappingProxyType(
 
 #: The values each metric can take (every one lower-is-better).
 METRIC_RANGES: Mapping[str, tuple[float, float]] = MappingProxyType(
-    {"error_rate": (0.0, 1.0), "balanced_error_rate": (0.0, 1.0), "log_loss": (0.0, math.inf),
+    {"error_rate": (0.0, 1.0), "balanced_error_rate": (0.0, 1.0), "ovr_balanced_error_rate": (0.0, 1.0),
+     "log_loss": (0.0, math.inf),
      "one_minus_auc": (0.0, 1.0)}
 )
 #: Higher-is-better names people try, and the metric that minimizes the same thing.
@@ -137,6 +162,20 @@ _MINIMIZED_AS = {"accuracy": "error_rate", "acc": "error_rate", "predictive_accu
                  "balanced_accuracy": "balanced_error_rate", "auc": "one_minus_auc", "roc_auc": "one_minus_auc",
                  "area_under_roc_curve": "one_minus_auc", "balanced_error": "balanced_error_rate",
                  "logloss": "log_loss", "neg_log_loss": "log_loss"}
+
+
+#: The error rates of hard predictions: they order classifiers alike on most tasks, so a
+#: warm start for one of them also transfers from tasks that recorded only another, on
+#: per-task normalized values (:func:`transfer_metrics`).
+ERROR_RATES = ("error_rate", "balanced_error_rate", "ovr_balanced_error_rate")
+
+
+def transfer_metrics(metric: str) -> tuple[str, ...]:
+    """The metrics whose runs a warm start for ``metric`` reads, by preference: ``metric``
+    itself, then (for an error rate) the other :data:`ERROR_RATES`. A task contributes
+    the runs of the first of these it recorded; transfer compares values only within a
+    task (ranks or per-task normalized regret), never across metrics."""
+    return (metric, *(m for m in ERROR_RATES if m != metric)) if metric in ERROR_RATES else (metric,)
 
 
 def get_metric(name: str) -> Metric:

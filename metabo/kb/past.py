@@ -111,13 +111,20 @@ class PastRuns:
     def from_kb(
         cls, kb: KnowledgeBase, *, metric: str = "error_rate", tasks: Sequence[str] | None = None,
         algorithms: Sequence[str] | None = None, fidelity: float | None = None,
-        sources: Sequence[str] | None = None,
+        sources: Sequence[str] | None = None, also: Sequence[str] = (),
     ) -> PastRuns:
         """The successful runs of ``metric`` at ``fidelity`` (None: each task's highest), for
-        the given ``tasks``, ``algorithms`` and ``sources`` (None: all), with meta-features."""
+        the given ``tasks``, ``algorithms`` and ``sources`` (None: all), with meta-features.
+
+        ``also``: metrics read from the tasks that recorded no run of ``metric`` (each
+        such task contributes the first of them it recorded, e.g.
+        :func:`metabo.evaluation.metrics.transfer_metrics`), so one past can hold tasks
+        measured on different scales; the methods that read it compare values only
+        within a task."""
         inf = "'Infinity'::DOUBLE"
-        where = ["r.metric = ?", "r.status = 'ok'", "r.value IS NOT NULL", "isfinite(r.value)"]
-        params: list[object] = [metric]
+        preference = list(dict.fromkeys([metric, *also]))
+        where = ["r.status = 'ok'", "r.value IS NOT NULL", "isfinite(r.value)"]
+        params: list[object] = []
         if fidelity is None:  # each task's highest fidelity (no fidelity = full)
             where.append(f"coalesce(r.fidelity, {inf}) = top.fidelity")
         else:
@@ -128,12 +135,17 @@ class PastRuns:
                 where.append(f"{column} IN (SELECT unnest(?))")
                 params.append(list(values))
         frame = kb.query(
-            f"WITH top AS (SELECT dataset_id, max(coalesce(fidelity, {inf})) AS fidelity FROM runs "
-            "WHERE metric = ? GROUP BY dataset_id) "
+            "WITH pref AS (SELECT unnest(?) AS metric, generate_subscripts(?, 1) AS rank), "
+            "chosen AS (SELECT dataset_id, arg_min(metric, rank) AS metric FROM "
+            "(SELECT DISTINCT dataset_id, metric FROM runs WHERE metric IN (SELECT metric FROM pref)) "
+            "JOIN pref USING (metric) GROUP BY dataset_id), "
+            f"top AS (SELECT dataset_id, max(coalesce(fidelity, {inf})) AS fidelity FROM runs "
+            "JOIN chosen USING (dataset_id, metric) GROUP BY dataset_id) "
             "SELECT r.dataset_id, r.algorithm, r.config_id, avg(r.value) AS value, any_value(c.params) AS params "
-            "FROM runs r JOIN top USING (dataset_id) JOIN configurations c USING (config_id) WHERE "
+            "FROM runs r JOIN chosen USING (dataset_id, metric) JOIN top USING (dataset_id) "
+            "JOIN configurations c USING (config_id) WHERE "
             + " AND ".join(where) + " GROUP BY r.dataset_id, r.algorithm, r.config_id",
-            [metric, *params],
+            [preference, preference, *params],
         )
         from metabo.kb.queries import meta_feature_matrix
 

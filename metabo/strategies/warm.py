@@ -56,7 +56,9 @@ def past_for(kb: KnowledgeBase, dataset_id: str, space: CASHSpace, *, metric: st
 
     same = kb.query("SELECT dataset_id FROM datasets WHERE fingerprint = "
                     "(SELECT fingerprint FROM datasets WHERE dataset_id = ?)", [dataset_id])["dataset_id"].tolist()
-    past = PastRuns.from_kb(kb, metric=metric, algorithms=list(space.algorithms))
+    from metabo.evaluation.metrics import transfer_metrics
+
+    past = PastRuns.from_kb(kb, metric=metric, algorithms=list(space.algorithms), also=transfer_metrics(metric)[1:])
     past = past.without({dataset_id, *same})
     if not past.tasks:
         raise InputDataError(f"the knowledge base holds no other task with runs of {metric!r} on the algorithms "
@@ -98,8 +100,11 @@ def past_fidelity(kb: KnowledgeBase, tasks: Sequence[str], metric: str) -> float
     trained on many more rows should know (None when no run records it)."""
     if not tasks:
         return None
-    found = kb.query("SELECT max(fidelity) AS f FROM runs WHERE metric = ? AND dataset_id IN "
-                     "(SELECT unnest(?::VARCHAR[]))", [metric, list(tasks)])["f"].iloc[0]
+    from metabo.evaluation.metrics import transfer_metrics
+
+    found = kb.query("SELECT max(fidelity) AS f FROM runs WHERE metric IN (SELECT unnest(?::VARCHAR[])) AND "
+                     "dataset_id IN (SELECT unnest(?::VARCHAR[]))", [list(transfer_metrics(metric)), list(tasks)]
+                     )["f"].iloc[0]
     return None if found is None or found != found else float(found)
 
 

@@ -16,6 +16,8 @@ from metabo.evaluation.metrics import (
     get_metric,
     log_loss,
     one_minus_auc,
+    ovr_balanced_error_rate,
+    transfer_metrics,
 )
 from metabo.exceptions import InputDataError
 
@@ -33,6 +35,24 @@ def test_balanced_error_rate_by_hand():
     pred = np.zeros(4, dtype=int)
     assert error_rate(y, y_pred=pred) == pytest.approx(0.25)
     assert balanced_error_rate(y, y_pred=pred) == pytest.approx(0.5)
+
+
+def test_ovr_balanced_error_rate_is_oboes_ber():
+    rng = np.random.default_rng(0)
+    y, pred = rng.integers(0, 2, 50), rng.integers(0, 2, 50)
+    assert ovr_balanced_error_rate(y, y_pred=pred) == pytest.approx(balanced_error_rate(y, y_pred=pred))
+    # three classes, a constant prediction: class 0 has TPR 1, TNR 0; the others TPR 0, TNR 1
+    y3 = np.array([0, 1, 2, 2])
+    assert ovr_balanced_error_rate(y3, y_pred=np.zeros(4, dtype=int)) == pytest.approx(0.5)
+    assert balanced_error_rate(y3, y_pred=np.zeros(4, dtype=int)) == pytest.approx(2 / 3)
+    # by hand: class 0 TPR 1 TNR 2/3 -> 1/6; class 1 TPR 0 TNR 1 -> 1/2; class 2 TPR 1 TNR 1 -> 0
+    assert ovr_balanced_error_rate(y3, y_pred=np.array([0, 0, 2, 2])) == pytest.approx((1 / 6 + 1 / 2) / 3)
+
+
+def test_transfer_metrics_put_the_objective_first():
+    assert transfer_metrics("error_rate") == ("error_rate", "balanced_error_rate", "ovr_balanced_error_rate")
+    assert transfer_metrics("ovr_balanced_error_rate")[0] == "ovr_balanced_error_rate"
+    assert transfer_metrics("log_loss") == ("log_loss",)
 
 
 def test_log_loss_of_perfect_and_uniform_predictions():
@@ -78,7 +98,7 @@ def test_align_proba_puts_unseen_classes_at_zero():
 
 
 def test_metrics_mapping_is_read_only_and_lookup_names_the_choices():
-    assert set(METRICS) == {"error_rate", "balanced_error_rate", "log_loss", "one_minus_auc"}
+    assert set(METRICS) == {"error_rate", "balanced_error_rate", "ovr_balanced_error_rate", "log_loss", "one_minus_auc"}
     with pytest.raises(TypeError):
         METRICS["accuracy"] = error_rate  # type: ignore[index]
     assert get_metric("log_loss") is log_loss

@@ -46,6 +46,21 @@ def test_means_over_folds_at_each_tasks_highest_fidelity(kb):
     assert PastRuns.from_kb(kb, metric="log_loss").algorithms == ("lda",)
 
 
+def test_also_reads_another_metric_only_for_tasks_without_the_objective(kb):
+    kb, t1, t2 = kb
+    t3 = kb.register_dataset(name="t3", source="test")
+    kb.add_runs([{"dataset_id": t, "algorithm": "knn", "params": {"n_neighbors": 7}, "metric": m, "value": v,
+                  "fold": 0, "source": "test"}
+                 for t, m, v in [(t3, "ovr_balanced_error_rate", 0.25), (t3, "log_loss", 0.9),
+                                 (t1, "ovr_balanced_error_rate", 0.8)]])
+    past = PastRuns.from_kb(kb, also=("log_loss", "ovr_balanced_error_rate"))
+    assert past.tasks == tuple(sorted((t1, t2, t3)))
+    assert past[(t3, "knn")].values.tolist() == [0.9]  # its first metric in the order given
+    assert 0.8 not in past[(t1, "knn")].values  # t1 recorded error_rate: nothing else of it is read
+    assert PastRuns.from_kb(kb, also=("ovr_balanced_error_rate",))[(t3, "knn")].values.tolist() == [0.25]
+    assert t3 not in PastRuns.from_kb(kb).tasks
+
+
 def test_views(kb):
     kb, t1, t2 = kb
     past = PastRuns.from_kb(kb)
