@@ -34,10 +34,14 @@ be told apart and are stored as they are.
 
 Mapping to the knowledge base: dataset ``openml-<id>`` with ``n_instances`` from
 ``dataset_sizes.csv`` (``n_features`` is left empty: the file's width counts encoded
-columns); algorithm ``oboe:<name>`` as OBOE names it (class in its description);
-params OBOE's hyperparameters as the header spells them; original configuration id
-= the header text. Chunk ``k`` holds the cells of error-matrix rows
-``[k R, (k + 1) R)``; the two matrices are small (1.6 and 1.8 MB) and read whole.
+columns). Each of the 219 settings is stored as the point of the project's CASH space
+that builds the same estimator (:func:`to_project`, the table :data:`PROJECT_ALGORITHMS`;
+the spaces added for it are documented in :mod:`metabo.space.algorithms.oboe_grid`), so
+that the runs are knowledge a live warm start can propose and a new dataset can
+evaluate; the original configuration id is the header text (``source_ids``). Logit's
+two solvers (liblinear, saga) fit one model, so their columns are one configuration and
+the saga column is stored as ``repeat`` 1. Chunk ``k`` holds the cells of error-matrix
+rows ``[k R, (k + 1) R)``; the two matrices are small (1.6 and 1.8 MB) and read whole.
 """
 
 from __future__ import annotations
@@ -56,15 +60,14 @@ import numpy as np
 import pandas as pd
 
 from metabo.data.pypi_fetch import PyPIArtifact
-from metabo.exceptions import InputDataError
+from metabo.exceptions import InputDataError, InvalidConfigurationError
 from metabo.metadatasets.base import CONFIGURATION_COLUMNS, DATASET_COLUMNS, AlgorithmInfo, MetaDataset, RunChunk
 
-__all__ = ["ESTIMATORS", "OBOE", "enumerate_settings"]
+__all__ = ["ESTIMATORS", "OBOE", "PROJECT_ALGORITHMS", "enumerate_settings", "to_project"]
 
 DATA_DIR = Path("oboe") / "defaults" / "Oboe"
 #: Error-matrix rows (datasets) per chunk: 64 x 219 = 14,016 runs.
 ROWS_PER_CHUNK = 64
-ALGORITHM_PREFIX = "oboe:"
 #: OBOE's algorithm names -> scikit-learn classes (the imports of its ``util.py``).
 ESTIMATORS: Mapping[str, str] = MappingProxyType({
     "KNN": "sklearn.neighbors.KNeighborsClassifier",
@@ -80,8 +83,62 @@ ESTIMATORS: Mapping[str, str] = MappingProxyType({
     "MLP": "sklearn.neural_network.MLPClassifier",
     "ExtraTrees": "sklearn.ensemble.ExtraTreesClassifier",
 })
-#: Estimators OBOE builds with ``random_state=0`` (the others take no seed).
-_SEEDED = frozenset({"DT", "RF", "GBT", "AB", "lSVM", "kSVM", "Logit", "Perceptron", "MLP", "ExtraTrees"})
+#: OBOE's algorithm -> the project's algorithm its settings map to (MLP: by solver).
+PROJECT_ALGORITHMS: Mapping[str, str] = MappingProxyType({
+    "KNN": "knn", "DT": "full_decision_tree", "RF": "full_random_forest", "ExtraTrees": "full_extra_trees",
+    "GBT": "gradient_boosting", "AB": "adaboost", "lSVM": "linear_svm", "kSVM": "kernel_svm",
+    "Logit": "ovr_logistic_regression", "Perceptron": "perceptron", "GNB": "gaussian_nb", "MLP": "mlp",
+})
+
+
+def to_project(setting: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The point of the project's CASH space that builds OBOE's ``setting``
+    (``{"algorithm": ..., "hyperparameters": {...}}``): ``(algorithm, params)``, validated
+    by the algorithm's space; :class:`InputDataError` for a setting outside it.
+
+    The hyperparameters OBOE set are passed as it named them, except: the trees'
+    ``min_samples_split`` is a float (rows when 2 or more); KNN adds
+    ``weights="uniform"`` (scikit-learn's default); GBT's ``max_features=None`` is
+    ``"all"``; kSVM adds OBOE's ``gamma="auto"`` and ``degree=3``; Logit drops
+    ``solver`` (the module docstring); MLP maps to ``mlp`` (adam) or ``sgd_mlp`` with
+    ``n_units=100`` (``hidden_layer_sizes=(100,)``, the default) and drops
+    ``learning_rate`` (always "adaptive"; adam ignores it, ``sgd_mlp`` uses it); the forests add
+    ``n_estimators=10``, GBT ``n_estimators=100``, Perceptron ``max_iter=1000``, GNB
+    ``var_smoothing=1e-9``.
+    """
+    from metabo.space.algorithms import get_algorithm
+
+    name = setting.get("algorithm") if isinstance(setting, Mapping) else None
+    hps = dict(setting.get("hyperparameters") or {}) if isinstance(setting, Mapping) else {}
+    if name not in PROJECT_ALGORITHMS:
+        raise InputDataError(f"not an OBOE setting of a known algorithm: {setting!r}")
+    algorithm = PROJECT_ALGORITHMS[name]
+    if "min_samples_split" in hps:  # the trees: rows as floats (oboe_grid)
+        split = hps["min_samples_split"]
+        hps["min_samples_split"] = float(split) if isinstance(split, (int, float)) else split
+    if name == "KNN":
+        hps.setdefault("weights", "uniform")
+    elif name in ("RF", "ExtraTrees"):
+        hps = {"n_estimators": 10, **hps}
+    elif name == "GBT":
+        hps = {"n_estimators": 100, **hps, "max_features": hps.get("max_features") or "all"}
+    elif name == "kSVM":
+        hps.update(gamma="auto", degree=3)
+    elif name == "Logit":
+        hps.pop("solver", None)
+    elif name == "MLP":
+        algorithm = "sgd_mlp" if hps.pop("solver", "adam") == "sgd" else "mlp"
+        hps.pop("learning_rate", None)
+        hps = {"n_units": 100, **hps}
+    elif name == "Perceptron":
+        hps = {"max_iter": 1000, **hps}
+    elif name == "GNB":
+        hps = {"var_smoothing": 1e-9, **hps}
+    try:
+        return algorithm, get_algorithm(algorithm).space.normalize(hps)
+    except InvalidConfigurationError as e:
+        raise InputDataError(f"OBOE setting {setting!r} is not a point of {algorithm!r}: {e}") from e
+
 
 
 def _int_if_integral(value: Any) -> Any:
@@ -236,25 +293,32 @@ class OBOE(MetaDataset):
         }, columns=list(DATASET_COLUMNS))
 
     def algorithms(self) -> list[AlgorithmInfo]:
-        """``oboe:<name>`` for each algorithm of the columns, in column order."""
-        names = dict.fromkeys(s["algorithm"] for s in self.settings)
-        return [
-            AlgorithmInfo(
-                ALGORITHM_PREFIX + a, "oboe",
-                f"OBOE's {a}: {ESTIMATORS[a]}({'random_state=0, ' if a in _SEEDED else ''}**params), other "
-                "parameters at the defaults of scikit-learn of 2018; error = 5-fold stratified CV mean of "
-                "the one-vs-rest balanced error",
-            )
-            for a in names
-        ]
+        """The project's algorithms the columns map to (:func:`to_project`), in column order."""
+        names = dict.fromkeys(to_project(s)[0] for s in self.settings)
+        return [AlgorithmInfo(a, "", f"metabo's {a} (metabo.space.algorithms)") for a in names]
+
+    @cached_property
+    def _mapped(self) -> tuple[list[str], list[dict[str, Any]], np.ndarray]:
+        """Per column: the project's algorithm, params, and the repeat index (how many
+        earlier columns map to the same point)."""
+        self.check()
+        algorithms, params, repeats, seen = [], [], [], {}
+        for setting in self.settings:
+            algorithm, p = to_project(setting)
+            key = json.dumps([algorithm, p], sort_keys=True)
+            repeats.append(seen.get(key, 0))
+            seen[key] = repeats[-1] + 1
+            algorithms.append(algorithm)
+            params.append(p)
+        return algorithms, params, np.asarray(repeats, dtype=np.int64)
 
     def configurations(self) -> pd.DataFrame:
-        """One configuration per column; original id = the header text."""
-        self.check()
+        """One configuration per column, the project's point (:func:`to_project`);
+        original id = the header text."""
+        algorithms, params, _ = self._mapped
         return pd.DataFrame({
-            "original_id": list(self.errors.columns),
-            "algorithm": [ALGORITHM_PREFIX + s["algorithm"] for s in self.settings],
-            "params": [json.dumps(s["hyperparameters"]) for s in self.settings],
+            "original_id": list(self.errors.columns), "algorithm": algorithms,
+            "params": [json.dumps(p) for p in params],
         }, columns=list(CONFIGURATION_COLUMNS))
 
     # ------------------------------------------------------------------ runs
@@ -289,4 +353,5 @@ class OBOE(MetaDataset):
                 "configuration": np.tile(columns, len(ids)),
                 "value": err.ravel(),
                 "fit_seconds": sec.ravel(),
+                "repeat": np.tile(self._mapped[2], len(ids)),
             }))

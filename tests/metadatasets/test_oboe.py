@@ -25,7 +25,8 @@ from metabo.exceptions import InputDataError
 from metabo.kb import KnowledgeBase
 from metabo.metadatasets import get_source, source_class
 from metabo.metadatasets.ingest import ingest_metadataset, state_key
-from metabo.metadatasets.oboe import DATA_DIR, OBOE, enumerate_settings
+from metabo.metadatasets.oboe import DATA_DIR, OBOE, enumerate_settings, to_project
+from metabo.space.algorithms import get_algorithm
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "metadatasets" / "oboe"
 N_COLUMNS = 13
@@ -61,18 +62,65 @@ def test_datasets_are_openml_ids_with_their_instances() -> None:
     assert ds["n_features"].isna().all()  # the file's width counts one-hot columns and the label
 
 
-def test_configurations_are_the_headers_as_oboe_spells_them() -> None:
+def test_configurations_are_the_project_points_the_headers_map_to() -> None:
     configs = OBOE(FIXTURE).configurations().set_index("original_id")
     assert len(configs) == N_COLUMNS
-    assert configs.loc[GBT, "algorithm"] == "oboe:GBT"
-    assert json.loads(configs.loc[GBT, "params"]) == {"learning_rate": 0.1, "max_depth": 3, "max_features": None}
-    assert json.loads(configs.loc[AB, "params"]) == {"n_estimators": 50, "learning_rate": 1}
-    assert json.loads(configs.loc[GNB, "params"]) == {}
-    dt = configs[configs["algorithm"] == "oboe:DT"]["params"].map(json.loads).tolist()
+    assert configs.loc[GBT, "algorithm"] == "gradient_boosting"
+    assert json.loads(configs.loc[GBT, "params"]) == {
+        "n_estimators": 100, "learning_rate": 0.1, "max_depth": 3, "max_features": "all"}
+    assert configs.loc[AB, "algorithm"] == "adaboost"
+    assert json.loads(configs.loc[AB, "params"]) == {"n_estimators": 50, "learning_rate": 1.0}
+    assert json.loads(configs.loc[GNB, "params"]) == {"var_smoothing": 1e-9}
+    assert json.loads(configs.loc[KNN, "params"]) == {"n_neighbors": 5, "weights": "uniform", "p": 2}
+    dt = configs[configs["algorithm"] == "full_decision_tree"]["params"].map(json.loads).tolist()
     assert dt == [{"min_samples_split": 1e-05}]
     names = [a.name for a in OBOE(FIXTURE).algorithms()]
-    assert names == [f"oboe:{a}" for a in ("AB", "DT", "ExtraTrees", "GBT", "GNB", "KNN", "Logit", "MLP",
-                                           "Perceptron", "RF", "kSVM", "lSVM")]
+    assert names == ["adaboost", "full_decision_tree", "full_extra_trees", "gradient_boosting", "gaussian_nb", "knn",
+                     "ovr_logistic_regression", "mlp", "perceptron", "full_random_forest", "kernel_svm",
+                     "linear_svm"]
+
+
+def test_every_one_of_the_219_settings_is_a_point_that_builds_and_fits() -> None:
+    """The mapping's coverage: all of OBOE's grid, each fitted on a small 3-class problem."""
+    import warnings
+
+    import numpy as np
+    from sklearn.datasets import make_classification
+
+    from metabo.space.algorithms import build_estimator
+
+    grid = json.loads((FIXTURE / DATA_DIR / "classification.json").read_text())
+    X, y = make_classification(n_samples=90, n_features=6, n_informative=4, n_classes=3, random_state=0)
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    points = set()
+    for setting in enumerate_settings(grid):
+        algorithm, params = to_project(setting)
+        assert params == get_algorithm(algorithm).space.normalize(params)
+        points.add(json.dumps([algorithm, params], sort_keys=True))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # convergence warnings of sgd and saga on 90 rows
+            model = build_estimator(algorithm, params, seed=0).fit(X, y)
+        proba = model.predict_proba(X)
+        assert proba.shape == (90, 3) and np.allclose(proba.sum(axis=1), 1.0), setting
+        assert set(model.predict(X)) <= {0, 1, 2}
+    assert len(points) == 219 - 16  # Logit's saga and liblinear columns are one model
+
+
+def test_the_mapping_keeps_what_oboe_fitted() -> None:
+    assert to_project({"algorithm": "MLP", "hyperparameters": {
+        "learning_rate_init": 0.01, "learning_rate": "adaptive", "solver": "sgd", "alpha": 0.0001}}) == (
+        "sgd_mlp", {"n_units": 100, "alpha": 0.0001, "learning_rate_init": 0.01})
+    assert to_project({"algorithm": "MLP", "hyperparameters": {
+        "learning_rate_init": 0.01, "learning_rate": "adaptive", "solver": "adam", "alpha": 0.0001}})[0] == "mlp"
+    assert to_project({"algorithm": "kSVM", "hyperparameters": {"C": 2, "kernel": "poly", "coef0": 10}}) == (
+        "kernel_svm", {"C": 2.0, "kernel": "poly", "coef0": 10.0, "gamma": "auto", "degree": 3})
+    for solver in ("liblinear", "saga"):
+        assert to_project({"algorithm": "Logit", "hyperparameters": {"C": 0.5, "solver": solver, "penalty": "l1"}}) == (
+            "ovr_logistic_regression", {"C": 0.5, "penalty": "l1"})
+    with pytest.raises(InputDataError, match="not a point of 'knn'"):
+        to_project({"algorithm": "KNN", "hyperparameters": {"n_neighbors": 99, "p": 2}})
+    with pytest.raises(InputDataError, match="known algorithm"):
+        to_project({"algorithm": "QDA", "hyperparameters": {}})
 
 
 def test_the_grid_enumerates_the_219_real_headers_in_order() -> None:

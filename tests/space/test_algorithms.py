@@ -46,6 +46,8 @@ def test_registry_is_read_only_and_complete():
     assert NAMES == [
         "knn", "svm_rbf", "linear_svm", "decision_tree", "random_forest", "adaboost", "gaussian_nb", "lda", "qda",
         "logistic_regression", "extra_trees", "hist_gradient_boosting", "lightgbm", "mlp",
+        "full_decision_tree", "full_random_forest", "full_extra_trees", "gradient_boosting", "kernel_svm",
+        "ovr_logistic_regression", "sgd_mlp", "perceptron",
     ]  # fmt: skip
     with pytest.raises(TypeError):
         ALGORITHMS["new"] = ALGORITHMS["knn"]  # type: ignore[index]
@@ -76,7 +78,7 @@ def test_get_algorithm_names_the_valid_ones():
         ("random_forest", Integer("max_depth", 1, 10, default=10)),
         ("random_forest", Integer("min_samples_split", 2, 100, default=2)),
         ("random_forest", Integer("min_samples_leaf", 2, 100, default=2)),
-        ("adaboost", Integer("n_estimators", 1, 30, default=30)),
+        ("adaboost", Integer("n_estimators", 1, 100, default=30)),  # widened for OBOE's grid
         ("qda", Float("reg_param", 1e-3, 1.0, log=True, default=1e-3)),
         ("gaussian_nb", Constant("var_smoothing", 1e-9)),
         ("lda", Constant("solver", "svd")),
@@ -91,7 +93,9 @@ def test_dimensions():
     assert dims == {
         "knn": 3, "svm_rbf": 2, "linear_svm": 1, "decision_tree": 4, "random_forest": 5, "adaboost": 2,
         "gaussian_nb": 1, "lda": 1, "qda": 1, "logistic_regression": 1, "extra_trees": 5,
-        "hist_gradient_boosting": 5, "lightgbm": 7, "mlp": 3,
+        "hist_gradient_boosting": 5, "lightgbm": 7, "mlp": 3, "full_decision_tree": 1, "full_random_forest": 3,
+        "full_extra_trees": 3, "gradient_boosting": 4, "kernel_svm": 5, "ovr_logistic_regression": 2, "sgd_mlp": 3,
+        "perceptron": 1,
     }  # fmt: skip
 
 
@@ -123,7 +127,8 @@ def test_default_configuration_builds_seeded_single_threaded_estimators(data, na
     b = build_estimator(name, params, seed=3)
     flat = a.get_params(deep=True)
     # LogisticRegression's n_jobs is deprecated (scikit-learn 1.8) and unused by lbfgs: left unset.
-    assert all(v == 1 for k, v in flat.items() if k.endswith("n_jobs") and name != "logistic_regression")
+    assert all(v == 1 for k, v in flat.items() if k.endswith("n_jobs") and not k.startswith("estimator__")
+               and name != "logistic_regression")
     if any(k.endswith("random_state") for k in flat):
         assert all(v == 3 for k, v in flat.items() if k.endswith("random_state"))
     fit_quietly(a, X, y)

@@ -164,10 +164,11 @@ def test_from_configspace_refuses_non_cash_spaces():
 
 
 @settings(max_examples=30)
-@given(st.lists(st.floats(0, 1), min_size=55, max_size=55))
+@given(st.lists(st.floats(0, 1), min_size=85, max_size=85))
 def test_any_vector_decodes_to_a_valid_cash_config(vector):
     cash = default_cash_space()
-    assert cash.n_dims == 55
+    # one-hot of 22 algorithms + 41 dims of the first 14 + 22 of the 8 added for OBOE's grid
+    assert cash.n_dims == 22 + 41 + 22
     algorithm, params = cash.decode(vector)
     cash.validate(algorithm, params)
 

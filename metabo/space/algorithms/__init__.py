@@ -1,7 +1,8 @@
 """The algorithms of the CASH space: search spaces and scikit-learn estimators.
 
 ``ALGORITHMS`` (read-only, in this order): the nine of Levesque (2018) Table 5.1
-(``table51``), then the additions of DESIGN.md (``extra``). ``build_estimator`` validates
+(``table51``), then the additions of DESIGN.md (``extra``), then those that make every
+configuration of OBOE's grid a point of the space (``oboe_grid``). ``build_estimator`` validates
 a configuration and returns an unfitted classifier with ``predict_proba`` (softmax of
 the decision function for the two SVMs, see ``proba``), ``random_state=seed`` where the
 estimator has one and ``n_jobs=1`` where it takes one. Thread pools of OpenMP/BLAS
@@ -16,13 +17,13 @@ from types import MappingProxyType
 from typing import Any
 
 from metabo.exceptions import UnknownAlgorithmError
-from metabo.space.algorithms import extra, table51
+from metabo.space.algorithms import extra, oboe_grid, table51
 from metabo.space.algorithms.proba import DecisionProbaClassifier
 from metabo.space.algorithms.spec import AlgorithmSpec
 from metabo.space.cash import CASHSpace
 
 ALGORITHMS: Mapping[str, AlgorithmSpec] = MappingProxyType(
-    {s.name: s for s in (*table51.SPECS, *extra.SPECS)}
+    {s.name: s for s in (*table51.SPECS, *extra.SPECS, *oboe_grid.SPECS)}
 )
 
 

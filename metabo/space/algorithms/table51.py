@@ -8,7 +8,8 @@ Ranges are the table's. Additions and deviations (each also noted at its space):
   [1e-5, 1e5], so range and prior are unchanged.
 - decision_tree: ``criterion`` {gini, entropy} added.
 - random_forest: ``max_features`` (fraction of features, [0.01, 1]) added.
-- adaboost: ``learning_rate`` log [0.01, 2] added.
+- adaboost: ``learning_rate`` log [0.01, 3] added; ``n_estimators`` 1..100 (the table's
+  30 widened so that OBOE's grid, 50 or 100 stumps at rates 1 to 3, lies inside).
 - gaussian_nb, lda: "No parameter": a Constant records the setting used
   (``var_smoothing=1e-9``, ``solver="svd"``, scikit-learn's defaults).
 - qda: the table's log [1e-3, 1e3] is not a valid ``reg_param``, a convex weight in
@@ -135,8 +136,8 @@ SPECS: tuple[AlgorithmSpec, ...] = (
         "adaboost",
         make_space(
             "adaboost",
-            Integer("n_estimators", 1, 30, default=30),
-            Float("learning_rate", 0.01, 2.0, log=True, default=1.0),
+            Integer("n_estimators", 1, 100, default=30),
+            Float("learning_rate", 0.01, 3.0, log=True, default=1.0),
         ),
         needs_scaling=False, encoding="ordinal", handles_missing=False, build=_adaboost,
     ),
