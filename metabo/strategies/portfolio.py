@@ -100,6 +100,8 @@ class RegretMatrix:
     Q: np.ndarray
     #: stored configuration id -> its column (ids the space normalized to another)
     aliases: Mapping[str, int] = field(default_factory=dict)
+    #: the recorded values ``y_{p,c}`` themselves (P, C), NaN where not run
+    values: np.ndarray | None = field(default=None, repr=False)
 
     @classmethod
     def from_past(cls, past: PastRuns, space: CASHSpace) -> RegretMatrix:
@@ -143,12 +145,19 @@ class RegretMatrix:
         for cid, j in column.items():
             ids[j] = cid
         aliases = {stored: column[cid] for (_, stored), cid in normalized.items() if cid is not None}
-        return cls(tuple(tasks), tuple(configs), tuple(ids), Q, aliases)
+        return cls(tuple(tasks), tuple(configs), tuple(ids), Q, aliases, Y)
+
+
+#: A task's meta-feature distance counts when it was computed on at least this share of
+#: the features of the best-described task; otherwise the task gets the median weight.
+MIN_FEATURE_SHARE = 0.5
 
 
 def prior_weights(past: PastRuns, tasks: Sequence[str], meta_features: Mapping[str, float] | None) -> np.ndarray:
     """``w0_p ∝ exp(-d_p / h)`` (module docstring); uniform without meta-features, and for
-    tasks whose distance is unknown the median weight."""
+    tasks whose distance is unknown, or computed on fewer than :data:`MIN_FEATURE_SHARE`
+    of the features the best-described task shares with the new one (an OpenML task known
+    only by its size, say), the median weight."""
     uniform = np.full(len(tasks), 1.0 / len(tasks))
     if not meta_features or past.meta_features.empty:
         return uniform
@@ -162,7 +171,10 @@ def prior_weights(past: PastRuns, tasks: Sequence[str], meta_features: Mapping[s
     except InputDataError as e:
         logger.warning("task weights without meta-features: %s", e)
         return uniform
-    d = pd.Series(near["distance"].to_numpy(float), index=near["dataset_id"]).reindex(list(tasks)).to_numpy()
+    # a distance on a few shared features (a task known by its size alone) says little
+    used = near["n_features_used"].to_numpy(float)
+    dist = np.where(used >= MIN_FEATURE_SHARE * used.max(), near["distance"].to_numpy(float), np.nan)
+    d = pd.Series(dist, index=near["dataset_id"]).reindex(list(tasks)).to_numpy()
     finite = np.isfinite(d)
     if not finite.any():
         return uniform

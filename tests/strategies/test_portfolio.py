@@ -101,6 +101,18 @@ def test_prior_weights_uniform_without_meta_features_and_exponential_in_distance
     assert np.log(w[0] / w[1]) / np.log(w[1] / w[2]) == pytest.approx(1 / 2)  # d: 0, 1, 3 (z-scored: linear)
 
 
+def test_a_task_described_by_few_shared_features_gets_the_median_weight():
+    values = {t: [0.1, 0.2, 0.3, 0.4] for t in ("t0", "t1", "t2", "t3")}
+    past = past_runs(values)
+    # t3 is known by "f" alone (as an OpenML task known by its size), and matches the target on it exactly
+    mf = pd.DataFrame({"f": [0.0, 1.0, 3.0, 0.0], "g": [0.0, 1.0, 3.0, np.nan], "h": [0.0, 1.0, 3.0, np.nan]},
+                      index=["t0", "t1", "t2", "t3"])
+    past = PastRuns(past.metric, past.groups, mf)
+    w = prior_weights(past, ("t0", "t1", "t2", "t3"), {"f": 0.0, "g": 0.0, "h": 0.0})
+    assert w[0] > w[1] > w[2] and w.sum() == pytest.approx(1)
+    assert w[3] == pytest.approx(w[1])  # the median of t0..t2's weights, not the nearest
+
+
 def test_design_then_search_runs_to_budget_without_repeats_and_is_seeded():
     space, objective = two_algorithm_problem()
     past = past_runs({"t0": [0.1, 0.5, 0.6, 0.3], "t1": [0.2, 0.5, 0.1, 0.3], "t2": [0.9, 0.5, 0.4, 0.1]})
