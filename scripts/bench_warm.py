@@ -40,17 +40,22 @@ def _load(kb_path: str, protocol: str, methods: list[str]) -> None:
     from metabo.space.algorithms import default_cash_space
 
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    from metabo.benchmarks.warm_bench import possible_copies
+    from metabo.evaluation.metrics import transfer_metrics
+
     with KnowledgeBase(kb_path, read_only=True) as kb:
-        past = PastRuns.from_kb(kb)
-        fp = kb.query("SELECT dataset_id, fingerprint FROM datasets")
+        # tasks that recorded only another error rate (OBOE's) are knowledge too
+        past = PastRuns.from_kb(kb, also=transfer_metrics("error_rate")[1:])
+        datasets = kb.query("SELECT dataset_id, fingerprint, source, n_instances, n_classes, n_features FROM datasets")
     groups: dict[str, list[str]] = {}
-    for f, part in fp.groupby("fingerprint"):
+    for f, part in datasets.dropna(subset=["fingerprint"]).groupby("fingerprint"):
         ids = part["dataset_id"].tolist()
         for d in ids:
-            groups[d] = [x for x in ids if x != d]
+            groups[d] = [x for x in ids if x != d] + possible_copies(datasets, past.meta_features, d)
+    sources = dict(zip(datasets["dataset_id"], datasets["source"]))
     kb_space = default_cash_space([a for a in default_cash_space().algorithms if a in past.algorithms])
     shared: dict[str, Any] = {"space": kb_space if protocol == "surrogate" else default_cash_space(),
-                              "same_content": groups, "kb_path": kb_path}
+                              "same_content": groups, "kb_path": kb_path, "sources": sources}
     if any(b in m for m in methods for b in BANK_METHODS):  # a bank method, or a variant using one
         from metabo.surrogates.bank import SurrogateBank, space_encoder
 
@@ -86,7 +91,8 @@ def _live(method: str, task: str, seed: int, iterations: int, past_all: Any, sha
 
     drop = [task, *shared["same_content"].get(task, ())]
     past = past_all.without(drop)
-    strategy = make_method(method, past, meta_of(past_all, task), seed, shared.get("bank"), task, drop)
+    strategy = make_method(method, past, meta_of(past_all, task), seed, shared.get("bank"), task, drop,
+                           shared["sources"])
     with KnowledgeBase(shared["kb_path"], read_only=True) as kb:
         spec = dataset_spec(kb, task)
     with KnowledgeBase(f"{scratch}-{os.getpid()}.duckdb") as store:

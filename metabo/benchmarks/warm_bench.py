@@ -24,6 +24,14 @@ RLGP paper's mode: one configuration per algorithm in turn); ``scot``; ``warm``
 reference, surrogate protocol only: ``oracle`` (:class:`RecordedOrder`, the held-out
 task's own recorded configurations best first: the floor of proposing recorded ones).
 Variants of ``warm`` for ablations: ``warm@key=value@...`` (:func:`method_options`).
+``oboe`` (not in the default list: it needs ``metabo ingest oboe``): OBOE's own selection (:class:`~metabo.strategies.matrix_completion.OBOESelection`)
+on the past tasks from OBOE's meta-dataset. The option ``knowledge=<source>+<source>`` (any
+method) limits the past to the tasks of those sources (``warm@knowledge=keel``: the 42
+KEEL tasks of the shipped knowledge base only).
+
+Same data under another name: a past task is held out with ``t`` when it has ``t``'s
+content fingerprint, and, for past tasks stored without their data (OpenML ids from a
+meta-dataset), when it may be ``t`` (:func:`possible_copies`).
 
 Report (:func:`report`): mean normalized regret at 1, 3, 5, 10, 25, 50 and average ranks
 (:func:`metabo.benchmarks.compare.summarize`, each task's regret averaged over seeds; Friedman
@@ -130,11 +138,73 @@ def held_out(past: PastRuns, task: str, same_content: Mapping[str, Sequence[str]
     return past.without({task, *same_content.get(task, ())})
 
 
+def possible_copies(datasets: Any, meta_features: Any, task: str) -> list[str]:
+    """The tasks stored without content (no ``fingerprint``) that may hold ``task``'s data:
+    ``n_instances`` between 0.9 and 2 times ``task``'s (a KEEL copy of a UCI dataset often
+    drops the rows with missing values: KEEL's housevotes has 232 of vote's 435), the same
+    number of classes and at most 2 features more or fewer where both are known
+    (``datasets`` columns or the meta-features NumberOfClasses / NumberOfFeatures). A
+    rule that holds out more than the copies, never fewer of them: what it removes wrongly
+    is knowledge the transfer does not get."""
+    import pandas as pd
+
+    d = datasets.set_index("dataset_id")
+    if task not in d.index:
+        return []
+    mf = meta_features
+
+    def known(ids: Any, column: str, quality: str) -> pd.Series:
+        own = pd.to_numeric(d[column].reindex(ids), errors="coerce") if column in d else pd.Series(np.nan, ids)
+        if quality in getattr(mf, "columns", ()):
+            own = own.fillna(pd.to_numeric(mf[quality].reindex(ids), errors="coerce"))
+        return own
+
+    n = known([task], "n_instances", "NumberOfInstances").iloc[0]
+    if not np.isfinite(n):
+        return []
+    blind = d.index[d["fingerprint"].isna() & (d.index != task)]
+    size = known(blind, "n_instances", "NumberOfInstances")
+    out = size.between(0.9 * n, 2.0 * n)
+    for column, quality, slack in (("n_classes", "NumberOfClasses", 0), ("n_features", "NumberOfFeatures", 2)):
+        mine = known([task], column, quality).iloc[0]
+        if np.isfinite(mine):
+            theirs = known(blind, column, quality)
+            out &= theirs.isna() | ((theirs - mine).abs() <= slack)
+    return sorted(out.index[out.to_numpy()])
+
+
+def knowledge_of(name: str, past: PastRuns, sources: Mapping[str, str] | None) -> tuple[str, PastRuns]:
+    """``name`` without its ``knowledge=`` option, and ``past`` limited to the tasks of the
+    ``+``-separated sources it names (``sources``: task -> source)."""
+    parts = name.split("@")
+    keep = [p for p in parts[1:] if not p.startswith("knowledge=")]
+    chosen = [p.partition("=")[2] for p in parts[1:] if p.startswith("knowledge=")]
+    if not chosen:
+        return name, past
+    if sources is None:
+        raise InputDataError(f"method {name!r} names knowledge sources, but the tasks' sources are not known")
+    wanted = set(chosen[-1].split("+"))
+    tasks = [t for t in past.tasks if sources.get(t) in wanted]
+    if not tasks:
+        raise InputDataError(f"method {name!r}: no past task of the sources {sorted(wanted)}")
+    return "@".join([parts[0], *keep]), past.only(tasks=tasks)
+
+
 def make_method(name: str, past: PastRuns, meta: Mapping[str, float], seed: int, bank: Any, task: str,
-                drop: Sequence[str]) -> Any:
+                drop: Sequence[str], sources: Mapping[str, str] | None = None) -> Any:
     """The strategy of ``name`` for a held-out task (``past`` already excludes it; ``bank``
-    the surrogate bank of every task, ``drop`` the tasks to remove from it)."""
+    the surrogate bank of every task, ``drop`` the tasks to remove from it; ``sources``
+    task -> source, for the ``knowledge=`` option and ``oboe``)."""
     from metabo.strategies import GPBO, RandomSearch
+
+    name, past = knowledge_of(name, past, sources)
+    if name == "oboe" or name.startswith("oboe@"):
+        from metabo.strategies.matrix_completion import OBOESelection
+
+        own = [t for t in past.tasks if sources is not None and sources.get(t) == "oboe"]
+        if not own:
+            raise InputDataError("the oboe method needs the OBOE meta-dataset in the knowledge base (metabo ingest oboe)")
+        return OBOESelection(past.only(tasks=own), **method_options(name))
 
     if name == "random":
         return RandomSearch()
@@ -151,7 +221,7 @@ def make_method(name: str, past: PastRuns, meta: Mapping[str, float], seed: int,
 
         options = method_options(name)
         if isinstance(options.get("then"), str):  # a search phase by method name (rgpe, rlgp, ...)
-            options["then"] = make_method(options["then"], past, meta, seed, bank, task, drop)
+            options["then"] = make_method(options["then"], past, meta, seed, bank, task, drop, sources)
         return PortfolioWarmStart(past, meta, seed=seed, **options)
     if name in BANK_METHODS:
         from metabo.strategies.rgpe import RGPE
@@ -207,7 +277,8 @@ def surrogate_run(method: str, task: str, seed: int, iterations: int, past_all: 
     if method == "oracle":
         strategy: Any = RecordedOrder(past_all, task)
     else:
-        strategy = make_method(method, past, meta_of(past_all, task), seed, shared.get("bank"), task, drop)
+        strategy = make_method(method, past, meta_of(past_all, task), seed, shared.get("bank"), task, drop,
+                               shared.get("sources"))
     opt = Optimizer(objective.space, strategy, seed=seed)
     values, seconds, algorithms = [], [], []
     for _ in range(iterations):
@@ -316,6 +387,6 @@ def _at(curve: Sequence[float], k: int) -> float:
     return float(curve[min(k, len(curve)) - 1])
 
 
-__all__ = ["BANK_METHODS", "METHODS", "OptunaTPE", "RecordedOrder", "held_out", "live_regret", "make_method",
-           "method_options", "report",
+__all__ = ["BANK_METHODS", "METHODS", "OptunaTPE", "RecordedOrder", "held_out", "knowledge_of", "live_regret",
+           "make_method", "method_options", "possible_copies", "report",
            "surrogate_run"]
