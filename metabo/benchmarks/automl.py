@@ -330,10 +330,13 @@ def pending(jobs: Sequence[Mapping[str, Any]], done: set[tuple[str, int, float, 
 
 
 def error_table(rows: Sequence[Mapping[str, Any]], budget: float) -> pd.DataFrame:
-    """(dataset, seed) x tool test errors at ``budget``, the cells every tool finished."""
+    """(dataset, seed) x tool test errors at ``budget``, the cells every tool finished; the
+    tools are those of every budget in ``rows``, so a tool with no run at ``budget`` yet
+    leaves no cell finished."""
+    tools = sorted({r["tool"] for r in rows})
     frame = pd.DataFrame([r for r in rows if float(r["budget"]) == float(budget)])
     table = frame.pivot_table(index=["dataset", "seed"], columns="tool", values="test_error", dropna=False)
-    return table.dropna()
+    return table.reindex(columns=tools).dropna()
 
 
 def average_ranks(table: pd.DataFrame) -> pd.Series:

@@ -140,6 +140,12 @@ def test_average_ranks_share_ties():
     assert ranks.sum() == pytest.approx(6.0)  # 1 + 2 + 3 per row
 
 
+def test_a_tool_without_runs_at_a_budget_leaves_no_cell_finished():
+    rows = _table_rows() + [{**_row("d1", "metabo", 0.1), "budget": 120.0}]
+    assert len(automl.error_table(rows, 30.0)) == len(ERRORS)
+    assert automl.error_table(rows, 120.0).empty  # flaml and optuna have not run at 120 s
+
+
 def test_head_to_head_counts_and_wilcoxon_against_a_closed_form():
     table = automl.error_table(_table_rows(), 30.0)
     assert automl.head_to_head(table, "metabo", "flaml")[:3] == (2, 1, 1)
