@@ -24,8 +24,13 @@ surrogate bank, and OpenBox's RGPE advisor beside it in the same run.
 
 Writes ``rlgp_speed.json`` and ``rlgp_speed.txt`` (the lines printed) under ``--out``.
 
+With several ``--kb`` each store is measured in turn, in one run (for instance the
+shipped 42 tasks and the same with OBOE's 418 ingested), with the default warm start
+(:class:`~metabo.strategies.portfolio.PortfolioWarmStart`) timed beside RLGP; every
+error rate is read (OBOE's tasks recorded ``ovr_balanced_error_rate``).
+
 Usage (one BLAS thread for every method):
-    OMP_NUM_THREADS=1 python scripts/bench_rlgp_speed.py [--kb PATH] [--pmf-kb PATH]
+    OMP_NUM_THREADS=1 python scripts/bench_rlgp_speed.py [--kb PATH ...] [--pmf-kb PATH]
         [--openbox-python PATH] [--out reports/transfer]
 """
 
@@ -74,7 +79,8 @@ def _say(message: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--kb", default="/work/kbship/shipped.duckdb")
+    p.add_argument("--kb", action="append", help="a store (repeat: each is measured, in this run; default: the "
+                   "shipped knowledge base in a temporary store)")
     p.add_argument("--openbox-python", help="a Python with openbox installed")
     p.add_argument("--openbox-algorithm", default="svm_rbf")
     p.add_argument("--pmf-kb", help="a store with PMF's runs (source 'pmf'), opened read-only")
@@ -84,22 +90,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=Path("reports/transfer"))
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    with KnowledgeBase(args.kb, read_only=True) as kb:
-        past = PastRuns.from_kb(kb)
-    space = default_cash_space([a for a in default_cash_space().algorithms if a in past.algorithms])
-    target = past.tasks[0]
-    sources = past.without(target)
-    report: dict[str, object] = {"kb": args.kb, "target": target, "n_source_tasks": len(sources.tasks),
-                                 "algorithms": list(space.algorithms), "load_average_at_start": os.getloadavg(),
-                                 "omp_num_threads": os.environ.get("OMP_NUM_THREADS")}
-    bank = _bank_timed(sources, space, report)
-    _say(f"bank: {report['bank_gps']} GPs over {len(bank.tasks)} tasks fitted in {report['bank_fit_seconds']:.1f} s; "
-         f"loaded from the store's cache in {report['bank_cached_seconds']:.2f} s")
-    rlgp_cpu: dict[str, float] = {}
-    rlgp_seconds = _rlgp_timed(space, bank, past.only(tasks=[target]),
-                               f"RLGP, {len(bank.tasks)} tasks x {len(space.algorithms)} algorithms", rlgp_cpu)
-    report["rlgp_seconds_per_suggestion"] = rlgp_seconds
-    report["rlgp_cpu_seconds_per_suggestion"] = rlgp_cpu
+    from metabo.benchmarks.transfer_methods import shipped_kb_file
+
+    report: dict[str, object] = {"load_average_at_start": os.getloadavg(),
+                                 "omp_num_threads": os.environ.get("OMP_NUM_THREADS"), "stores": {}}
+    for kb_path in args.kb or [shipped_kb_file(None)]:
+        past, target, space, rlgp_seconds, rlgp_cpu = _store(kb_path, report)
+    report.update(kb=kb_path, target=target)  # the last store's, for OpenBox and PMF below
 
     if args.openbox_python:
         openbox, openbox_cpu = _openbox(args, past, target, space)
@@ -109,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         report["openbox_over_rlgp_cpu"] = {n: s / rlgp_cpu[n] for n, s in openbox_cpu.items()}
         for n, s in openbox.items():
             _say(f"OpenBox RGPE ({args.openbox_algorithm}, 5 source tasks), {n} target observations: {s:.3f} s "
-                 f"per suggestion (CPU {openbox_cpu[n]:.3f} s); RLGP with {len(bank.tasks)} tasks is "
+                 f"per suggestion (CPU {openbox_cpu[n]:.3f} s); RLGP with {len(past.tasks) - 1} tasks is "
                  f"{s / rlgp_seconds[n]:.1f}x faster (CPU: {openbox_cpu[n] / rlgp_cpu[n]:.1f}x)")
     if args.pmf_kb:
         report["pmf"] = _pmf(args)
@@ -118,6 +115,39 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "rlgp_speed.txt").write_text("\n".join(LINES) + "\n")
     print(f"wrote {args.out / 'rlgp_speed.json'} and rlgp_speed.txt")
     return 0
+
+
+def _store(kb_path: str, report: dict) -> tuple:  # type: ignore[type-arg]
+    """The default warm start's and RLGP's seconds per suggestion with the tasks of
+    ``kb_path`` (every error rate: OBOE's tasks count), the bank's fit and cached load."""
+    from metabo.evaluation.metrics import transfer_metrics
+    from metabo.strategies.portfolio import PortfolioWarmStart
+
+    with KnowledgeBase(kb_path, read_only=True) as kb:
+        past = PastRuns.from_kb(kb, also=transfer_metrics("error_rate")[1:])
+        target = PastRuns.from_kb(kb).tasks[0]  # a task with error_rate runs (a KEEL one)
+    space = default_cash_space([a for a in default_cash_space().algorithms if a in past.algorithms])
+    sources = past.without(target)
+    mine: dict[str, object] = {"target": target, "n_source_tasks": len(sources.tasks),
+                               "algorithms": list(space.algorithms)}
+    report["stores"][kb_path] = mine  # type: ignore[index]
+    _say(f"{kb_path}: {len(sources.tasks)} source tasks, {len(space.algorithms)} algorithms, target {target}")
+    mf = past.meta_features
+    meta = {} if target not in mf.index else {k: float(v) for k, v in mf.loc[target].items() if np.isfinite(v)}
+    warm_cpu: dict[str, float] = {}
+    mine["warm_seconds_per_suggestion"] = _timed(
+        space, lambda: PortfolioWarmStart(sources, meta, seed=0), past.only(tasks=[target]),
+        f"default warm start, {len(sources.tasks)} tasks", warm_cpu)
+    mine["warm_cpu_seconds_per_suggestion"] = warm_cpu
+    bank = _bank_timed(sources, space, mine)
+    _say(f"bank: {mine['bank_gps']} GPs over {len(bank.tasks)} tasks fitted in {mine['bank_fit_seconds']:.1f} s; "
+         f"loaded from the store's cache in {mine['bank_cached_seconds']:.2f} s")
+    rlgp_cpu: dict[str, float] = {}
+    rlgp_seconds = _rlgp_timed(space, bank, past.only(tasks=[target]),
+                               f"RLGP, {len(bank.tasks)} tasks x {len(space.algorithms)} algorithms", rlgp_cpu)
+    mine["rlgp_seconds_per_suggestion"] = rlgp_seconds
+    mine["rlgp_cpu_seconds_per_suggestion"] = rlgp_cpu
+    return past, target, space, rlgp_seconds, rlgp_cpu
 
 
 def _bank_timed(sources: PastRuns, space, report: dict) -> SurrogateBank:  # type: ignore[no-untyped-def]
@@ -137,10 +167,16 @@ def _bank_timed(sources: PastRuns, space, report: dict) -> SurrogateBank:  # typ
 
 def _rlgp_timed(space, bank: SurrogateBank, target: PastRuns, label: str,  # type: ignore[no-untyped-def]
                 cpu_seconds: dict[str, float]) -> dict[str, float]:
-    """RLGP's median wall seconds per suggestion after ``n`` random observations of the
-    target (values from the target's own bank GPs), for each ``n`` in :data:`N_OBS`; the
-    median CPU seconds of this process into ``cpu_seconds`` (less sensitive to other jobs
-    on a shared machine, with one BLAS thread)."""
+    """RLGP's seconds per suggestion (:func:`_timed`)."""
+    return _timed(space, lambda: RLGP(bank, n_init=0, seed=0), target, label, cpu_seconds)
+
+
+def _timed(space, make, target: PastRuns, label: str,  # type: ignore[no-untyped-def]
+           cpu_seconds: dict[str, float]) -> dict[str, float]:
+    """The median wall seconds per suggestion of the strategy ``make()`` after ``n`` random
+    observations of the target (values from the target's own bank GPs), for each ``n`` in
+    :data:`N_OBS`; the median CPU seconds of this process into ``cpu_seconds`` (less
+    sensitive to other jobs on a shared machine, with one BLAS thread)."""
     truth = SurrogateBank.fit(target, space_encoder(space))
 
     def objective(algorithm: str, params: dict) -> float:
@@ -149,8 +185,7 @@ def _rlgp_timed(space, bank: SurrogateBank, target: PastRuns, label: str,  # typ
 
     out: dict[str, float] = {}
     for n in N_OBS:
-        strategy = RLGP(bank, n_init=0, seed=0)
-        opt = _fed_optimizer(space, strategy, objective, n, seed=n)
+        opt = _fed_optimizer(space, make(), objective, n, seed=n)
         opt.ask()  # untimed: caches warm
         times, cpu = [], []
         for _ in range(REPEATS):

@@ -86,17 +86,19 @@ def _run(job: tuple[str, str, int, int, str]) -> dict[str, Any]:
 def _live(method: str, task: str, seed: int, iterations: int, past_all: Any, shared: dict[str, Any],
           scratch: str) -> dict[str, Any]:
     from metabo.benchmarks.transfer_live import dataset_spec, live_run
-    from metabo.benchmarks.warm_bench import make_method, meta_of
+    from metabo.benchmarks.warm_bench import make_method, meta_of, space_of
     from metabo.kb import KnowledgeBase
 
     drop = [task, *shared["same_content"].get(task, ())]
     past = past_all.without(drop)
-    strategy = make_method(method, past, meta_of(past_all, task), seed, shared.get("bank"), task, drop,
+    name, space = space_of(method, shared["space"])
+    strategy = make_method(name, past, meta_of(past_all, task), seed, shared.get("bank"), task, drop,
                            shared["sources"])
     with KnowledgeBase(shared["kb_path"], read_only=True) as kb:
         spec = dataset_spec(kb, task)
     with KnowledgeBase(f"{scratch}-{os.getpid()}.duckdb") as store:
-        record = live_run(method, task, seed, iterations, past_all, shared, store, spec, strategy=strategy)
+        record = live_run(method, task, seed, iterations, past_all, shared, store, spec, strategy=strategy,
+                          space=space)
     record["protocol"] = "live"
     record["algorithms"] = [a for a, _ in record["configs"]]
     record["seconds"] = []

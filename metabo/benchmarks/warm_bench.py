@@ -24,7 +24,8 @@ RLGP paper's mode: one configuration per algorithm in turn); ``scot``; ``warm``
 reference, surrogate protocol only: ``oracle`` (:class:`RecordedOrder`, the held-out
 task's own recorded configurations best first: the floor of proposing recorded ones).
 Variants of ``warm`` for ablations: ``warm@key=value@...`` (:func:`method_options`).
-``oboe`` (not in the default list: it needs ``metabo ingest oboe``): OBOE's own selection (:class:`~metabo.strategies.matrix_completion.OBOESelection`)
+The option ``space=base`` (any method, live protocol) searches the space before the algorithms
+added for OBOE's grid (:func:`space_of`). ``oboe`` (not in the default list: it needs ``metabo ingest oboe``): OBOE's own selection (:class:`~metabo.strategies.matrix_completion.OBOESelection`)
 on the past tasks from OBOE's meta-dataset. The option ``knowledge=<source>+<source>`` (any
 method) limits the past to the tasks of those sources (``warm@knowledge=keel``: the 42
 KEEL tasks of the shipped knowledge base only).
@@ -188,6 +189,22 @@ def knowledge_of(name: str, past: PastRuns, sources: Mapping[str, str] | None) -
     if not tasks:
         raise InputDataError(f"method {name!r}: no past task of the sources {sorted(wanted)}")
     return "@".join([parts[0], *keep]), past.only(tasks=tasks)
+
+
+def space_of(name: str, space: CASHSpace) -> tuple[str, CASHSpace]:
+    """``name`` without its ``space=`` option, and the space it names: ``base`` for the
+    algorithms of Table 5.1 and DESIGN.md without those added for OBOE's grid (the space
+    before them), or ``+``-separated algorithm names; ``space`` itself without the option."""
+    from metabo.space.algorithms import default_cash_space, extra, table51
+
+    parts = name.split("@")
+    chosen = [p.partition("=")[2] for p in parts[1:] if p.startswith("space=")]
+    if not chosen:
+        return name, space
+    keep = [p for p in parts[1:] if not p.startswith("space=")]
+    names = ([s.name for s in (*table51.SPECS, *extra.SPECS)] if chosen[-1] == "base"
+             else chosen[-1].split("+"))
+    return "@".join([parts[0], *keep]), default_cash_space(names)
 
 
 def make_method(name: str, past: PastRuns, meta: Mapping[str, float], seed: int, bank: Any, task: str,
@@ -388,5 +405,5 @@ def _at(curve: Sequence[float], k: int) -> float:
 
 
 __all__ = ["BANK_METHODS", "METHODS", "OptunaTPE", "RecordedOrder", "held_out", "knowledge_of", "live_regret",
-           "make_method", "method_options", "possible_copies", "report",
+           "make_method", "method_options", "possible_copies", "report", "space_of",
            "surrogate_run"]

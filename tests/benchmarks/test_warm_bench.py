@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from metabo.benchmarks.warm_bench import knowledge_of, make_method, possible_copies
+from metabo.benchmarks.warm_bench import knowledge_of, make_method, possible_copies, space_of
 from metabo.exceptions import InputDataError
 from metabo.kb.canonical import config_id
 from metabo.kb.past import PastRuns
@@ -54,3 +54,13 @@ def test_knowledge_limits_the_past_to_the_named_sources():
     assert isinstance(oboe, OBOESelection) and oboe.past.tasks == ("openml-1",) and oboe.n_design == 2
     with pytest.raises(InputDataError, match="ingest oboe"):
         make_method("oboe", past.only(tasks=["keel-a"]), {}, 0, None, "t", [], sources)
+
+
+def test_space_option_names_the_space_before_oboes_algorithms_or_a_list():
+    from metabo.space.algorithms import default_cash_space
+
+    full = default_cash_space()
+    name, base = space_of("gp@space=base@seed=1", full)
+    assert name == "gp@seed=1" and len(base.algorithms) == 14 and "kernel_svm" not in base.algorithms
+    assert space_of("warm@space=knn+lda", full)[1].algorithms == ("knn", "lda")
+    assert space_of("warm", full) == ("warm", full)
