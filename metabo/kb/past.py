@@ -45,6 +45,10 @@ class PastRuns:
     metric: str
     groups: Mapping[tuple[str, str], TaskAlgorithmRuns] = field(repr=False)
     meta_features: pd.DataFrame = field(repr=False)
+    #: task -> the family of its runs' source (``runs.source`` before any ``:``, the most
+    #: frequent): ``session`` for the project's own evaluations (``kb build``, tuning
+    #: sessions), a published meta-dataset's name (``oboe``, ``pmf``, ...); where known
+    sources: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def tasks(self) -> tuple[str, ...]:
@@ -71,7 +75,8 @@ class PastRuns:
         """The same runs without ``tasks`` (a leave-one-task-out view; shares the arrays)."""
         drop = {tasks} if isinstance(tasks, str) else set(tasks)
         groups = {k: g for k, g in self.groups.items() if k[0] not in drop}
-        return PastRuns(self.metric, groups, self.meta_features.drop(index=list(drop), errors="ignore"))
+        return PastRuns(self.metric, groups, self.meta_features.drop(index=list(drop), errors="ignore"),
+                        {t: s for t, s in self.sources.items() if t not in drop})
 
     def only(self, tasks: Iterable[str] | None = None, algorithms: Iterable[str] | None = None) -> PastRuns:
         """The runs of ``tasks`` and ``algorithms`` only (None: all)."""
@@ -81,13 +86,15 @@ class PastRuns:
                   if (keep_t is None or t in keep_t) and (keep_a is None or a in keep_a)}
         mf = self.meta_features if keep_t is None else self.meta_features.loc[
             [t for t in self.meta_features.index if t in keep_t]]
-        return PastRuns(self.metric, groups, mf)
+        return PastRuns(self.metric, groups, mf,
+                        {t: s for t, s in self.sources.items() if keep_t is None or t in keep_t})
 
     @classmethod
     def from_frame(cls, frame: pd.DataFrame, *, metric: str = "error_rate",
                    meta_features: pd.DataFrame | None = None) -> PastRuns:
         """From rows with ``dataset_id``, ``algorithm``, ``config_id``, ``params`` (dict or
-        JSON text) and ``value``; several rows of one (task, configuration) are averaged."""
+        JSON text) and ``value``; several rows of one (task, configuration) are averaged.
+        An optional ``source`` column gives :attr:`sources` (each task's most frequent family)."""
         need = {"dataset_id", "algorithm", "config_id", "params", "value"}
         if missing := need - set(frame.columns):
             raise InputDataError(f"past runs need the columns {sorted(need)}; missing {sorted(missing)}")
@@ -105,7 +112,11 @@ class PastRuns:
             groups[(str(task), str(algorithm))] = TaskAlgorithmRuns(cids, params, part.to_numpy(dtype=float))
         mf = meta_features if meta_features is not None else pd.DataFrame(dtype=float)
         tasks = sorted({t for t, _ in groups})
-        return cls(metric, groups, mf.reindex(index=[t for t in tasks if t in mf.index]))
+        sources = {}
+        if "source" in df.columns:
+            family = df["source"].astype(str).str.split(":").str[0]
+            sources = {str(t): str(part.mode().iloc[0]) for t, part in family.groupby(df["dataset_id"])}
+        return cls(metric, groups, mf.reindex(index=[t for t in tasks if t in mf.index]), sources)
 
     @classmethod
     def from_kb(
@@ -141,7 +152,8 @@ class PastRuns:
             "JOIN pref USING (metric) GROUP BY dataset_id), "
             f"top AS (SELECT dataset_id, max(coalesce(fidelity, {inf})) AS fidelity FROM runs "
             "JOIN chosen USING (dataset_id, metric) GROUP BY dataset_id) "
-            "SELECT r.dataset_id, r.algorithm, r.config_id, avg(r.value) AS value, any_value(c.params) AS params "
+            "SELECT r.dataset_id, r.algorithm, r.config_id, avg(r.value) AS value, any_value(c.params) AS params, "
+            "mode(r.source) AS source "
             "FROM runs r JOIN chosen USING (dataset_id, metric) JOIN top USING (dataset_id) "
             "JOIN configurations c USING (config_id) WHERE "
             + " AND ".join(where) + " GROUP BY r.dataset_id, r.algorithm, r.config_id",

@@ -153,11 +153,35 @@ class RegretMatrix:
 MIN_FEATURE_SHARE = 0.5
 
 
-def prior_weights(past: PastRuns, tasks: Sequence[str], meta_features: Mapping[str, float] | None) -> np.ndarray:
+def prior_weights(past: PastRuns, tasks: Sequence[str], meta_features: Mapping[str, float] | None,
+                  source_prior: str = "tasks") -> np.ndarray:
     """``w0_p ∝ exp(-d_p / h)`` (module docstring); uniform without meta-features, and for
     tasks whose distance is unknown, or computed on fewer than :data:`MIN_FEATURE_SHARE`
     of the features the best-described task shares with the new one (an OpenML task known
-    only by its size, say), the median weight."""
+    only by its size, say), the median weight. ``source_prior="equal"``: the weights are
+    then rescaled so that each source family of :attr:`PastRuns.sources` holds the same
+    total (:func:`balance_sources`)."""
+    w = _distance_weights(past, tasks, meta_features)
+    return balance_sources(w, [past.sources.get(t, "") for t in tasks]) if source_prior == "equal" else w
+
+
+def balance_sources(w: np.ndarray, sources: Sequence[str]) -> np.ndarray:
+    """``w`` rescaled within each source so that every source holds ``1 / S`` of the total:
+    a collection of hundreds of tasks measured one way (OBOE's 418) is one witness beside
+    another (the 42 tasks of the project's own runs) until the new task's results say
+    which ranks it alike, rather than outvoting it by its size; the order of the weights
+    within a source is kept."""
+    w = np.asarray(w, dtype=float)
+    names = sorted(set(sources))
+    out = w.copy()
+    for name in names:
+        mine = np.array([s == name for s in sources])
+        total = w[mine].sum()
+        out[mine] = w[mine] / total / len(names) if total > 0 else 1.0 / (mine.sum() * len(names))
+    return out / out.sum()
+
+
+def _distance_weights(past: PastRuns, tasks: Sequence[str], meta_features: Mapping[str, float] | None) -> np.ndarray:
     uniform = np.full(len(tasks), 1.0 / len(tasks))
     if not meta_features or past.meta_features.empty:
         return uniform
@@ -221,6 +245,9 @@ class PortfolioWarmStart:
         then: the search-phase strategy (default: :class:`~metabo.strategies.gp.GPBO` with
             no random design, the settings of the cold ``gp`` strategy otherwise; another
             strategy, RGPE say, is asked without the transfer starts).
+        source_prior: ``"tasks"``: every past task weighs by its distance alone, so a source
+            of many tasks holds most of the prior mass; ``"equal"``: each source family
+            (:attr:`PastRuns.sources`) holds the same share (:func:`balance_sources`).
         seed: seeds the search phase's GP.
     """
 
@@ -232,9 +259,12 @@ class PortfolioWarmStart:
                  n_portfolio: int = 8, n_design: int = 8, distinct: bool = True, beta: float = 1.0,
                  n_transfer_starts: int = 5, prior_mean: bool = False, then: GPBO | Any | None = None,
                  costs: Mapping[str, float] | None = None, max_cost: float | None = None,
-                 seed: int = 0) -> None:
+                 source_prior: str = "tasks", seed: int = 0) -> None:
         if min(n_portfolio, n_design, n_transfer_starts, beta) < 0:
             raise InputDataError("n_portfolio, n_design, n_transfer_starts and beta must be >= 0")
+        if source_prior not in ("tasks", "equal"):
+            raise InputDataError(f"source_prior must be 'tasks' or 'equal', got {source_prior!r}")
+        self.source_prior = source_prior
         if not past.tasks:
             raise InputDataError("no past task to warm-start from")
         from metabo.strategies.gp import GPBO
@@ -262,7 +292,7 @@ class PortfolioWarmStart:
         """The regret matrix of ``space`` and the prior task weights (built once per space)."""
         if self._matrix is None or self._matrix[0] is not space:
             m = RegretMatrix.from_past(self.past, space)
-            self._matrix = (space, m, prior_weights(self.past, m.tasks, self.meta_features))
+            self._matrix = (space, m, prior_weights(self.past, m.tasks, self.meta_features, self.source_prior))
         return self._matrix[1], self._matrix[2]
 
     def column_costs(self, space: CASHSpace) -> dict[str, float]:

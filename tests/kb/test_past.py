@@ -59,6 +59,15 @@ def test_also_reads_another_metric_only_for_tasks_without_the_objective(kb):
     assert 0.8 not in past[(t1, "knn")].values  # t1 recorded error_rate: nothing else of it is read
     assert PastRuns.from_kb(kb, also=("ovr_balanced_error_rate",))[(t3, "knn")].values.tolist() == [0.25]
     assert t3 not in PastRuns.from_kb(kb).tasks
+    assert past.sources == {t1: "test", t2: "test", t3: "test"}
+    assert past.without(t1).sources == {t2: "test", t3: "test"} and past.only(tasks=[t3]).sources == {t3: "test"}
+
+
+def test_a_tasks_source_is_the_family_of_its_runs_sources():
+    frame = pd.DataFrame({"dataset_id": ["a", "a", "a", "b"], "algorithm": "knn", "config_id": ["c1", "c2", "c3", "c1"],
+                          "params": [{"k": 1}, {"k": 2}, {"k": 3}, {"k": 1}], "value": 0.5,
+                          "source": ["session:x", "session:y", "oboe", "pmf"]})
+    assert PastRuns.from_frame(frame).sources == {"a": "session", "b": "pmf"}
 
 
 def test_views(kb):

@@ -16,7 +16,13 @@ from metabo.space.cash import CASHSpace
 from metabo.space.hyperparameters import Float
 from metabo.space.space import SearchSpace
 from metabo.strategies.gp import GPBO
-from metabo.strategies.portfolio import PortfolioWarmStart, RegretMatrix, prior_weights, rank_agreement
+from metabo.strategies.portfolio import (
+    PortfolioWarmStart,
+    RegretMatrix,
+    balance_sources,
+    prior_weights,
+    rank_agreement,
+)
 from metabo.testing.problems import two_algorithm_problem
 
 # configurations: a(u=.2), a(u=.8), b(v=.5, n=5), b(v=.1, n=1)
@@ -111,6 +117,20 @@ def test_a_task_described_by_few_shared_features_gets_the_median_weight():
     w = prior_weights(past, ("t0", "t1", "t2", "t3"), {"f": 0.0, "g": 0.0, "h": 0.0})
     assert w[0] > w[1] > w[2] and w.sum() == pytest.approx(1)
     assert w[3] == pytest.approx(w[1])  # the median of t0..t2's weights, not the nearest
+
+
+def test_balanced_sources_hold_equal_shares_and_keep_the_order_within_each():
+    w = balance_sources(np.array([0.4, 0.1, 0.1, 0.1, 0.1, 0.2]), ["a", "b", "b", "b", "b", "a"])
+    assert w.sum() == pytest.approx(1)
+    assert w[[0, 5]].sum() == pytest.approx(0.5) and w[1:5].sum() == pytest.approx(0.5)
+    assert w[0] == pytest.approx(2 * w[5]) and w[1] == pytest.approx(w[4])
+    assert balance_sources(np.array([0.5, 0.5]), ["a", "a"]) == pytest.approx([0.5, 0.5])
+    past = past_runs({"t0": [0.1, 0.2, 0.3, 0.4], "t1": [0.4, 0.3, 0.2, 0.1], "t2": [0.1, 0.1, 0.2, 0.3]})
+    past = PastRuns(past.metric, past.groups, past.meta_features, {"t0": "session", "t1": "oboe", "t2": "oboe"})
+    assert prior_weights(past, ("t0", "t1", "t2"), None, "equal") == pytest.approx([0.5, 0.25, 0.25])
+    assert prior_weights(past, ("t0", "t1", "t2"), None) == pytest.approx([1 / 3] * 3)
+    with pytest.raises(InputDataError, match="source_prior"):
+        PortfolioWarmStart(past, source_prior="count")
 
 
 def test_design_then_search_runs_to_budget_without_repeats_and_is_seeded():
