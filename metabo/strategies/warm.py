@@ -49,16 +49,22 @@ DEFAULT_WARM = "warm"
 OPENING_SHARE = 0.1
 
 
-def past_for(kb: KnowledgeBase, dataset_id: str, space: CASHSpace, *, metric: str = "error_rate") -> PastRuns:
+def past_for(kb: KnowledgeBase, dataset_id: str, space: CASHSpace, *, metric: str = "error_rate",
+             other_metrics: bool = False) -> PastRuns:
     """Every other stored task's runs of ``metric`` on the algorithms of ``space``, the
-    tasks with ``dataset_id``'s content left out (module docstring)."""
+    tasks with ``dataset_id``'s content left out (module docstring). ``other_metrics``:
+    also the tasks that recorded only another error rate
+    (:func:`~metabo.evaluation.metrics.transfer_metrics`; OBOE's meta-dataset). Off by
+    default: on 20 held-out KEEL tasks, live, adding OBOE's 418 tasks to the 42 of the
+    shipped knowledge base made the default warm start worse at 1 to 10 evaluations
+    (reports/warm/oboe)."""
+    from metabo.evaluation.metrics import transfer_metrics
     from metabo.kb.past import PastRuns
 
     same = kb.query("SELECT dataset_id FROM datasets WHERE fingerprint = "
                     "(SELECT fingerprint FROM datasets WHERE dataset_id = ?)", [dataset_id])["dataset_id"].tolist()
-    from metabo.evaluation.metrics import transfer_metrics
-
-    past = PastRuns.from_kb(kb, metric=metric, algorithms=list(space.algorithms), also=transfer_metrics(metric)[1:])
+    also = transfer_metrics(metric)[1:] if other_metrics else ()
+    past = PastRuns.from_kb(kb, metric=metric, algorithms=list(space.algorithms), also=also)
     past = past.without({dataset_id, *same})
     if not past.tasks:
         raise InputDataError(f"the knowledge base holds no other task with runs of {metric!r} on the algorithms "

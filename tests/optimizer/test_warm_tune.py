@@ -50,6 +50,26 @@ def test_warm_strategies_leave_the_dataset_out_of_their_past(store):
             past_for(kb, iris, default_cash_space(["lda"]))
 
 
+def test_tasks_of_another_error_rate_are_read_only_when_asked(store, tmp_path):
+    import shutil
+
+    kb_path, _ = store
+    copy = tmp_path / "kb.duckdb"
+    shutil.copy(kb_path, copy)
+    space = default_cash_space(ALGS)
+    with KnowledgeBase(copy) as kb:
+        ids = kb.query("SELECT dataset_id, name FROM datasets ORDER BY name")
+        iris = ids.loc[ids["name"].str.contains("iris"), "dataset_id"].item()
+        oboe = kb.register_dataset(name="openml-3", source="oboe", openml_id=3)
+        kb.add_algorithms(ALGS)
+        algorithm = ALGS[0]
+        params = space[algorithm].default_configuration()
+        kb.add_runs([{"dataset_id": oboe, "algorithm": algorithm, "params": params,
+                      "metric": "ovr_balanced_error_rate", "value": 0.2, "fold": 0, "source": "oboe"}])
+        assert oboe not in past_for(kb, iris, space).tasks
+        assert oboe in past_for(kb, iris, space, other_metrics=True).tasks
+
+
 def test_tune_cli_with_rlgp_stores_its_session(store, capsys, tmp_path):
     kb_path, paths = store
     copy = tmp_path / "kb.duckdb"
