@@ -174,12 +174,16 @@ def _rlgp_timed(space, bank: SurrogateBank, target: PastRuns, label: str,  # typ
 def _timed(space, make, target: PastRuns, label: str,  # type: ignore[no-untyped-def]
            cpu_seconds: dict[str, float]) -> dict[str, float]:
     """The median wall seconds per suggestion of the strategy ``make()`` after ``n`` random
-    observations of the target (values from the target's own bank GPs), for each ``n`` in
-    :data:`N_OBS`; the median CPU seconds of this process into ``cpu_seconds`` (less
-    sensitive to other jobs on a shared machine, with one BLAS thread)."""
+    observations of the target (values from the target's own bank GPs; an algorithm the
+    target never ran, as OBOE's additions, scores the target's worst recorded value), for
+    each ``n`` in :data:`N_OBS`; the median CPU seconds of this process into
+    ``cpu_seconds`` (less sensitive to other jobs on a shared machine, with one BLAS thread)."""
     truth = SurrogateBank.fit(target, space_encoder(space))
+    worst = max(float(v.max()) for (_, _), g in target.groups.items() for v in [g.values])
 
     def objective(algorithm: str, params: dict) -> float:
+        if algorithm not in truth.algorithms:
+            return worst
         x = space[algorithm].encode(params)[None, :]
         return float(truth.predict(algorithm, x)[0][0, 0])
 
