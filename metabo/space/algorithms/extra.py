@@ -62,6 +62,12 @@ def _mlp(p: Mapping[str, Any], seed: int | None) -> Any:
 
 
 _LEARNING_RATE = Float("learning_rate", 0.01, 1.0, log=True, default=0.1)
+#: The MLP's hyperparameters (``mlp`` here, ``sgd_mlp`` of :mod:`.oboe_grid`).
+MLP_HPS = (
+    Integer("n_units", 16, 256, log=True, default=100),
+    Float("alpha", 1e-7, 1e-1, log=True, default=1e-4),
+    Float("learning_rate_init", 1e-4, 1e-1, log=True, default=1e-3),
+)
 _L2 = 1e-10, 1.0
 
 SPECS: tuple[AlgorithmSpec, ...] = (
@@ -102,12 +108,7 @@ SPECS: tuple[AlgorithmSpec, ...] = (
     ),
     AlgorithmSpec(
         "mlp",
-        make_space(
-            "mlp",
-            Integer("n_units", 16, 256, log=True, default=100),
-            Float("alpha", 1e-7, 1e-1, log=True, default=1e-4),
-            Float("learning_rate_init", 1e-4, 1e-1, log=True, default=1e-3),
-        ),
+        make_space("mlp", *MLP_HPS),
         needs_scaling=True, encoding="onehot", handles_missing=False, build=_mlp,
     ),
 )

@@ -48,6 +48,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from metabo.space.algorithms.extra import MLP_HPS
 from metabo.space.algorithms.spec import AlgorithmSpec, make_space, sklearn_at_least
 from metabo.space.hyperparameters import Categorical, Constant, Float, Integer
 
@@ -159,12 +160,7 @@ SPECS: tuple[AlgorithmSpec, ...] = (
     ),
     AlgorithmSpec(
         "sgd_mlp",
-        make_space(
-            "sgd_mlp",
-            Integer("n_units", 16, 256, log=True, default=100),
-            Float("alpha", 1e-7, 1e-1, log=True, default=1e-4),
-            Float("learning_rate_init", 1e-4, 1e-1, log=True, default=1e-3),
-        ),
+        make_space("sgd_mlp", *MLP_HPS),
         needs_scaling=True, encoding="onehot", handles_missing=False, build=_sgd_mlp,
     ),
     AlgorithmSpec(
