@@ -114,14 +114,23 @@ def cmd_tune_ensemble(args: argparse.Namespace) -> int:
             args.data, method=args.ensemble, target=args.target, budget=args.budget, strategy=args.strategy,
             space=default_cash_space(args.algorithms), kb=kb, seed=args.seed, metric=args.metric,
             time_limit=args.time_limit, session_id=_session_id(args), meta_features=not args.no_meta_features,
-            refit=refit, progress=progress, **options,
+            refit=refit, progress=progress, cv=_cv(args.cv), guard=not args.no_guard, **options,
         )
     done = len(result.history.completed)
     if result.strategy_note:
         print(f"strategy: {result.strategy_note}")
     print(f"session {result.session_id}: {done} trials on {result.dataset_id} ({args.ensemble} around "
           f"{result.strategy}, seed {args.seed})")
-    print(f"ensemble of {len(result.weights)} distinct members ({result.combine}):")
+    print("selection on " + ("the 20% validation part (60/20/20 hold-out)" if result.cv is None else
+                             f"out-of-fold predictions ({result.cv}-fold cross-validation of the 80% not kept "
+                             "for test)"))
+    g = result.guard
+    if g is not None and g.kept == "single":
+        print(f"the single best configuration: the search's ensemble of {len(result.search_weights)} gains "
+              f"{g.gain:+.4f} +- {g.se:.4f} over it out of sample (guard: within its noise)")
+    else:
+        gain = "" if g is None else f"; cross-validated gain {g.gain:+.4f} +- {g.se:.4f} over the single best"
+        print(f"ensemble of {len(result.weights)} distinct members ({result.combine}{gain}):")
     for number, (algorithm, params, weight) in zip(result.weights, result.members):
         print(f"  {weight:.3f}  trial {number} {algorithm} {json.dumps(params, sort_keys=True)}")
     print(f"validation {result.metric}: {_fmt(result.valid_error)} (best single model {_fmt(result.best.value)})")
@@ -134,6 +143,16 @@ def cmd_tune_ensemble(args: argparse.Namespace) -> int:
         result.model.save(args.save_model)
         print(f"saved the ensemble to {args.save_model} (metabo.ensembles.EnsembleModel.load)")
     return 0
+
+
+def _cv(value: str) -> int | str | None:
+    """``--cv``: ``auto``, ``none`` or a number of folds."""
+    if value in ("auto", "none"):
+        return None if value == "none" else "auto"
+    try:
+        return int(value)
+    except ValueError:
+        raise InputDataError(f"--cv takes auto, none or a number of folds >= 2, got {value!r}") from None
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
@@ -261,6 +280,12 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help="EO's slots m (12), DivBO's and post-hoc selection's size limit (25, 50)")
     p.add_argument("--eo-loss", choices=("squared_margin", "c_bound", "sigmoid"), default="squared_margin",
                    help="EO's ensemble loss (thesis sec. 4.3)")
+    p.add_argument("--cv", default="auto", metavar="auto|none|K",
+                   help="with --ensemble: select on out-of-fold predictions of K-fold cross-validation of the 80%% "
+                        "not kept for test (auto: 5 folds up to 3,000 rows; none: a 60/20/20 hold-out)")
+    p.add_argument("--no-guard", action="store_true",
+                   help="with --ensemble: keep the search's ensemble even when its cross-validated gain over the "
+                        "single best configuration is within its noise")
     p.add_argument("--save-model", type=Path, metavar="PATH",
                    help="save the model (the selection, or the ensemble, refitted on training + validation rows; "
                         "joblib) for metabo predict")

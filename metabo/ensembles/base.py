@@ -54,6 +54,14 @@ class EnsembleSearch:
         """The final ensemble: trial number -> weight (summing to 1)."""
         raise NotImplementedError
 
+    def final(self, rows: np.ndarray, seed: int = 0) -> dict[int, float]:
+        """The final ensemble as the search's last step would choose it from the validation
+        rows ``rows`` alone (the guard's cross-validation,
+        :mod:`metabo.ensembles.guard`). By default the members cannot be re-chosen without
+        replaying the search, so they are :meth:`ensemble`'s; searches whose last step is a
+        selection over the pool (post-hoc, DivBO, ESMBO's arg mins) redo it on ``rows``."""
+        return self.ensemble()
+
     def predict_proba(self, probas: Mapping[int, np.ndarray] | None = None) -> np.ndarray:
         """The ensemble's weighted average of its members' probabilities, on the validation
         rows or on ``probas`` (trial number -> that model's probabilities on other rows)."""

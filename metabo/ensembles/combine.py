@@ -4,6 +4,8 @@
   (as :mod:`metabo.evaluation.evaluate` predicts labels).
 - :func:`majority_vote`: the (weighted) majority vote of members' codes, ties to the
   lowest code (Lacoste et al. 2014 and the thesis' EO combine by majority vote).
+- :func:`per_example_losses`: the per-row losses of the metrics that are means of them
+  (error rate, log loss), for bootstrap risks (ESMBO) and paired comparisons (the guard).
 - :func:`relabel`: a history whose trained trials carry another value (a replicate's risk
   in ESMBO, an ensemble's loss in EO), the rest as they are: the base strategy of an
   ensemble search models that value instead of the single model's error.
@@ -56,6 +58,17 @@ def combined_codes(weights: Mapping[int, float], probas: Mapping[int, np.ndarray
     return majority_vote(votes([probas[k] for k in members]), n_classes, [weights[k] for k in members])
 
 
+def per_example_losses(metric: str, y: np.ndarray, P: np.ndarray) -> np.ndarray | None:
+    """(n,) per-row losses of the probabilities ``P`` (n, K) for the mean-decomposable
+    metrics: the error rate's 0/1 (arg max, first maximum) and the log loss's
+    ``-log P[i, y_i]`` (clipped at 1e-15); None for any other metric."""
+    if metric == "error_rate":
+        return (P.argmax(axis=1) != y).astype(float)
+    if metric == "log_loss":
+        return -np.log(np.clip(P[np.arange(len(y)), y], 1e-15, 1.0))
+    return None
+
+
 def relabel(history: History, values: Mapping[int, float]) -> History:
     """``history`` with the value of each completed trial in ``values`` replaced; a
     successful trial missing from ``values`` is an error (its predictions were never given)."""
@@ -70,4 +83,4 @@ def relabel(history: History, values: Mapping[int, float]) -> History:
     return History(records)
 
 
-__all__ = ["combined_codes", "majority_vote", "relabel", "votes", "weighted_average"]
+__all__ = ["combined_codes", "majority_vote", "per_example_losses", "relabel", "votes", "weighted_average"]

@@ -174,6 +174,11 @@ class DivBO(EnsembleSearch):
         """The final ensemble: ensemble selection of size ``E`` (Algorithm 1, line 13)."""
         return self.pool()
 
+    def final(self, rows: np.ndarray, seed: int = 0) -> dict[int, float]:
+        """The final ensemble selection on the validation rows ``rows``."""
+        return select_from({k: P[rows] for k, P in self.probas.items()}, self.y[rows], metric=self.metric,
+                           max_size=self.ensemble_size)
+
     def _candidates(self, history: History, space: CASHSpace, rng: np.random.Generator) -> np.ndarray:
         X = space.sample_encoded(rng, self.n_random)
         done = [r for r in history.completed if r.ok]

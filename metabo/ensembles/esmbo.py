@@ -20,7 +20,13 @@ cache of ``L(h(x_i), y_i)``).
   chosen by several replicates weighs more). :meth:`ESMBO.predict_proba` averages their
   probabilities, :meth:`ESMBO.predict` takes their majority vote (ties: the lowest class
   code).
-- ``N = floor(M / 2)`` by default (sec. 4), which needs the budget ``M``.
+- ``N`` by default (:func:`default_replicates`): the paper's ``floor(M / 2)`` (sec. 4) is
+  the limit, reached only at budgets where each replicate still gets ``min_own`` (8)
+  suggestions of its own: ``N = min(floor(M / 2), max(1, floor(M / 8)))``. Deviation: with
+  ``N = M / 2`` each replicate's SMBO proposes 2 of the ``M`` trials (12 replicates at 25
+  trials), so no replicate's surrogate steers its search, and the search is a random one
+  around each replicate's first points; the scaled count keeps the bootstrap's spread
+  (several replicates) and gives each SMBO room to exploit.
 
 ``bootstrap=False`` uses ``S`` itself for every replicate: with ``N = 1`` ESMBO is then
 SMBO with the base strategy and its final "ensemble" SMBO's arg min.
@@ -35,7 +41,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from metabo.ensembles.base import Combine, EnsembleSearch, weights_of
-from metabo.ensembles.combine import relabel
+from metabo.ensembles.combine import per_example_losses, relabel
 from metabo.evaluation.metrics import get_metric
 from metabo.exceptions import InputDataError
 from metabo.optimizer.history import History
@@ -43,15 +49,6 @@ from metabo.strategies.base import Config, Strategy
 
 if TYPE_CHECKING:
     from metabo.space.cash import CASHSpace
-
-
-def _per_example(metric: str, y: np.ndarray, P: np.ndarray) -> np.ndarray | None:
-    """Per-example losses of the mean-decomposable metrics (None for the others)."""
-    if metric == "error_rate":
-        return (P.argmax(axis=1) != y).astype(float)
-    if metric == "log_loss":
-        return -np.log(np.clip(P[np.arange(len(y)), y], 1e-15, 1.0))
-    return None
 
 
 class ESMBO(EnsembleSearch):
@@ -101,7 +98,7 @@ class ESMBO(EnsembleSearch):
         """Trial ``number``'s risks on every replicate, ``R_{S'_j}`` (N,)."""
         if proba is None:
             return
-        losses = _per_example(self.metric, self.y, proba)
+        losses = per_example_losses(self.metric, self.y, proba)
         if losses is not None:
             risks = self.counts @ losses / len(self.y)
         else:
@@ -124,10 +121,31 @@ class ESMBO(EnsembleSearch):
         """The uniform distribution over the multiset of :meth:`members`."""
         return weights_of(self.members())
 
+    def final(self, rows: np.ndarray, seed: int = 0) -> dict[int, float]:
+        """The last step on the validation rows ``rows``: ``N`` seeded bootstrap replicates
+        of ``rows``, each one's arg min risk (ties: the earliest trial), uniform weights."""
+        numbers = self._require_models()
+        rows = np.asarray(rows)
+        rng = np.random.default_rng(seed)
+        P = {k: self.probas[k][rows] for k in numbers}
+        y = self.y[rows]
+        losses = {k: per_example_losses(self.metric, y, P[k]) for k in numbers}
+        chosen = []
+        for _ in range(self.n_replicates):
+            boot = rng.integers(len(rows), size=len(rows)) if self.bootstrap else np.arange(len(rows))
+            risks = [float(losses[k][boot].mean()) if losses[k] is not None else self.loss(y[boot], P[k][boot])
+                     for k in numbers]
+            chosen.append(numbers[int(np.argmin(risks))])
+        return weights_of(chosen)
 
-def default_replicates(budget: int) -> int:
-    """``N = floor(M / 2)`` (sec. 4), at least 1."""
-    return max(1, math.floor(budget / 2))
+
+def default_replicates(budget: int, min_own: int = 8) -> int:
+    """``N = min(floor(M / 2), max(1, floor(M / min_own)))`` (module docstring): each
+    replicate proposes at least ``min_own`` of the ``M`` trials, and never more replicates
+    than the paper's ``floor(M / 2)`` (sec. 4)."""
+    if min_own < 2:
+        raise InputDataError(f"min_own must be >= 2, got {min_own}")
+    return max(1, min(math.floor(budget / 2), math.floor(budget / min_own)))
 
 
 __all__ = ["ESMBO", "default_replicates"]

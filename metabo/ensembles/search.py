@@ -2,15 +2,35 @@
 DivBO) around any strategy of the project, every trained model recorded with its
 predictions in the knowledge base.
 
-The dataset is split once, a stratified 60/20/20 hold-out (DivBO's setting; the ensemble
-searches combine predictions on the same validation rows, so the reshuffled protocol is
-refused). Each trial is evaluated and recorded as :func:`metabo.optimizer.tune` does
+The dataset is split once (the ensemble searches combine predictions on the same rows, so
+the reshuffled protocol is refused), in one of two ways:
+
+- ``cv=None``: a stratified 60/20/20 hold-out (DivBO's setting). A trial's validation
+  probabilities are its predictions on the 20% validation part.
+- ``cv=k``: a stratified 20% test part, and k-fold cross-validation on the other 80%
+  (the thesis' EO scores every model by 5-fold CV, sec. 4.4.1; auto-sklearn can). A
+  trial's "validation" probabilities are its out-of-fold predictions on all of the 80%
+  (each row predicted by the fold model that did not train on it), so selection, the
+  EO/ESMBO losses and the guard see every training row instead of a 20% part; its test
+  probabilities are the mean of its k fold models'. It costs k fits per trial, each on
+  80% x (k-1)/k of the rows.
+- ``cv="auto"`` (the default): ``k = 5`` when the dataset has at most
+  :data:`AUTO_CV_MAX_ROWS` rows, else the hold-out. The line: at 3,000 rows a fold fit of
+  the slowest default algorithms (forests of 500 trees, kernel SVMs) stays within a few
+  seconds on one core, so a search of 100 trials stays within minutes; beyond it the
+  validation part alone holds 600+ rows, enough for selection to be steady.
+
+Each trial is evaluated and recorded as :func:`metabo.optimizer.tune` does
 (:func:`~metabo.optimizer.tune.run_trials`); its validation probabilities go to the search
 (:meth:`~metabo.ensembles.base.EnsembleSearch.observe`) and its test probabilities are
-kept. Then:
+kept. The final ensemble passes the guard (:mod:`metabo.ensembles.guard`; ``guard=False``
+skips it): the single best trial replaces it unless its cross-validated gain over that
+trial exceeds one standard error, and its members are combined by averaged probabilities
+or by vote, whichever is better out of sample. Then:
 
 - ``test_error``: the final ensemble on the test part, its members as trained on the
-  training part (the searches' own protocol: DivBO sec. 4.1);
+  training part (or the mean of their fold models; the searches' own protocol: DivBO
+  sec. 4.1);
 - with ``refit=True``, ``model``: an :class:`~metabo.ensembles.model.EnsembleModel` of the
   members refitted on training + validation rows (thesis sec. 4.4.1) and its
   ``refit_test_error``;
@@ -27,7 +47,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -36,8 +56,9 @@ from metabo.data.dataset import Dataset
 from metabo.ensembles.base import EnsembleSearch
 from metabo.ensembles.combine import combined_codes, weighted_average
 from metabo.ensembles.diversity import diversity_matrix
+from metabo.ensembles.guard import GuardDecision, guarded_ensemble
 from metabo.evaluation.metrics import get_metric
-from metabo.evaluation.protocols import Holdout, class_codes, class_labels
+from metabo.evaluation.protocols import Holdout, KFold, Split, class_codes, class_labels
 from metabo.exceptions import InputDataError
 from metabo.optimizer.history import History, TrialRecord
 from metabo.strategies import Strategy
@@ -50,6 +71,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 METHODS = ("posthoc", "esmbo", "eo", "divbo")
+#: ``cv="auto"`` cross-validates the search on datasets of at most this many rows (module docstring)
+AUTO_CV_MAX_ROWS = 3000
 
 
 @dataclass(frozen=True)
@@ -77,6 +100,13 @@ class EnsembleResult:
     #: the base strategy's name (``auto`` resolved) and, for ``auto``, why it was chosen
     strategy: str = ""
     strategy_note: str = ""
+    #: the folds of the search's cross-validation (None: the 60/20/20 hold-out)
+    cv: int | None = None
+    #: what the guard decided (None: no guard); ``search_weights``/``search_combine``: the
+    #: search's own final ensemble before the guard
+    guard: GuardDecision | None = None
+    search_weights: dict[int, float] = field(default_factory=dict)
+    search_combine: str = ""
 
     @property
     def members(self) -> list[tuple[str, dict[str, Any], float]]:
@@ -124,6 +154,31 @@ def base_factory(strategy: str | Strategy | Callable[[int], Strategy], kb: Knowl
     return once
 
 
+def resolve_cv(cv: int | str | None, n_rows: int) -> int | None:
+    """The folds of an ensemble search's cross-validation (None: the hold-out), ``"auto"``
+    resolved by the dataset's size (module docstring)."""
+    if cv == "auto":
+        return 5 if n_rows <= AUTO_CV_MAX_ROWS else None
+    if cv is None:
+        return None
+    if isinstance(cv, bool) or not isinstance(cv, int) or cv < 2:
+        raise InputDataError(f"cv must be 'auto', None or an integer >= 2, got {cv!r}")
+    return cv
+
+
+def selection_rows(splits: list[Split]) -> np.ndarray:
+    """The rows the ensemble searches select on, in the order their probabilities are
+    given: the one validation part, or the folds' validation parts one after the other
+    (every non-test row once, for k-fold)."""
+    return np.concatenate([s.valid_idx for s in splits])
+
+
+def out_of_fold(fold_probas: list[np.ndarray]) -> np.ndarray:
+    """A trial's probabilities on :func:`selection_rows`: its fold models' predictions on
+    their own validation parts, stacked in fold order."""
+    return np.concatenate([np.asarray(P, dtype=float) for P in fold_probas], axis=0)
+
+
 def make_search(method: str, base: Callable[[int], Strategy], y_valid: np.ndarray, n_classes: int, *, budget: int,
                 seed: int, metric: str = "error_rate", ensemble_size: int | None = None, loss: str = "squared_margin",
                 n_replicates: int | None = None, combine: str | None = None, n_init: int | None = None,
@@ -144,7 +199,7 @@ def make_search(method: str, base: Callable[[int], Strategy], y_valid: np.ndarra
         raise InputDataError(f"{', '.join(ignored)} do not apply to the {method} search")
     if method == "posthoc":
         return PostHocSelection(base(seed), y_valid, metric=metric, ensemble_size=ensemble_size or 50,
-                                n_classes=n_classes, **options)
+                                n_classes=n_classes, seed=seed, **options)
     if method == "esmbo":
         return ESMBO(lambda j: base(seed + j), y_valid, n_replicates=n_replicates, budget=budget, metric=metric,
                      combine=combine or "vote", n_classes=n_classes, seed=seed, **options)
@@ -174,9 +229,15 @@ def tune_ensemble(
     meta_features: bool = True,
     refit: bool = False,
     progress: Callable[[TrialRecord], None] | None = None,
+    cv: int | str | None = "auto",
+    guard: bool = True,
     **search_options: Any,
 ) -> EnsembleResult:
     """Run the ensemble search ``method`` for ``budget`` trials (module docstring).
+
+    ``cv``: the folds of the search's cross-validation, ``None`` for the 60/20/20 hold-out,
+    ``"auto"`` for 5 folds up to :data:`AUTO_CV_MAX_ROWS` rows. ``guard``: pass the final
+    ensemble through :func:`~metabo.ensembles.guard.guarded_ensemble`.
 
     ``search_options`` go to :func:`make_search` (``ensemble_size``, ``loss``,
     ``n_replicates``, ``combine``, ``n_init``, and the search's own keyword arguments).
@@ -196,13 +257,16 @@ def tune_ensemble(
             raise InputDataError(f"session {session_id!r} exists; an ensemble search is not resumed (its "
                                  "members' predictions are replayed in no order it can trust): choose another id")
     space = default_cash_space() if space is None else space
-    protocol = Holdout(0.6, 0.2, 0.2)
-    setup = prepare(dataset, kb=kb, target=target, protocol=protocol, metric=metric, meta_features=meta_features,
-                    seed=seed)
-    split = protocol.splits(setup.data, seed)[0]
+    setup = prepare(dataset, kb=kb, target=target, protocol=Holdout(0.6, 0.2, 0.2), metric=metric,
+                    meta_features=meta_features, seed=seed)
+    folds = resolve_cv(cv, setup.data.n_instances)
+    if folds is not None:
+        setup = replace(setup, protocol=KFold(folds, test=0.2))
+    protocol = setup.protocol
+    splits = protocol.splits(setup.data, seed)
     codes = class_codes(setup.data)
     n_classes = len(class_labels(setup.data))
-    y_valid, y_test = codes[split.valid_idx], codes[split.test_idx]
+    y_valid, y_test = codes[selection_rows(splits)], codes[splits[0].test_idx]
     if isinstance(strategy, str):  # auto resolved here, for the result to say which and why
         from metabo.optimizer.tune import resolve_strategy
 
@@ -219,16 +283,23 @@ def tune_ensemble(
     test_probas: dict[int, np.ndarray] = {}
 
     def on_evaluated(record: TrialRecord, evaluations: list) -> None:
-        ok = record.ok and evaluations and evaluations[0].valid_proba is not None
-        search.observe(record.number, evaluations[0].valid_proba if ok else None)
-        if ok and evaluations[0].test_proba is not None:
-            test_probas[record.number] = evaluations[0].test_proba
+        ok = record.ok and len(evaluations) == len(splits) and all(
+            e.ok and e.valid_proba is not None for e in evaluations)
+        search.observe(record.number, out_of_fold([e.valid_proba for e in evaluations]) if ok else None)
+        if ok and all(e.test_proba is not None for e in evaluations):
+            test_probas[record.number] = np.mean([e.test_proba for e in evaluations], axis=0)
 
     run_trials(opt, setup, budget=budget, seed=seed, time_limit=time_limit, memory_limit_mb=memory_limit_mb,
                keep_predictions=True, progress=progress, on_evaluated=on_evaluated)
     opt.finish()
-    weights = search.ensemble()
-    combine = search.combine
+    search_weights, search_combine = search.ensemble(), search.combine
+    weights, combine, decision = search_weights, search_combine, None
+    if guard:
+        best = opt.best().number
+        decision = guarded_ensemble(search, metric=metric, seed=seed,
+                                    single=best if best in search.probas else None)
+        weights, combine = decision.weights, decision.combine
+        logger.info("guard: %s", decision.summary)
     valid_error = combined_error(weights, search.probas, y_valid, combine=combine, metric=metric,
                                  n_classes=n_classes)
     test_error = combined_error(weights, test_probas, y_test, combine=combine, metric=metric, n_classes=n_classes)
@@ -236,12 +307,10 @@ def tune_ensemble(
         opt.session_id, setup.dataset_id, method, metric, weights, combine, opt.history, valid_error, test_error,
         opt.best(), mean_pairwise_diversity([search.probas[k] for k in weights]), valid_probas=dict(search.probas),
         test_probas=test_probas, y_valid=y_valid, y_test=y_test, n_classes=n_classes, strategy=name,
-        strategy_note=note,
+        strategy_note=note, cv=folds, guard=decision, search_weights=search_weights, search_combine=search_combine,
     )
     if not refit:
         return result
-    from dataclasses import replace
-
     from metabo.ensembles.model import refit_test_error
 
     members = [(opt.history[k].algorithm, dict(opt.history[k].params)) for k in weights]
@@ -250,5 +319,5 @@ def tune_ensemble(
     return replace(result, model=model, refit_test_error=error if math.isfinite(error) else None)
 
 
-__all__ = ["METHODS", "EnsembleResult", "base_factory", "combined_error", "make_search", "mean_pairwise_diversity",
-           "tune_ensemble"]
+__all__ = ["AUTO_CV_MAX_ROWS", "METHODS", "EnsembleResult", "base_factory", "combined_error", "make_search",
+           "mean_pairwise_diversity", "out_of_fold", "resolve_cv", "selection_rows", "tune_ensemble"]

@@ -17,10 +17,12 @@ ALGORITHMS = ["gaussian_nb", "lda", "knn"]
 def test_posthoc_ensemble_saved_and_loaded(tmp_path, capsys):
     kb_path, model_path = str(tmp_path / "kb.duckdb"), tmp_path / "m.joblib"
     code = main(["tune", "sklearn:iris", "--budget", "6", "--ensemble", "posthoc", "--kb", kb_path,
-                 "--save-model", str(model_path), "--algorithms", *ALGORITHMS, "--session", "ens", "--seed", "1"])
+                 "--save-model", str(model_path), "--algorithms", *ALGORITHMS, "--session", "ens", "--seed", "1",
+                 "--cv", "none", "--no-guard"])
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "session ens: 6 trials" in out and "(posthoc around gp, seed 1)" in out
+    assert "selection on the 20% validation part" in out
     assert "ensemble of " in out and "distinct members (average)" in out
     assert "validation error_rate: 0." in out and "test error_rate: 0." in out
     assert "test error_rate after refitting the members on training + validation rows: " in out
@@ -48,7 +50,8 @@ def test_posthoc_ensemble_saved_and_loaded(tmp_path, capsys):
 
 def test_eo_with_the_c_bound(tmp_path, capsys):
     code = main(["tune", "sklearn:iris", "--budget", "6", "--ensemble", "eo", "--eo-loss", "c_bound",
-                 "--ensemble-size", "3", "--algorithms", *ALGORITHMS, "--kb", str(tmp_path / "kb.duckdb")])
+                 "--ensemble-size", "3", "--algorithms", *ALGORITHMS, "--kb", str(tmp_path / "kb.duckdb"),
+                 "--no-guard"])
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "(eo around gp, seed 0)" in out and "distinct members (vote)" in out
@@ -65,3 +68,20 @@ def test_ensemble_refuses_a_reshuffled_protocol_and_a_used_session(tmp_path, cap
     capsys.readouterr()
     assert main(args) == 2
     assert "session 's' exists" in capsys.readouterr().err
+
+
+def test_cross_validated_ensemble_says_what_the_guard_kept(tmp_path, capsys):
+    """By default iris (150 rows) is searched on 5-fold out-of-fold predictions, and the
+    guard's decision is printed: an ensemble with its cross-validated gain, or the single
+    best configuration and why."""
+    code = main(["tune", "sklearn:iris", "--budget", "5", "--ensemble", "posthoc", "--algorithms", *ALGORITHMS,
+                 "--kb", str(tmp_path / "kb.duckdb")])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "out-of-fold predictions (5-fold cross-validation" in out
+    assert ("cross-validated gain" in out and "over the single best" in out) or "(guard: within its noise)" in out
+    with KnowledgeBase(str(tmp_path / "kb.duckdb")) as kb:
+        runs = kb.query("SELECT fold FROM runs WHERE metric = 'error_rate'")
+    assert sorted(set(runs["fold"])) == [0, 1, 2, 3, 4] and len(runs) == 25
+    assert main(["tune", "sklearn:iris", "--budget", "2", "--ensemble", "posthoc", "--cv", "x"]) == 2
+    assert "--cv" in capsys.readouterr().err

@@ -52,8 +52,7 @@ def test_one_replicate_without_bootstrap_is_smbo():
 
 
 def test_replicates_round_robin_and_members():
-    esmbo = ESMBO(_base(0), Y, budget=12, metric="error_rate", seed=3)
-    assert esmbo.n_replicates == default_replicates(12) == 6
+    esmbo = ESMBO(_base(0), Y, n_replicates=6, metric="error_rate", seed=3)
     opt = Optimizer(SPACE, esmbo, seed=0)
     for _ in range(12):
         t = opt.ask()
@@ -82,3 +81,32 @@ def test_a_trial_told_without_predictions_is_refused():
         opt.ask()
     with pytest.raises(InputDataError):
         ESMBO(_base(0), Y)  # neither n_replicates nor budget
+
+
+@pytest.mark.parametrize(("budget", "expected"), [(2, 1), (12, 1), (16, 2), (25, 3), (100, 12), (1000, 125)])
+def test_replicates_scale_with_the_budget_each_proposing_at_least_eight(budget, expected):
+    n = default_replicates(budget)
+    assert n == expected
+    assert 1 <= n <= max(1, budget // 2)  # the paper's N = floor(M / 2) is the limit
+    assert n == 1 or budget / n >= 8
+    assert default_replicates(budget, min_own=2) == max(1, budget // 2)  # the paper's count
+    assert ESMBO(_base(0), Y, budget=budget).n_replicates == n
+
+
+def test_final_on_all_rows_without_bootstrap_is_the_arg_min():
+    """``final(rows)`` redoes the last step on ``rows``: with bootstrap off, every replicate
+    is ``rows`` itself, so the member is the trial of lowest error there (ties: earliest)."""
+    esmbo = ESMBO(_base(0), Y, n_replicates=3, bootstrap=False)
+    opt = Optimizer(SPACE, esmbo, seed=0)
+    errors = {}
+    for _ in range(6):
+        t = opt.ask()
+        P = proba(t.algorithm, t.params)
+        esmbo.observe(t.number, P)
+        opt.tell(t, float(np.mean(P.argmax(axis=1) != Y)))
+        errors[t.number] = P
+    rows = np.arange(0, N_ROWS, 2)
+    on_rows = {k: float(np.mean(P[rows].argmax(axis=1) != Y[rows])) for k, P in errors.items()}
+    best = min(on_rows, key=lambda k: (on_rows[k], k))
+    assert esmbo.final(rows) == {best: 1.0}
+    assert esmbo.final(np.arange(N_ROWS)) == esmbo.ensemble()

@@ -25,6 +25,7 @@ from metabo.space.algorithms import default_cash_space
 
 SPACE = default_cash_space(["gaussian_nb", "lda", "knn", "decision_tree", "logistic_regression"])
 OPTIONS = {"posthoc": {}, "esmbo": {}, "eo": {"ensemble_size": 3}, "divbo": {"n_init": 3}}
+HOLDOUT = {"cv": None, "guard": False}  # the searches' own protocol: one validation part, their own final ensemble
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +41,7 @@ def wine():
 @pytest.fixture(scope="module")
 def results(cancer, wine):
     """One search per method: breast cancer (2 classes) and wine (3 classes)."""
-    return {(method, name): tune_ensemble(data, method=method, budget=8, space=SPACE, seed=1, **options)
+    return {(method, name): tune_ensemble(data, method=method, budget=8, space=SPACE, seed=1, **HOLDOUT, **options)
             for method, options in OPTIONS.items() for name, data in (("cancer", cancer), ("wine", wine))}
 
 
@@ -119,7 +120,7 @@ def test_same_seed_same_search(wine, method):
 def test_every_trained_model_is_stored_with_its_predictions(tmp_path, cancer):
     with KnowledgeBase(tmp_path / "kb.duckdb") as kb:
         r = tune_ensemble(cancer, method="esmbo", budget=6, space=SPACE, kb=kb, seed=2, session_id="ens",
-                          meta_features=False)
+                          meta_features=False, **HOLDOUT)
         assert r.session_id == "ens" and r.dataset_id is not None
         runs = kb.query("SELECT run_id, config_id, status, value FROM runs "
                         "WHERE source = 'session:ens' AND metric = 'error_rate'")
@@ -145,7 +146,7 @@ def test_every_trained_model_is_stored_with_its_predictions(tmp_path, cancer):
 
 
 def test_refit_gives_the_ensemble_found_trained_on_training_and_validation(wine):
-    r = tune_ensemble(wine, method="posthoc", budget=6, space=SPACE, seed=4, refit=True)
+    r = tune_ensemble(wine, method="posthoc", budget=6, space=SPACE, seed=4, refit=True, **HOLDOUT)
     assert isinstance(r.model, EnsembleModel) and r.model.combine == r.combine
     merged: dict[str, list] = {}  # identical configurations are one member of the model
     for algorithm, params, weight in r.members:
@@ -181,7 +182,7 @@ def test_bad_input(tmp_path, wine):
 
 def test_esmbo_with_one_replicate_on_the_validation_set_is_smbo_and_its_arg_min(cancer):
     r = tune_ensemble(cancer, method="esmbo", budget=8, space=SPACE, strategy="gp", seed=5, n_replicates=1,
-                      bootstrap=False, combine="average")
+                      bootstrap=False, combine="average", **HOLDOUT)
     ok = [t for t in r.history.completed if t.ok]
     best = min(ok, key=lambda t: (t.value, t.number))  # lowest validation error, the earliest among ties
     assert r.weights == {best.number: 1.0}
@@ -204,3 +205,56 @@ def test_options_of_another_search_and_a_shared_instance_are_refused():
     factory = base_factory(GPBO(seed=0), None, None, None, metric="error_rate")
     with pytest.raises(InputDataError, match="several replicates"):
         make_search("esmbo", factory, y, 2, budget=4, seed=0, n_replicates=2)
+
+
+@pytest.fixture(scope="module")
+def cross_validated(wine):
+    """A post-hoc search on 3-fold cross-validation with the guard, and ESMBO's."""
+    return {m: tune_ensemble(wine, method=m, budget=6, space=SPACE, seed=2, cv=3, refit=True, **OPTIONS[m])
+            for m in ("posthoc", "esmbo")}
+
+
+@pytest.mark.parametrize("method", ["posthoc", "esmbo"])
+def test_cross_validated_search_selects_on_out_of_fold_predictions(wine, cross_validated, method):
+    """Every non-test row is a selection row once; a trial's selection probabilities are its
+    fold models' predictions on their own validation folds, its test probabilities their
+    mean; the deployed model is the kept ensemble refitted on the 80% and scored on the 20%."""
+    from metabo.evaluation.evaluate import evaluate
+    from metabo.evaluation.protocols import KFold
+
+    r = cross_validated[method]
+    protocol = KFold(3, test=0.2)
+    splits = protocol.splits(wine, 2)
+    test = splits[0].test_idx
+    rows = np.concatenate([s.valid_idx for s in splits])
+    assert r.cv == 3 and len(rows) == len(set(rows)) == wine.n_instances - len(test)
+    codes = class_codes(wine)
+    np.testing.assert_array_equal(r.y_valid, codes[rows])
+    np.testing.assert_array_equal(r.y_test, codes[test])
+    t = next(t for t in r.history.completed if t.ok)
+    folds = evaluate(t.algorithm, t.params, wine, protocol=protocol, seed=2)
+    np.testing.assert_allclose(r.valid_probas[t.number], np.concatenate([e.valid_proba for e in folds]))
+    np.testing.assert_allclose(r.test_probas[t.number], np.mean([e.test_proba for e in folds], axis=0))
+    assert t.value == pytest.approx(np.mean([e.valid["error_rate"] for e in folds]))
+    # the guard decided, and the result is what it kept
+    g = r.guard
+    assert g is not None and r.weights == g.weights and r.combine == g.combine
+    if g.kept == "single":
+        assert len(r.weights) == 1
+    else:
+        assert r.weights == r.search_weights and g.gain > g.se
+    assert r.valid_error == combined_error(r.weights, r.valid_probas, r.y_valid, combine=r.combine,
+                                           metric="error_rate", n_classes=r.n_classes)
+    # the deployed model: refitted on every non-test row, scored on the test rows
+    assert r.refit_test_error == pytest.approx(float(np.mean(r.model.predict_codes(wine.X.iloc[test]) != codes[test])))
+
+
+def test_cv_auto_is_five_folds_up_to_the_line():
+    from metabo.ensembles import search
+
+    assert search.resolve_cv("auto", search.AUTO_CV_MAX_ROWS) == 5
+    assert search.resolve_cv("auto", search.AUTO_CV_MAX_ROWS + 1) is None
+    assert search.resolve_cv(None, 10) is None and search.resolve_cv(7, 10) == 7
+    for bad in (1, True, "3", 2.5):
+        with pytest.raises(InputDataError, match="cv"):
+            search.resolve_cv(bad, 10)

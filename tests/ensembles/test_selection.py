@@ -1,5 +1,7 @@
 """Ensemble selection never ends above the loss it optimizes at any earlier step; diversity
-is 0 for a model with itself and lies in [0, 1]."""
+is 0 for a model with itself and lies in [0, 1]; bagged selection is the mean of seeded
+bags' selections and caps a lucky model's weight; the guard keeps the single best where
+an ensemble gains nothing out of sample, and the ensemble where it does."""
 
 from __future__ import annotations
 
@@ -8,7 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from metabo.ensembles import diversity, diversity_matrix, ensemble_selection
+from metabo.ensembles import PostHocSelection, diversity, diversity_matrix, ensemble_selection
+from metabo.ensembles.guard import guarded_ensemble
+from metabo.ensembles.selection import bagged_selection
 from metabo.evaluation.metrics import get_metric
 from metabo.exceptions import InputDataError
 
@@ -67,3 +71,74 @@ def test_vectorized_error_rate_matches_the_metric():
     chosen = ensemble_selection(P, y, metric="error_rate", max_size=15)
     by_hand = [error_rate(y, P[list(chosen.order[: k + 1])].mean(axis=0)) for k in range(len(chosen.order))]
     np.testing.assert_allclose(chosen.trajectory, by_hand)
+
+
+def test_bagged_selection_is_the_mean_of_selections_on_seeded_bags():
+    """Caruana et al. 2006 sec. 2.3: each bag a seeded half of the library, the weights the
+    mean of the bags' selections; one bag of the whole library is the plain selection."""
+    P, y = _library(5, H=10)
+    w = bagged_selection(P, y, n_bags=7, fraction=0.5, seed=3, max_size=10)
+    assert sum(w.values()) == pytest.approx(1.0) and w == bagged_selection(P, y, n_bags=7, fraction=0.5, seed=3,
+                                                                           max_size=10)
+    rng = np.random.default_rng(3)
+    expected: dict[int, float] = {}
+    for _ in range(7):
+        bag = np.sort(rng.choice(10, size=5, replace=False))
+        for h, v in ensemble_selection(P[bag], y, max_size=10).weights.items():
+            expected[int(bag[h])] = expected.get(int(bag[h]), 0.0) + v / 7
+    assert w == pytest.approx(expected)
+    assert bagged_selection(P, y, n_bags=1, fraction=1.0, max_size=10) == pytest.approx(
+        ensemble_selection(P, y, max_size=10).weights)
+    with pytest.raises(InputDataError):
+        bagged_selection(P, y, n_bags=0)
+
+
+def test_bagging_caps_the_weight_of_one_lucky_model():
+    """A model that alone fits the selection rows wins every plain selection outright; in
+    the bagged one it weighs at most the share of bags that hold it."""
+    P, y = _library(8, H=12)
+    lucky = np.eye(3)[y] * 0.98 + 0.01 / 1.5  # right on every selection row
+    P = np.concatenate([P, lucky[None]])
+    assert ensemble_selection(P, y, max_size=10, n_init=1).weights == {12: 1.0}
+    w = bagged_selection(P, y, n_bags=20, fraction=0.5, seed=0, max_size=10, n_init=1)
+    assert 0.2 < w[12] < 0.8 and len(w) > 1
+
+
+def _search(P, y, combine="average"):
+    """A post-hoc search holding the library ``P`` as trials 0..H-1."""
+
+    class Fixed(PostHocSelection):
+        pass
+
+    s = Fixed(None, y, n_bags=0, ensemble_size=10)  # type: ignore[arg-type]
+    for k, p in enumerate(P):
+        s.observe(k, p)
+    s.combine = combine
+    return s
+
+
+def test_guard_keeps_the_single_best_when_the_others_add_nothing():
+    """Copies of one model plus noisy models: no ensemble beats the best out of sample."""
+    rng = np.random.default_rng(0)
+    y = rng.integers(2, size=300)
+    good = np.where(rng.random(300) < 0.85, y, 1 - y)  # 85% right
+    best = np.eye(2)[good] * 0.8 + 0.1
+    noise = [np.eye(2)[rng.integers(2, size=300)] * 0.8 + 0.1 for _ in range(5)]
+    d = guarded_ensemble(_search(np.stack([noise[0], best, *noise[1:]]), y), seed=0)
+    assert d.kept == "single" and d.weights == {1: 1.0}
+    assert d.gain <= d.se
+
+
+def test_guard_keeps_an_ensemble_of_independent_experts():
+    """Five models each right on 70% of rows, their errors independent: their average is
+    right far more often (the majority of 5 at 70%: 84%), which the guard sees out of
+    sample; averaged probabilities and the vote agree here, the search's rule is kept."""
+    rng = np.random.default_rng(1)
+    y = rng.integers(2, size=400)
+    P = np.stack([np.eye(2)[np.where(rng.random(400) < 0.7, y, 1 - y)] * 0.6 + 0.2 for _ in range(5)])
+    d = guarded_ensemble(_search(P, y, "vote"), seed=0)
+    assert d.kept == "ensemble" and len(d.weights) >= 3 and d.gain > d.se > 0
+    assert d.combine == "vote"
+    assert d.losses["vote"] < d.losses["single"] - 0.05
+    with pytest.raises(InputDataError):
+        guarded_ensemble(_search(P, y), n_folds=1)
