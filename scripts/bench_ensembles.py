@@ -1,9 +1,10 @@
-"""Benchmark of the ensemble searches, live on real datasets (issue 7); see
-:mod:`metabo.benchmarks.ensembles` for the protocol.
+"""Benchmark of the ensemble searches, live on real datasets held out from the knowledge
+base (issues 7 and 20); see :mod:`metabo.benchmarks.ensembles` for the protocol.
 
 Datasets: ``--n-datasets`` (15) tasks of the knowledge base (the shipped one by default:
 KEEL and scikit-learn datasets) of at most ``--max-instances`` rows, drawn with
-``--dataset-seed``, or ``--datasets``. Every (dataset, seed, search) run is appended to
+``--dataset-seed``, or ``--datasets``; each is held out from what the warm searches
+transfer, with the tasks that may hold the same data. Every (dataset, seed, search) run is appended to
 ``<out>/runs.jsonl`` when it finishes; ``--resume`` keeps them (the same seed gives the
 same run). Runs go seed by seed, so a partial benchmark covers every dataset first. The
 report (``summary.txt``, ``summary.json``, ``ranks.png``) is written from whatever runs
@@ -11,7 +12,7 @@ are there.
 
 Usage:
     python scripts/bench_ensembles.py [--kb PATH] [--budget 100] [--seeds 3] [--jobs 2]
-        [--searches bo,rs,esmbo,...] [--n-datasets 15] [--resume] [--report-only]
+        [--searches bo,esmbo,...] [--n-datasets 15] [--resume] [--report-only] [--out DIR]
 """
 
 from __future__ import annotations
@@ -28,10 +29,13 @@ from typing import Any
 import numpy as np
 
 from metabo.benchmarks.compare import format_table, summarize
-from metabo.benchmarks.ensembles import EVALUATION, SEARCHES, WARM, outputs_of, run_search, table
-from metabo.benchmarks.transfer_live import choose_datasets, dataset_spec, prepare
+from metabo.benchmarks.ensembles import EVALUATION, SEARCHES, outputs_of, run_search, table
+from metabo.benchmarks.transfer_live import choose_datasets, dataset_spec
 from metabo.benchmarks.transfer_methods import load_runs, shipped_kb_file
+from metabo.benchmarks.warm_bench import same_content_groups
 from metabo.kb import KnowledgeBase
+from metabo.kb.past import PastRuns
+from metabo.space.algorithms import default_cash_space
 
 
 def _job(search: str, spec: str, task: str, seed: int, budget: int, past: Any, shared: Any) -> dict[str, Any]:
@@ -45,11 +49,12 @@ def report(runs: list[dict[str, Any]], tasks: list[str], specs: dict[str, str], 
     outputs = [o for s in searches for o in outputs_of(s)]
     E, done = table(runs, outputs, tasks)
     lines = [f"Ensemble benchmark: {len(done)} of {len(tasks)} datasets finished by every method, "
-             f"budget {args.budget}, seeds {sorted({r['seed'] for r in runs})}; test error of the members trained "
-             "on the training part (60/20/20 hold-out), mean over seeds", ""]
+             f"budget {args.budget}, seeds {sorted({r['seed'] for r in runs})}; test error of the deployed model "
+             f"(members refitted on the 80% searched by {EVALUATION['cv']}-fold cross-validation, scored on the "
+             "20% test part), mean over seeds", ""]
     if not done:
         return "\n".join(lines + ["no dataset finished by every method yet"])
-    summary = summarize(E[:, :, None], outputs, report_at=(1,), references=("bo-best", "bo-post"))
+    summary = summarize(E[:, :, None], outputs, report_at=(1,), references=("bo-best", "bo-guarded"))
     entry = summary["at"]["1"]
     width = max(len(o) for o in outputs) + 1
     lines.append(f"{'dataset':22s}" + "".join(f"{o[:11]:>12s}" for o in outputs))
@@ -64,38 +69,54 @@ def report(runs: list[dict[str, Any]], tasks: list[str], specs: dict[str, str], 
         div[o] = float(np.mean([v[0] for v in vals])) if vals else float("nan")
         size[o] = float(np.mean([v[1] for v in vals])) if vals else float("nan")
     lines.append(f"{'method':{width}s} {'mean test':>10s} {'avg rank':>9s} {'p vs bo-best':>13s} "
-                 f"{'p vs bo-post':>13s} {'diversity':>10s} {'members':>8s}")
+                 f"{'p vs bo-guard':>13s} {'w/t/l best':>11s} {'diversity':>10s} {'members':>8s}")
+    best = E[outputs.index("bo-best")] if "bo-best" in outputs else None
     for i, o in sorted(enumerate(outputs), key=lambda x: entry["mean_rank"][x[1]]):
         pw = entry["wilcoxon"].get(o, {})
+        wtl = "" if best is None else f"{int((E[i] < best).sum())}/{int((E[i] == best).sum())}/{int((E[i] > best).sum())}"
         lines.append(f"{o:{width}s} {E[i].mean():>10.4f} {entry['mean_rank'][o]:>9.2f} "
-                     f"{pw.get('vs_bo-best', float('nan')):>13.3g} {pw.get('vs_bo-post', float('nan')):>13.3g} "
-                     f"{div[o]:>10.3f} {size[o]:>8.1f}")
+                     f"{pw.get('vs_bo-best', float('nan')):>13.3g} {pw.get('vs_bo-guarded', float('nan')):>13.3g} "
+                     f"{wtl:>11s} {div[o]:>10.3f} {size[o]:>8.1f}")
     lines.append(f"Friedman p {entry['friedman_p']:.3g}; Nemenyi critical difference (alpha 0.05, "
                  f"{len(outputs)} methods, {len(done)} datasets) {entry['nemenyi_cd']}")
-    # the aims: ahead of bo-best / bo-post in average rank; warm variants against their cold selves
-    aims = []
-    for o in outputs:
-        if o in ("bo-best", "bo-post", "rs-best", "rs-post", "divbo-best"):
-            continue
-        aims.append(f"  {o}: rank {entry['mean_rank'][o]:.2f} vs bo-best {entry['mean_rank']['bo-best']:.2f}, "
-                    f"bo-post {entry['mean_rank']['bo-post']:.2f}")
-    lines += ["Average ranks against the references:"] + aims
-    cold = {"esmbo-rlgp": "esmbo", "eo-rlgp": "eo-squared_margin", "divbo-rlgp": "divbo"}
+    # the aims: every ensemble against the single best of its own search (issue 20)
     from metabo.benchmarks.compare import wilcoxon_p
 
+    lines.append("Each output against the single best configuration of the same search (mean deployed test "
+                 "error, wins/ties/losses over datasets, Wilcoxon p):")
+    for o in outputs:
+        search = next((s for s in searches if o == s or o.startswith(s + "-")), None)
+        ref = f"{search}-best" if search and f"{search}-best" in outputs else "bo-best"
+        if o == ref or ref not in outputs:
+            continue
+        a, b = E[outputs.index(o)], E[outputs.index(ref)]
+        lines.append(f"  {o} vs {ref}: {a.mean():.4f} vs {b.mean():.4f}, {int((a < b).sum())}/"
+                     f"{int((a == b).sum())}/{int((a > b).sum())}, p {wilcoxon_p(a, b):.3g}")
+    kept = [r["guard"]["kept"] for r in runs if r.get("guard") and r["task"] in done]
+    if kept:
+        lines.append(f"The guard kept the ensemble in {kept.count('ensemble')} of {len(kept)} searches")
+    cold = {"warm": "bo", "esmbo-warm": "esmbo", "divbo-warm": "divbo"}
     for w, c in cold.items():
-        if w in outputs and c in outputs:
-            a, b = E[outputs.index(w)], E[outputs.index(c)]
-            lines.append(f"  warm {w} vs cold {c}: mean test {a.mean():.4f} vs {b.mean():.4f}, wins/ties/losses "
-                         f"{int((a < b).sum())}/{int((a == b).sum())}/{int((a > b).sum())}, Wilcoxon p "
-                         f"{wilcoxon_p(a, b):.3g}")
+        for suffix in ("-guarded", "-best"):
+            if w + suffix in outputs and c + suffix in outputs:
+                a, b = E[outputs.index(w + suffix)], E[outputs.index(c + suffix)]
+                lines.append(f"  warm {w}{suffix} vs cold {c}{suffix}: {a.mean():.4f} vs {b.mean():.4f}, "
+                             f"{int((a < b).sum())}/{int((a == b).sum())}/{int((a > b).sum())}, p "
+                             f"{wilcoxon_p(a, b):.3g}")
+    T, _ = table(runs, outputs, done, key="test_error")
+    lines.append("Members as trained (mean of their fold models, no refit), mean test error: "
+                 + ", ".join(f"{o} {T[i].mean():.4f}" for i, o in enumerate(outputs)))
     taus = [r["kendall_tau"] for r in runs if "kendall_tau" in r and r["task"] in done]
     if taus:
         lines.append(f"DivBO diversity surrogate, Kendall tau on held-out pairs (20% of each run's models held "
                      f"out): mean {np.mean(taus):.3f}, median {np.median(taus):.3f} over {len(taus)} runs")
     secs = {s: float(np.mean([r["seconds"] for r in runs if r["search"] == s])) for s in searches
             if any(r["search"] == s for r in runs)}
-    lines.append("Mean seconds per run: " + ", ".join(f"{s} {v:.0f}" for s, v in secs.items()))
+    lines.append("Mean seconds per search (budget trials, each fold fitted): " + ", ".join(
+        f"{s} {v:.0f}" for s, v in secs.items()))
+    refit = [r.get("refit_seconds", 0.0) for r in runs]
+    if refit:
+        lines.append(f"Mean seconds to refit every output's members of a search: {np.mean(refit):.1f}")
     text = "\n".join(lines) + "\n"
     (out / "summary.json").write_text(json.dumps(
         {"command": " ".join(sys.argv), "datasets": {t: specs[t] for t in done}, "outputs": outputs,
@@ -115,7 +136,7 @@ def plot(E: np.ndarray, outputs: list[str], entry: dict[str, Any], div: dict[str
     order = sorted(outputs, key=lambda o: entry["mean_rank"][o])
     fig, (a, b) = plt.subplots(1, 2, figsize=(13, 5))
     ranks = [entry["mean_rank"][o] for o in order]
-    a.barh(range(len(order)), ranks, color=["tab:orange" if o.endswith("rlgp") else "tab:blue" for o in order])
+    a.barh(range(len(order)), ranks, color=["tab:orange" if "warm" in o else "tab:blue" for o in order])
     a.set_yticks(range(len(order)), order)
     a.invert_yaxis()
     cd = entry["nemenyi_cd"]
@@ -124,7 +145,7 @@ def plot(E: np.ndarray, outputs: list[str], entry: dict[str, Any], div: dict[str
     a.legend(loc="lower right")
     means = E.mean(axis=1)
     for i, o in enumerate(outputs):
-        b.scatter(div[o], means[i], color="tab:orange" if o.endswith("rlgp") else "tab:blue")
+        b.scatter(div[o], means[i], color="tab:orange" if "warm" in o else "tab:blue")
         b.annotate(o, (div[o], means[i]), fontsize=7)
     b.set_xlabel("mean pairwise diversity of the final ensemble (DivBO eq. 3)")
     b.set_ylabel("mean test error")
@@ -136,9 +157,10 @@ def plot(E: np.ndarray, outputs: list[str], entry: dict[str, Any], div: dict[str
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--kb", help="knowledge base file (default: the shipped export, imported to a temporary file)")
-    p.add_argument("--searches", type=lambda s: s.split(","), default=list(SEARCHES))
+    p.add_argument("--searches", type=lambda s: s.split(","),
+                   default=["bo", "esmbo", "divbo", "eo-sigmoid", "warm"])
     p.add_argument("--budget", type=int, default=100)
-    p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--seeds", type=int, default=2)
     p.add_argument("--datasets", type=lambda s: s.split(","), help="knowledge-base task ids")
     p.add_argument("--n-datasets", type=int, default=15)
     p.add_argument("--dataset-seed", type=int, default=0)
@@ -146,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--resume", action="store_true", help="keep the runs already in runs.jsonl")
     p.add_argument("--report-only", action="store_true", help="write the report from runs.jsonl, run nothing")
-    p.add_argument("--out", type=Path, default=Path("reports/ensembles"))
+    p.add_argument("--out", type=Path, default=Path("reports/ensembles-v2"))
     args = p.parse_args(argv)
     unknown = [s for s in args.searches if s not in SEARCHES]
     if unknown:
@@ -157,13 +179,15 @@ def main(argv: list[str] | None = None) -> int:
         runs_path.unlink()
     kb_path = shipped_kb_file(args.kb)
     start = time.perf_counter()
-    past, shared = prepare(kb_path, ["rlgp-warm"] if set(WARM) & set(args.searches) else [])
     with KnowledgeBase(kb_path, read_only=True) as kb:
+        past = PastRuns.from_kb(kb)
+        datasets = kb.query("SELECT dataset_id, fingerprint, n_instances, n_classes, n_features FROM datasets")
         tasks = choose_datasets(kb, past.tasks, names=args.datasets, n=args.n_datasets, seed=args.dataset_seed,
                                 max_instances=args.max_instances)
         specs = {t: dataset_spec(kb, t) for t in tasks}
+    shared = {"space": default_cash_space(), "same_content": same_content_groups(datasets, past.meta_features)}
     print(f"{len(tasks)} datasets: {', '.join(specs.values())} ({time.perf_counter() - start:.0f} s to load the "
-          "past and fit the bank)", flush=True)
+          "past)", flush=True)
     have = {(r["search"], r["task"], r["seed"]) for r in load_runs(runs_path) if r["budget"] == args.budget}
     keys = [(s, t, seed) for seed in range(args.seeds) for t in tasks for s in args.searches
             if (s, t, seed) not in have]

@@ -40,18 +40,14 @@ def _load(kb_path: str, protocol: str, methods: list[str]) -> None:
     from metabo.space.algorithms import default_cash_space
 
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    from metabo.benchmarks.warm_bench import possible_copies
+    from metabo.benchmarks.warm_bench import same_content_groups
     from metabo.evaluation.metrics import transfer_metrics
 
     with KnowledgeBase(kb_path, read_only=True) as kb:
         # tasks that recorded only another error rate (OBOE's) are knowledge too
         past = PastRuns.from_kb(kb, also=transfer_metrics("error_rate")[1:])
         datasets = kb.query("SELECT dataset_id, fingerprint, source, n_instances, n_classes, n_features FROM datasets")
-    groups: dict[str, list[str]] = {}
-    for f, part in datasets.dropna(subset=["fingerprint"]).groupby("fingerprint"):
-        ids = part["dataset_id"].tolist()
-        for d in ids:
-            groups[d] = [x for x in ids if x != d] + possible_copies(datasets, past.meta_features, d)
+    groups = same_content_groups(datasets, past.meta_features)
     sources = dict(zip(datasets["dataset_id"], datasets["source"]))
     kb_space = default_cash_space([a for a in default_cash_space().algorithms if a in past.algorithms])
     shared: dict[str, Any] = {"space": kb_space if protocol == "surrogate" else default_cash_space(),

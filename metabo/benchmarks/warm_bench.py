@@ -139,6 +139,18 @@ def held_out(past: PastRuns, task: str, same_content: Mapping[str, Sequence[str]
     return past.without({task, *same_content.get(task, ())})
 
 
+def same_content_groups(datasets: Any, meta_features: Any) -> dict[str, list[str]]:
+    """Task -> the other tasks that hold (or may hold) its data: those with its content
+    fingerprint, and its :func:`possible_copies`. ``datasets``: the knowledge base's
+    datasets table (dataset_id, fingerprint, n_instances, n_classes, n_features)."""
+    groups: dict[str, list[str]] = {}
+    for _, part in datasets.dropna(subset=["fingerprint"]).groupby("fingerprint"):
+        ids = part["dataset_id"].tolist()
+        for d in ids:
+            groups[d] = [x for x in ids if x != d] + possible_copies(datasets, meta_features, d)
+    return groups
+
+
 def possible_copies(datasets: Any, meta_features: Any, task: str) -> list[str]:
     """The tasks stored without content (no ``fingerprint``) that may hold ``task``'s data:
     ``n_instances`` between 0.9 and 2 times ``task``'s (a KEEL copy of a UCI dataset often
@@ -405,5 +417,5 @@ def _at(curve: Sequence[float], k: int) -> float:
 
 
 __all__ = ["BANK_METHODS", "METHODS", "OptunaTPE", "RecordedOrder", "held_out", "knowledge_of", "live_regret",
-           "make_method", "method_options", "possible_copies", "report", "space_of",
+           "make_method", "method_options", "possible_copies", "report", "same_content_groups", "space_of",
            "surrogate_run"]
