@@ -128,6 +128,8 @@ def cmd_tune_ensemble(args: argparse.Namespace) -> int:
     if g is not None and g.kept == "single":
         print(f"the single best configuration: the search's ensemble of {len(result.search_weights)} gains "
               f"{g.gain:+.4f} +- {g.se:.4f} over it out of sample (guard: within its noise)")
+    elif len(result.weights) == 1:
+        print("a single configuration: the search's ensemble has one distinct member")
     else:
         gain = "" if g is None else f"; cross-validated gain {g.gain:+.4f} +- {g.se:.4f} over the single best"
         print(f"ensemble of {len(result.weights)} distinct members ({result.combine}{gain}):")
