@@ -15,10 +15,11 @@ the reshuffled protocol is refused), in one of two ways:
   probabilities are the mean of its k fold models'. It costs k fits per trial, each on
   80% x (k-1)/k of the rows.
 - ``cv="auto"`` (the default): ``k = 5`` when the dataset has at most
-  :data:`AUTO_CV_MAX_ROWS` rows, else the hold-out. The line: at 3,000 rows a fold fit of
-  the slowest default algorithms (forests of 500 trees, kernel SVMs) stays within a few
-  seconds on one core, so a search of 100 trials stays within minutes; beyond it the
-  validation part alone holds 600+ rows, enough for selection to be steady.
+  :data:`AUTO_CV_MAX_ROWS` rows, else the hold-out. The line: up to 3,000 rows a fold
+  trains on at most 1,920 rows, where fits are a fraction of a second, so a 100-trial
+  search stays within minutes (the fit times behind it: ``reports/ensembles-v2/README.md``);
+  beyond it the hold-out's validation part alone holds 600+ rows, enough for selection to
+  be steadier, and k fits of a larger table cost more.
 
 Each trial is evaluated and recorded as :func:`metabo.optimizer.tune` does
 (:func:`~metabo.optimizer.tune.run_trials`); its validation probabilities go to the search
