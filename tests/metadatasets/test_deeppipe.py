@@ -11,11 +11,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import signal
-import subprocess
-import sys
-import textwrap
-import time
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +19,7 @@ import pytest
 
 from metabo.exceptions import InputDataError
 from metabo.kb import KnowledgeBase
+from metabo.testing.killed import ingest_killed_midway
 from metabo.metadatasets import get_source, source_class
 from metabo.metadatasets.deeppipe import DATA_DIR, PMF, TensorOBOE, enumerate_pipelines
 from metabo.metadatasets.ingest import ingest_metadataset, state_key
@@ -229,35 +225,13 @@ def test_a_corrupt_chunk_stores_nothing_of_it(tmp_path: Path) -> None:
         assert kb.get_state(state_key("tensor-oboe"))["next_chunk"] == 1
 
 
-_SLOW_INGEST = textwrap.dedent("""
-    import sys, time
-    from pathlib import Path
-    from metabo.kb import KnowledgeBase
-    from metabo.metadatasets.deeppipe import TensorOBOE
-    from metabo.metadatasets.ingest import ingest_metadataset
-
-    beat = Path(sys.argv[3])
-    def progress(n):
-        beat.write_text(str(int(beat.read_text() or 0) + 1) if beat.exists() else "1")
-        time.sleep(0.3)  # room for the parent to kill between (or inside) chunks
-    with KnowledgeBase(sys.argv[2]) as kb:
-        ingest_metadataset(kb, TensorOBOE(sys.argv[1], rows_per_chunk=1), progress=progress)
-""")
-
-
 @pytest.mark.skipif(os.name != "posix", reason="SIGKILL")
 def test_killed_ingestion_then_rerun_completes_it(tmp_path: Path) -> None:
     with KnowledgeBase(tmp_path / "whole.duckdb") as kb:
         ingest_metadataset(kb, TensorOBOE(FIXTURE, rows_per_chunk=1))
         whole = _run_ids(kb)
-    script, beat, path = tmp_path / "slow.py", tmp_path / "beat", tmp_path / "killed.duckdb"
-    script.write_text(_SLOW_INGEST)
-    proc = subprocess.Popen([sys.executable, str(script), str(FIXTURE), str(path), str(beat)])
-    deadline = time.monotonic() + 60
-    while not beat.exists() and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.02)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    path = tmp_path / "killed.duckdb"
+    ingest_killed_midway("metabo.metadatasets.deeppipe:TensorOBOE", FIXTURE, path, tmp_path)
     with KnowledgeBase(path) as kb:
         partial = _run_ids(kb)
         assert partial < whole  # killed half way

@@ -10,11 +10,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
-import subprocess
-import sys
-import textwrap
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -23,6 +18,7 @@ import pytest
 
 from metabo.exceptions import InputDataError
 from metabo.kb import KnowledgeBase
+from metabo.testing.killed import ingest_killed_midway
 from metabo.metadatasets import get_source, source_class
 from metabo.metadatasets.ingest import ingest_metadataset, state_key
 from metabo.metadatasets.oboe import DATA_DIR, OBOE, enumerate_settings, to_project
@@ -244,35 +240,13 @@ def test_a_bad_chunk_stores_nothing_of_it_and_keeps_the_chunks_before(tmp_path: 
         assert kb.query("SELECT count(*) AS n FROM runs")["n"][0] == 4 * N_COLUMNS
 
 
-_SLOW_INGEST = textwrap.dedent("""
-    import sys, time
-    from pathlib import Path
-    from metabo.kb import KnowledgeBase
-    from metabo.metadatasets.oboe import OBOE
-    from metabo.metadatasets.ingest import ingest_metadataset
-
-    beat = Path(sys.argv[3])
-    def progress(n):
-        beat.write_text(str(int(beat.read_text() or 0) + 1) if beat.exists() else "1")
-        time.sleep(0.3)  # room for the parent to kill between (or inside) chunks
-    with KnowledgeBase(sys.argv[2]) as kb:
-        ingest_metadataset(kb, OBOE(sys.argv[1], rows_per_chunk=1), progress=progress)
-""")
-
-
 @pytest.mark.skipif(os.name != "posix", reason="SIGKILL")
 def test_killed_ingestion_then_rerun_completes_it(tmp_path: Path) -> None:
     with KnowledgeBase(tmp_path / "whole.duckdb") as kb:
         ingest_metadataset(kb, OBOE(FIXTURE, rows_per_chunk=1))
         whole = _run_ids(kb)
-    script, beat, path = tmp_path / "slow.py", tmp_path / "beat", tmp_path / "killed.duckdb"
-    script.write_text(_SLOW_INGEST)
-    proc = subprocess.Popen([sys.executable, str(script), str(FIXTURE), str(path), str(beat)])
-    deadline = time.monotonic() + 60
-    while not beat.exists() and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.02)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    path = tmp_path / "killed.duckdb"
+    ingest_killed_midway("metabo.metadatasets.oboe:OBOE", FIXTURE, path, tmp_path)
     with KnowledgeBase(path) as kb:
         partial = _run_ids(kb)
         assert 0 < len(partial) < len(whole) and partial < whole  # killed half way, what was stored stays
