@@ -16,8 +16,8 @@ dataset's task and the tasks that may hold the same data
 Searches (``SEARCHES``) and their outputs (methods of the report):
 
 - ``bo`` (GP-BO, post-hoc): ``bo-best`` (the trial of lowest cross-validated error, the
-  single best of the search), ``bo-post`` (Caruana et al. 2004 selection, no guard),
-  ``bo-bagged`` (bagged selection, Caruana et al. 2006), ``bo-guarded`` (bagged selection
+  single best of the search), ``bo-post`` (Caruana et al. 2004 selection without bagging, no guard),
+  ``bo-bagged`` (bagged selection, Caruana et al. 2004), ``bo-guarded`` (bagged selection
   through the guard: what ``metabo tune --ensemble posthoc`` deploys);
 - ``rs`` (random search), likewise ``rs-*``; ``warm`` (the default warm start), ``warm-*``;
 - ``esmbo``: ``esmbo`` (its replicates' arg mins, majority vote), ``esmbo-guarded`` and

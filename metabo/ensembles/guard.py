@@ -19,8 +19,8 @@ rows that step did not see:
 3. The rule of lowest cross-validated loss (ties: the search's own) is kept; the ensemble
    (all rows' :meth:`~metabo.ensembles.base.EnsembleSearch.ensemble`, with that rule) is
    returned if its gain exceeds ``z`` standard errors, else the single best trial on all
-   rows, weight 1 (Caruana et al. 2006 sec. 4 report selection overfitting small hillclimb
-   sets; this is the fallback the issue asks for).
+   rows, weight 1 (selection overfits a small hillclimb set, which is why Caruana et al.
+   2006 study the hillclimb set's size and hillclimb on cross-validated predictions).
 
 Searches whose members cannot be re-chosen on part of the rows (EO's slots are filled
 during the search) keep their members in step 1, so their gain is optimistic; the guard

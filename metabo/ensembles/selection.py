@@ -16,12 +16,15 @@ predicts the average ``P_S = 1/|S| sum_{h in S} P_h`` (repeated members weigh mo
    counted, those of the initialization too; so the returned loss is never above the best
    single model's, nor above any earlier step's.
 
-Bagged selection (Caruana, Munson and Niculescu-Mizil 2006, "Getting the most out of
-ensemble selection", sec. 2.3; :func:`bagged_selection`): ``n_bags`` times, draw a random
+Bagged selection (Caruana et al. 2004, "bagged ensemble selection", the third
+of that paper's additions beside selection with replacement and sorted initialization;
+:func:`bagged_selection`): ``n_bags`` times, draw a random
 ``fraction`` of the library (without replacement, seeded) and run the selection above on
 that bag alone; the final ensemble is the average of the bags' weight vectors. A model
 that fits the selection rows by chance wins only in the bags that hold it, so one lucky
-overfit model weighs at most its bag share; the paper uses p = 0.5 and 20 bags.
+overfit model weighs at most its bag share; the paper uses p = 0.5 and 20 bags. (Issue 20
+names Caruana, Munson and Niculescu-Mizil 2006 for these; that paper's own addition used
+here is hillclimbing on cross-validated predictions: :mod:`metabo.ensembles.search`'s ``cv``.)
 """
 
 from __future__ import annotations
@@ -145,7 +148,7 @@ class PostHocSelection(EnsembleSearch):
     """A plain search (any strategy's suggestions, untouched) whose final ensemble is
     ensemble selection over every model it trained: BO-post / RS-post (Caruana et al.;
     auto-sklearn's post-hoc design), bagged by default (20 bags of half the library,
-    Caruana et al. 2006; ``n_bags=0``: the 2004 selection)."""
+    Caruana et al. 2004; ``n_bags=0``: selection without bagging)."""
 
     name = "posthoc"
     combine = "average"
