@@ -38,6 +38,14 @@ from metabo.kb.past import PastRuns
 from metabo.space.algorithms import default_cash_space
 
 
+#: (method, reference) pairs of the seeds' headline comparisons: ESMBO vs SMBO (Lacoste et al.
+#: 2014 Tables 2-3), EO per loss vs BO-best and BO-post (thesis Table 4.6), DivBO vs BO-post
+#: (BO-ES in Shen et al. 2022 Table 1)
+PAPER_PAIRS = [("esmbo", "bo-best"), ("eo-sigmoid", "bo-best"), ("eo-sigmoid", "bo-post"),
+               ("eo-squared_margin", "bo-best"), ("eo-squared_margin", "bo-post"), ("eo-c_bound", "bo-best"),
+               ("eo-c_bound", "bo-post"), ("divbo", "bo-post"), ("divbo", "divbo-best")]
+
+
 def _job(search: str, spec: str, task: str, seed: int, budget: int, past: Any, shared: Any) -> dict[str, Any]:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     logging.getLogger("metabo").setLevel(logging.WARNING)
@@ -92,6 +100,13 @@ def report(runs: list[dict[str, Any]], tasks: list[str], specs: dict[str, str], 
         a, b = E[outputs.index(o)], E[outputs.index(ref)]
         lines.append(f"  {o} vs {ref}: {a.mean():.4f} vs {b.mean():.4f}, {int((a < b).sum())}/"
                      f"{int((a == b).sum())}/{int((a > b).sum())}, p {wilcoxon_p(a, b):.3g}")
+    lines.append("The papers' headline comparisons (mean deployed test error, wins/ties/losses, Wilcoxon p; the "
+                 "papers' figures in reports/ensembles-v2/README.md):")
+    for a_name, b_name in PAPER_PAIRS:
+        if a_name in outputs and b_name in outputs:
+            a, b = E[outputs.index(a_name)], E[outputs.index(b_name)]
+            lines.append(f"  {a_name} vs {b_name}: {a.mean():.4f} vs {b.mean():.4f}, {int((a < b).sum())}/"
+                         f"{int((a == b).sum())}/{int((a > b).sum())}, p {wilcoxon_p(a, b):.3g}")
     kept = [r["guard"]["kept"] for r in runs if r.get("guard") and r["task"] in done]
     if kept:
         lines.append(f"The guard kept the ensemble in {kept.count('ensemble')} of {len(kept)} searches")
