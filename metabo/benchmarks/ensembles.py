@@ -97,7 +97,6 @@ def run_search(search: str, spec: str, task: str, seed: int, budget: int, past: 
     from metabo.exceptions import InputDataError
     from metabo.ingest.build import load_for_training
     from metabo.ensembles.search import tune_ensemble
-    from metabo.evaluation.protocols import KFold
     from metabo.strategies.portfolio import PortfolioWarmStart
 
     method, base, options = SEARCHES[search]
@@ -113,13 +112,12 @@ def run_search(search: str, spec: str, task: str, seed: int, budget: int, past: 
     if data is None:
         raise InputDataError(f"{spec}: nothing is left to train on")
     start = time.perf_counter()
-    r = tune_ensemble(spec, method=method, budget=budget, strategy=strategy, space=shared["space"], seed=seed,
+    r = tune_ensemble(data, method=method, budget=budget, strategy=strategy, space=shared["space"], seed=seed,
                       metric=EVALUATION["metric"], time_limit=EVALUATION["time_limit"],
                       memory_limit_mb=EVALUATION["memory_limit_mb"], cv=EVALUATION["cv"], guard=True,
                       meta_features=False, **options)
     seconds = time.perf_counter() - start
     y_valid, y_test, K = r.y_valid, r.y_test, r.n_classes
-    test_idx = KFold(EVALUATION["cv"], test=0.2).splits(data, seed)[0].test_idx
     chosen: dict[str, tuple[dict[int, float], str]] = {}
     for name in outputs_of(search):
         if name.endswith("-best"):
@@ -136,7 +134,7 @@ def run_search(search: str, spec: str, task: str, seed: int, budget: int, past: 
     members = sorted({k for w, _ in chosen.values() for k in w})
     refit_start = time.perf_counter()
     refitted = refitted_test_probas(data, {k: (r.history[k].algorithm, dict(r.history[k].params)) for k in members},
-                                    test_idx, seed)
+                                    r.test_idx, seed)
     refit_seconds = time.perf_counter() - refit_start
     out: dict[str, dict[str, Any]] = {}
     for name, (weights, combine) in chosen.items():

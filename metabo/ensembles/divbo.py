@@ -165,10 +165,11 @@ class DivBO(EnsembleSearch):
         return (f"DivBO(E={self.ensemble_size}, beta={self.beta}, tau={self.tau}, n_init={self.n_init}, "
                 f"base={self.base!r}, seed={self.seed})")
 
-    def pool(self, max_size: int | None = None) -> dict[int, float]:
-        """Ensemble selection over the observed models: trial number -> weight."""
+    def pool(self, max_size: int | None = None, rows: np.ndarray | None = None) -> dict[int, float]:
+        """Ensemble selection over the observed models, on the validation rows ``rows``
+        (None: all): trial number -> weight."""
         return select_from(self.probas, self.y, metric=self.metric,
-                           max_size=self.ensemble_size if max_size is None else max_size)
+                           max_size=self.ensemble_size if max_size is None else max_size, rows=rows)
 
     def ensemble(self) -> dict[int, float]:
         """The final ensemble: ensemble selection of size ``E`` (Algorithm 1, line 13)."""
@@ -176,8 +177,7 @@ class DivBO(EnsembleSearch):
 
     def final(self, rows: np.ndarray, seed: int = 0) -> dict[int, float]:
         """The final ensemble selection on the validation rows ``rows``."""
-        return select_from({k: P[rows] for k, P in self.probas.items()}, self.y[rows], metric=self.metric,
-                           max_size=self.ensemble_size)
+        return self.pool(rows=rows)
 
     def _candidates(self, history: History, space: CASHSpace, rng: np.random.Generator) -> np.ndarray:
         X = space.sample_encoded(rng, self.n_random)

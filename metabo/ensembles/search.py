@@ -103,6 +103,8 @@ class EnsembleResult:
     strategy_note: str = ""
     #: the folds of the search's cross-validation (None: the 60/20/20 hold-out)
     cv: int | None = None
+    #: the dataset's test rows (``y_test``'s, in that order)
+    test_idx: np.ndarray | None = field(default=None, repr=False)
     #: what the guard decided (None: no guard); ``search_weights``/``search_combine``: the
     #: search's own final ensemble before the guard
     guard: GuardDecision | None = None
@@ -308,7 +310,7 @@ def tune_ensemble(
         opt.session_id, setup.dataset_id, method, metric, weights, combine, opt.history, valid_error, test_error,
         opt.best(), mean_pairwise_diversity([search.probas[k] for k in weights]), valid_probas=dict(search.probas),
         test_probas=test_probas, y_valid=y_valid, y_test=y_test, n_classes=n_classes, strategy=name,
-        strategy_note=note, cv=folds, guard=decision, search_weights=search_weights, search_combine=search_combine,
+        strategy_note=note, cv=folds, test_idx=splits[0].test_idx, guard=decision, search_weights=search_weights, search_combine=search_combine,
     )
     if not refit:
         return result

@@ -120,13 +120,17 @@ def bagged_selection(probas: Sequence[np.ndarray] | np.ndarray, y: np.ndarray, *
 
 def select_from(probas: Mapping[int, np.ndarray], y: np.ndarray, *, metric: str = "error_rate",
                 max_size: int = 50, n_init: int = 3, n_bags: int = 0, fraction: float = 0.5,
-                seed: int = 0) -> dict[int, float]:
+                seed: int = 0, rows: np.ndarray | None = None) -> dict[int, float]:
     """:func:`ensemble_selection` (``n_bags=0``) or :func:`bagged_selection` over a library
-    keyed by trial number: trial number -> weight in the selected ensemble."""
+    keyed by trial number, on the rows ``rows`` of ``probas`` and ``y`` (None: all): trial
+    number -> weight in the selected ensemble."""
     if not probas:
         raise InputDataError("no trained model observed yet")
     numbers = sorted(probas)
-    library = [probas[k] for k in numbers]
+    if rows is None:
+        library = [probas[k] for k in numbers]
+    else:
+        library, y = [np.asarray(probas[k])[rows] for k in numbers], np.asarray(y)[rows]
     if n_bags:
         weights = bagged_selection(library, y, metric=metric, max_size=max_size, n_init=n_init, n_bags=n_bags,
                                    fraction=fraction, seed=seed)
@@ -177,9 +181,8 @@ class PostHocSelection(EnsembleSearch):
 
     def final(self, rows: np.ndarray, seed: int = 0) -> dict[int, float]:
         """The selection on the validation rows ``rows``."""
-        return select_from({k: P[rows] for k, P in self.probas.items()}, self.y[rows], metric=self.metric,
-                           max_size=self.ensemble_size, n_init=self.n_init, n_bags=self.n_bags,
-                           fraction=self.fraction, seed=seed)
+        return select_from(self.probas, self.y, metric=self.metric, max_size=self.ensemble_size, n_init=self.n_init,
+                           n_bags=self.n_bags, fraction=self.fraction, seed=seed, rows=rows)
 
 
 __all__ = ["EnsembleSelection", "PostHocSelection", "bagged_selection", "ensemble_selection", "select_from"]

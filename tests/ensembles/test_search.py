@@ -231,6 +231,7 @@ def test_cross_validated_search_selects_on_out_of_fold_predictions(wine, cross_v
     codes = class_codes(wine)
     np.testing.assert_array_equal(r.y_valid, codes[rows])
     np.testing.assert_array_equal(r.y_test, codes[test])
+    np.testing.assert_array_equal(r.test_idx, test)
     t = next(t for t in r.history.completed if t.ok)
     folds = evaluate(t.algorithm, t.params, wine, protocol=protocol, seed=2)
     np.testing.assert_allclose(r.valid_probas[t.number], np.concatenate([e.valid_proba for e in folds]))
