@@ -52,14 +52,23 @@ def _job(search: str, spec: str, task: str, seed: int, budget: int, past: Any, s
     return run_search(search, spec, task, seed, budget, past, shared)
 
 
+def _protocols(runs: list[dict[str, Any]]) -> str:
+    """How the runs searched: ``"5-fold cross-validation (40 runs), a hold-out (20 runs)"``."""
+    counts: dict[Any, int] = {}
+    for r in runs:
+        counts[r.get("cv")] = counts.get(r.get("cv"), 0) + 1
+    return ", ".join(f"{'a hold-out' if k is None else f'{k}-fold cross-validation'} ({v} runs)"
+                     for k, v in sorted(counts.items(), key=lambda kv: -1 if kv[0] is None else kv[0]))
+
+
 def report(runs: list[dict[str, Any]], tasks: list[str], specs: dict[str, str], searches: list[str],
            args: argparse.Namespace, out: Path) -> str:
     outputs = [o for s in searches for o in outputs_of(s)]
     E, done = table(runs, outputs, tasks)
     lines = [f"Ensemble benchmark: {len(done)} of {len(tasks)} datasets finished by every method, "
              f"budget {args.budget}, seeds {sorted({r['seed'] for r in runs})}; test error of the deployed model "
-             f"(members refitted on the 80% searched by {EVALUATION['cv']}-fold cross-validation, scored on the "
-             "20% test part), mean over seeds", ""]
+             f"(members refitted on the 80% searched by {_protocols(runs)}, scored on the 20% test part), "
+             "mean over seeds", ""]
     if not done:
         return "\n".join(lines + ["no dataset finished by every method yet"])
     summary = summarize(E[:, :, None], outputs, report_at=(1,), references=("bo-best", "bo-guarded"))
@@ -180,6 +189,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--n-datasets", type=int, default=15)
     p.add_argument("--dataset-seed", type=int, default=0)
     p.add_argument("--max-instances", type=int, default=2000)
+    p.add_argument("--min-instances", type=int, default=0, help="draw among tasks of at least this many rows")
+    p.add_argument("--cv", default=str(EVALUATION["cv"]),
+                   help="the searches' cross-validation: folds, 'auto' (tune_ensemble's default: 5 folds up "
+                        "to 3,000 rows, the hold-out above) or 'none' (the hold-out)")
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--resume", action="store_true", help="keep the runs already in runs.jsonl")
     p.add_argument("--report-only", action="store_true", help="write the report from runs.jsonl, run nothing")
@@ -198,9 +211,13 @@ def main(argv: list[str] | None = None) -> int:
         past = PastRuns.from_kb(kb)
         datasets = kb.query("SELECT dataset_id, fingerprint, n_instances, n_classes, n_features FROM datasets")
         tasks = choose_datasets(kb, past.tasks, names=args.datasets, n=args.n_datasets, seed=args.dataset_seed,
-                                max_instances=args.max_instances)
+                                max_instances=args.max_instances, min_instances=args.min_instances)
         specs = {t: dataset_spec(kb, t) for t in tasks}
-    shared = {"space": default_cash_space(), "same_content": same_content_groups(datasets, past.meta_features)}
+    cv: int | str | None = {"auto": "auto", "none": None}.get(args.cv.lower()) if not args.cv.isdigit() else int(args.cv)
+    if cv is None and args.cv.lower() != "none":
+        p.error(f"--cv must be a number of folds, 'auto' or 'none', got {args.cv!r}")
+    shared = {"space": default_cash_space(), "same_content": same_content_groups(datasets, past.meta_features),
+              "cv": cv}
     print(f"{len(tasks)} datasets: {', '.join(specs.values())} ({time.perf_counter() - start:.0f} s to load the "
           "past)", flush=True)
     have = {(r["search"], r["task"], r["seed"]) for r in load_runs(runs_path) if r["budget"] == args.budget}

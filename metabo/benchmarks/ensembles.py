@@ -114,7 +114,7 @@ def run_search(search: str, spec: str, task: str, seed: int, budget: int, past: 
     start = time.perf_counter()
     r = tune_ensemble(data, method=method, budget=budget, strategy=strategy, space=shared["space"], seed=seed,
                       metric=EVALUATION["metric"], time_limit=EVALUATION["time_limit"],
-                      memory_limit_mb=EVALUATION["memory_limit_mb"], cv=EVALUATION["cv"], guard=True,
+                      memory_limit_mb=EVALUATION["memory_limit_mb"], cv=shared.get("cv", EVALUATION["cv"]), guard=True,
                       meta_features=False, **options)
     seconds = time.perf_counter() - start
     y_valid, y_test, K = r.y_valid, r.y_test, r.n_classes

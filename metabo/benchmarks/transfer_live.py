@@ -87,18 +87,22 @@ def dataset_spec(kb: KnowledgeBase, task: str) -> str:
 
 
 def choose_datasets(kb: KnowledgeBase, tasks: Sequence[str], *, names: Sequence[str] | None = None, n: int = 3,
-                    seed: int = 0, max_instances: int | None = 5000) -> list[str]:
+                    seed: int = 0, max_instances: int | None = 5000, min_instances: int = 0) -> list[str]:
     """``names`` (checked against ``tasks``), or ``n`` of ``tasks`` drawn with ``seed`` among
-    those of at most ``max_instances`` rows (None: any)."""
+    those of ``min_instances`` to ``max_instances`` rows (None: no upper limit)."""
     if names:
         missing = [t for t in names if t not in tasks]
         if missing:
             raise InputDataError(f"{missing} are not tasks of the knowledge base; choose among {list(tasks)}")
         return list(names)
-    pool = sorted(t for t in tasks if max_instances is None
-                  or (kb.get_dataset(t) or {}).get("n_instances", math.inf) <= max_instances)
+    def rows(t: str) -> float:
+        return (kb.get_dataset(t) or {}).get("n_instances", math.inf)
+
+    pool = sorted(t for t in tasks if (max_instances is None or rows(t) <= max_instances)
+                  and rows(t) >= min_instances)
     if len(pool) < n:
-        raise InputDataError(f"only {len(pool)} datasets have at most {max_instances} rows; lower --n-datasets")
+        raise InputDataError(f"only {len(pool)} datasets have {min_instances} to {max_instances} rows; "
+                             "lower --n-datasets")
     rng = np.random.default_rng(seed)
     return sorted(pool[i] for i in rng.choice(len(pool), n, replace=False))
 

@@ -52,6 +52,7 @@ def test_spec_and_choice(source):
         assert set(picked) <= set(ids[:3])  # at most 250 rows: not t2 (300)
         with pytest.raises(InputDataError):
             choose_datasets(kb, ids, n=3, max_instances=150)
+        assert choose_datasets(kb, ids, n=1, seed=0, min_instances=300, max_instances=300) == [ids[3]]
 
 
 def test_kb_split_ignores_the_run_seed():
