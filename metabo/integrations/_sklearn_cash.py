@@ -21,14 +21,15 @@ from metabo.ensembles.model import EnsembleModel
 
 
 class CASHClassifier(ClassifierMixin, BaseEstimator):
-    """``EnsembleModel(members, weights, seed=seed)`` behind scikit-learn's input checks
-    (module docstring); one member is one configuration."""
+    """``EnsembleModel(members, weights, combine, seed=seed)`` behind scikit-learn's input
+    checks (module docstring); one member is one configuration."""
 
     def __init__(self, members: Sequence[tuple[str, Mapping[str, Any]]] = (), weights: Sequence[float] | None = None,
-                 seed: int = 0) -> None:
+                 seed: int = 0, combine: str = "average") -> None:
         self.members = members
         self.weights = weights
         self.seed = seed
+        self.combine = combine
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
@@ -44,7 +45,7 @@ class CASHClassifier(ClassifierMixin, BaseEstimator):
 
     def fit(self, X: Any, y: Any) -> CASHClassifier:
         X = self._checked(X, reset=True)
-        self.model_ = EnsembleModel(self.members, self.weights, combine="average", seed=self.seed).fit(X, y)
+        self.model_ = EnsembleModel(self.members, self.weights, combine=self.combine, seed=self.seed).fit(X, y)
         self.classes_ = self.model_.classes_
         return self
 

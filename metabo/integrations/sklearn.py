@@ -13,14 +13,19 @@ the warm-start strategies (``knn``, ``rgpe``, ``rlgp``, ``scot``) read the other
 runs. Without ``kb`` (the default) nothing is read or written: a knowledge base is
 never opened implicitly.
 
-``ensemble=k``: post-hoc ensemble selection (Caruana, Niculescu-Mizil, Crew and Ksikes
-2004; :func:`metabo.ensembles.selection.select_from`) of at most ``k`` members, with
-replacement, over the trials' out-of-fold class probabilities; ``best_estimator_`` is
-then their weighted soft vote refitted on all the data (an
+``ensemble=k``: post-hoc ensemble selection of at most ``k`` members over the trials'
+out-of-fold class probabilities, as ``metabo tune --ensemble`` selects
+(:class:`~metabo.ensembles.selection.PostHocSelection`: Caruana et al. 2004's selection
+with replacement, bagged over 20 halves of the library), then, with ``ensemble_guard``
+(default), :func:`~metabo.ensembles.guard.guarded_ensemble`: the single best candidate is
+kept unless the ensemble's cross-validated gain over it exceeds one standard error, and
+the members are combined by averaged probabilities or by vote, whichever loses less out
+of sample. ``best_estimator_`` is the result refitted on all the data (an
 :class:`~metabo.ensembles.model.EnsembleModel` under CASH, in a
 :class:`~metabo.integrations._sklearn_cash.CASHClassifier`; a scikit-learn
-``VotingClassifier(voting="soft")`` otherwise) and ``ensemble_weights_`` maps candidate
-indices to weights.
+``VotingClassifier``, soft or hard, otherwise); ``ensemble_weights_`` maps candidate
+indices to weights and ``ensemble_decision_`` is the guard's
+:class:`~metabo.ensembles.guard.GuardDecision`.
 """
 
 from __future__ import annotations
@@ -44,7 +49,8 @@ from sklearn.utils import _safe_indexing, check_random_state, get_tags, indexabl
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import column_or_1d
 
-from metabo.ensembles.selection import select_from
+from metabo.ensembles.guard import guarded_ensemble
+from metabo.ensembles.selection import PostHocSelection
 from metabo.evaluation.metrics import align_proba
 from metabo.evaluation.runner import describe
 from metabo.exceptions import InputDataError
@@ -80,6 +86,8 @@ class MetaSearchCV(BaseSearchCV):
             ``RandomizedSearchCV`` (one scorer; ``n_jobs`` runs a candidate's folds in
             parallel, candidates are sequential).
         ensemble: None, or the maximum size of a post-hoc ensemble (module docstring).
+        ensemble_guard: with ``ensemble``, keep the single best candidate unless the
+            ensemble's cross-validated gain is beyond its noise (module docstring).
         random_state: seeds the suggestions (and the CASH estimators); an int gives the
             same ``cv_results_`` scores every time.
         dataset_name: the name the data is stored under in ``kb`` (default: from its
@@ -87,15 +95,16 @@ class MetaSearchCV(BaseSearchCV):
 
     Fitted attributes: those of ``RandomizedSearchCV`` (``cv_results_``, ``best_index_``,
     ``best_score_``, ``best_params_``, ``best_estimator_``, ``scorer_``, ``n_splits_``,
-    ``refit_time_``, ``multimetric_``), and ``ensemble_weights_`` (with ``ensemble``),
+    ``refit_time_``, ``multimetric_``), ``ensemble_weights_`` and ``ensemble_combine_`` (with
+    ``ensemble``; ``ensemble_decision_`` with the guard too),
     ``session_id_`` and ``dataset_id_`` (with ``kb``).
     """
 
     def __init__(self, estimator: Any = None, search_space: Any = None, *, kb: Any = None,
                  strategy: str | None = None, n_iter: int = 10, cv: Any = 5, scoring: Any = None,
-                 refit: bool | Callable[..., int] = True, ensemble: int | None = None, random_state: Any = None,
-                 n_jobs: int | None = None, error_score: Any = np.nan, return_train_score: bool = False,
-                 dataset_name: str | None = None) -> None:
+                 refit: bool | Callable[..., int] = True, ensemble: int | None = None, ensemble_guard: bool = True,
+                 random_state: Any = None, n_jobs: int | None = None, error_score: Any = np.nan,
+                 return_train_score: bool = False, dataset_name: str | None = None) -> None:
         self.estimator = estimator
         self.search_space = search_space
         self.kb = kb
@@ -105,6 +114,7 @@ class MetaSearchCV(BaseSearchCV):
         self.scoring = scoring
         self.refit = refit
         self.ensemble = ensemble
+        self.ensemble_guard = ensemble_guard
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.error_score = error_score
@@ -221,8 +231,7 @@ class MetaSearchCV(BaseSearchCV):
             self.best_score_ = float(self.cv_results_["mean_test_score"][self.best_index_])
         self.best_params_ = candidates[self.best_index_]
         if self.ensemble is not None:
-            chosen = select_from(oof, codes, metric=_selection_metric(self.scoring), max_size=int(self.ensemble))
-            self.ensemble_weights_ = {int(k): float(w) for k, w in chosen.items()}
+            self._select_ensemble(oof, codes, len(classes), seed)
         if self.refit:
             start = time.perf_counter()
             self.best_estimator_ = self._refitted(space, candidates, seed, X, y)
@@ -231,6 +240,23 @@ class MetaSearchCV(BaseSearchCV):
                 self.feature_names_in_ = self.best_estimator_.feature_names_in_
         return self
 
+    def _select_ensemble(self, oof: dict[int, np.ndarray], codes: np.ndarray, n_classes: int, seed: int) -> None:
+        """``ensemble_weights_``, ``ensemble_combine_`` (and ``ensemble_decision_``) from the
+        candidates' out-of-fold probabilities ``oof`` (module docstring)."""
+        metric = _selection_metric(self.scoring)
+        selection = PostHocSelection(None, codes, metric=metric, ensemble_size=int(self.ensemble),
+                                     n_classes=n_classes, seed=seed)
+        for number in sorted(oof):
+            selection.observe(number, oof[number])
+        if self.ensemble_guard:
+            best = self.best_index_ if self.best_index_ in oof else None
+            decision = guarded_ensemble(selection, metric=metric, seed=seed, single=best)
+            weights, self.ensemble_combine_, self.ensemble_decision_ = decision.weights, decision.combine, decision
+            logger.info("ensemble guard: %s", decision.summary)
+        else:
+            weights, self.ensemble_combine_ = selection.ensemble(), "average"
+        self.ensemble_weights_ = {int(k): float(w) for k, w in weights.items()}
+
     def _refitted(self, space: TunedSpace, candidates: list[dict[str, Any]], seed: int, X: Any, y: Any) -> Any:
         """The best candidate, or the selected ensemble, fitted on all of ``(X, y)``."""
         if self.ensemble is None:
@@ -238,9 +264,10 @@ class MetaSearchCV(BaseSearchCV):
         members, weights = list(self.ensemble_weights_), list(self.ensemble_weights_.values())
         if space.cash:
             configs = [self._candidate(space, candidates[i], seed).members[0] for i in members]
-            return CASHClassifier(configs, weights, seed=seed).fit(X, y)
+            return CASHClassifier(configs, weights, seed=seed, combine=self.ensemble_combine_).fit(X, y)
         estimators = [(f"candidate_{i}", self._candidate(space, candidates[i], seed)) for i in members]
-        return VotingClassifier(estimators, voting="soft", weights=weights).fit(X, y)
+        voting = "soft" if self.ensemble_combine_ == "average" else "hard"
+        return VotingClassifier(estimators, voting=voting, weights=weights).fit(X, y)
 
 
 def _fit_fold(estimator: Any, X: Any, y: np.ndarray, train: np.ndarray, test: np.ndarray, scorer: Any,

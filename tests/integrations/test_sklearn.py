@@ -161,14 +161,44 @@ def test_a_users_estimator_reads_and_adds_to_the_runs_of_its_registered_algorith
 
 def test_ensemble_weights_and_soft_vote():
     X, y = data()
-    search = tree_search(n_iter=8, ensemble=5).fit(X, y)
+    search = tree_search(n_iter=8, ensemble=5, ensemble_guard=False).fit(X, y)
     weights = search.ensemble_weights_
+    assert search.ensemble_combine_ == "average" and not hasattr(search, "ensemble_decision_")
     assert set(weights) <= set(range(8)) and sum(weights.values()) == pytest.approx(1.0)
     members = [DecisionTreeClassifier(random_state=0).set_params(**search.cv_results_["params"][i]).fit(X, y)
                for i in weights]
     vote = sum(w * m.predict_proba(X) for w, m in zip(weights.values(), members))
     np.testing.assert_allclose(search.predict_proba(X), vote)
     np.testing.assert_array_equal(search.predict(X), search.classes_[vote.argmax(axis=1)])
+
+
+def test_ensemble_is_the_bagged_selection_of_tune_ensemble():
+    """The same out-of-fold probabilities give MetaSearchCV's ensemble and PostHocSelection's."""
+    from metabo.ensembles.selection import select_from
+
+    X, y = data()
+    search = tree_search(n_iter=8, ensemble=5, ensemble_guard=False).fit(X, y)
+    oof = {}
+    for i, params in enumerate(search.cv_results_["params"]):
+        P = np.zeros((len(y), 3))
+        for train, test in CV.split(X, y):
+            P[test] = DecisionTreeClassifier(random_state=0).set_params(**params).fit(X[train], y[train]).predict_proba(X[test])
+        oof[i] = P
+    expected = select_from(oof, y, max_size=5, n_bags=20, fraction=0.5, seed=0)
+    assert search.ensemble_weights_ == pytest.approx(expected)
+
+
+def test_ensemble_guard_keeps_the_single_best_when_an_ensemble_cannot_gain():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 3))
+    y = (X[:, 0] > 0).astype(int)  # one split is the whole tree, at every depth: all candidates agree
+    search = MetaSearchCV(DecisionTreeClassifier(random_state=0), {"max_depth": [1, 2, 3, 4]}, n_iter=4, cv=CV,
+                          ensemble=5, random_state=0).fit(X, y)
+    decision = search.ensemble_decision_
+    assert decision.kept == "single" and decision.gain == 0.0
+    assert search.ensemble_weights_ == {search.best_index_: 1.0}
+    single = DecisionTreeClassifier(random_state=0, max_depth=search.best_params_["max_depth"]).fit(X, y)
+    np.testing.assert_array_equal(search.predict(X), single.predict(X))
 
 
 def test_cash_search_with_nominal_columns_and_an_ensemble():
