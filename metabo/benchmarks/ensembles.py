@@ -171,11 +171,14 @@ def run_search(search: str, spec: str, task: str, seed: int, budget: int, past: 
 def table(runs: Sequence[Mapping[str, Any]], outputs: Sequence[str], tasks: Sequence[str],
           key: str = "refit_test_error") -> tuple[np.ndarray, list[str]]:
     """(outputs, tasks finished by every output) mean ``key`` (the deployed model's test
-    error by default) over seeds, and those tasks."""
+    error by default) over seeds, and those tasks. An output without ``key`` (a run of the
+    first benchmark, before deployed models were refitted) counts as not finished: two
+    protocols are never mixed in one mean."""
     errors: dict[tuple[str, str], list[float]] = {}
     for run in runs:
         for name, o in run["outputs"].items():
-            errors.setdefault((name, run["task"]), []).append(float(o.get(key, o["test_error"])))
+            if key in o:
+                errors.setdefault((name, run["task"]), []).append(float(o[key]))
     done = [t for t in tasks if all((o, t) in errors for o in outputs)]
     E = np.array([[np.mean(errors[(o, t)]) for t in done] for o in outputs])
     return E.reshape(len(outputs), len(done)), done

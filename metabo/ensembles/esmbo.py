@@ -81,12 +81,12 @@ class ESMBO(EnsembleSearch):
             raise InputDataError(f"n_replicates must be >= 1, got {n_replicates}")
         if combine not in ("vote", "average"):
             raise InputDataError(f"combine must be 'vote' or 'average', got {combine!r}")
-        self.metric, self.loss, self.combine = metric, get_metric(metric), combine
+        get_metric(metric)  # an unknown metric fails here, before any trial
+        self.metric, self.combine = metric, combine
         self.n_replicates, self.bootstrap, self.seed = n_replicates, bootstrap, int(seed)
         n = len(self.y)
         rng = np.random.default_rng(self.seed)
         self.rows = [rng.integers(n, size=n) if bootstrap else np.arange(n) for _ in range(n_replicates)]
-        self.counts = np.stack([np.bincount(r, minlength=n) for r in self.rows]).astype(float)  # (N, n)
         self.strategies = [base(j) for j in range(n_replicates)]
         self.risks: dict[int, np.ndarray] = {}  # trial number -> (N,) R_{S'_j}
 
@@ -96,14 +96,8 @@ class ESMBO(EnsembleSearch):
 
     def _observed(self, number: int, proba: np.ndarray | None) -> None:
         """Trial ``number``'s risks on every replicate, ``R_{S'_j}`` (N,)."""
-        if proba is None:
-            return
-        losses = per_example_losses(self.metric, self.y, proba)
-        if losses is not None:
-            risks = self.counts @ losses / len(self.y)
-        else:
-            risks = np.array([self.loss(self.y[r], proba[r]) for r in self.rows])
-        self.risks[number] = risks
+        if proba is not None:
+            self.risks[number] = replicate_risks(self.metric, self.y, proba, self.rows)
 
     def suggest(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Config:
         """Replicate ``k mod N``'s SMBO suggestion on its history (module docstring)."""
@@ -127,16 +121,21 @@ class ESMBO(EnsembleSearch):
         numbers = self._require_models()
         rows = np.asarray(rows)
         rng = np.random.default_rng(seed)
-        P = {k: self.probas[k][rows] for k in numbers}
-        y = self.y[rows]
-        losses = {k: per_example_losses(self.metric, y, P[k]) for k in numbers}
-        chosen = []
-        for _ in range(self.n_replicates):
-            boot = rng.integers(len(rows), size=len(rows)) if self.bootstrap else np.arange(len(rows))
-            risks = [float(losses[k][boot].mean()) if losses[k] is not None else self.loss(y[boot], P[k][boot])
-                     for k in numbers]
-            chosen.append(numbers[int(np.argmin(risks))])
-        return weights_of(chosen)
+        n = len(rows)
+        boots = [rng.integers(n, size=n) if self.bootstrap else np.arange(n) for _ in range(self.n_replicates)]
+        R = np.stack([replicate_risks(self.metric, self.y[rows], self.probas[k][rows], boots) for k in numbers])
+        return weights_of([numbers[int(i)] for i in np.argmin(R, axis=0)])
+
+
+def replicate_risks(metric: str, y: np.ndarray, proba: np.ndarray, replicates: Sequence[np.ndarray]) -> np.ndarray:
+    """``R_{S'_j}`` for each replicate ``S'_j`` (row indices into ``y``, repeats allowed):
+    the mean per-row loss over its rows where the metric has per-row losses, else the
+    metric on its rows (Lacoste et al. 2014, Algorithm 1's risk)."""
+    losses = per_example_losses(metric, y, proba)
+    if losses is not None:
+        return np.array([losses[r].mean() for r in replicates])
+    loss = get_metric(metric)
+    return np.array([loss(y[r], proba[r]) for r in replicates])
 
 
 def default_replicates(budget: int, min_own: int = 8) -> int:
@@ -148,4 +147,4 @@ def default_replicates(budget: int, min_own: int = 8) -> int:
     return max(1, min(math.floor(budget / 2), math.floor(budget / min_own)))
 
 
-__all__ = ["ESMBO", "default_replicates"]
+__all__ = ["ESMBO", "default_replicates", "replicate_risks"]

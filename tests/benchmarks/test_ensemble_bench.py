@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from metabo.benchmarks.ensembles import SEARCHES, outputs_of, refitted_test_probas, run_search
+from metabo.benchmarks.ensembles import SEARCHES, outputs_of, refitted_test_probas, run_search, table
 from metabo.data.loaders import load_dataset
 from metabo.ensembles.search import combined_error
 from metabo.evaluation.protocols import KFold, class_codes
@@ -20,6 +20,20 @@ def test_outputs_of_every_search_hold_its_single_best_and_its_guarded_ensemble()
     for search in SEARCHES:
         names = outputs_of(search)
         assert f"{search}-best" in names and f"{search}-guarded" in names and len(set(names)) == len(names)
+
+
+def test_table_means_seeds_and_never_mixes_protocols():
+    def run(task, seed, a, b=None):
+        outputs = {"bo-best": {"test_error": 0.9, "refit_test_error": a}}
+        outputs["bo-post"] = {"test_error": 0.9} if b is None else {"test_error": 0.9, "refit_test_error": b}
+        return {"task": task, "seed": seed, "outputs": outputs}
+
+    runs = [run("t1", 0, 0.2, 0.1), run("t1", 1, 0.4, 0.3), run("t2", 0, 0.5)]  # t2: bo-post of the old protocol
+    E, done = table(runs, ["bo-best", "bo-post"], ["t1", "t2"])
+    assert done == ["t1"]
+    np.testing.assert_allclose(E, [[0.3], [0.2]])
+    E, done = table(runs, ["bo-best"], ["t1", "t2"])
+    assert done == ["t1", "t2"] and E[0, 1] == 0.5
 
 
 def test_run_search_scores_the_deployed_model_of_each_output():
