@@ -12,7 +12,11 @@ Task weights ``w_p`` (a posterior over "which past task is the new one like"):
 
 - prior ``w0_p ∝ exp(-d_p / h)`` from the meta-feature distance ``d_p`` of the new task
   to task ``p`` (:func:`metabo.kb.queries.nearest_from_matrix`, z-scored Euclidean),
-  ``h`` the median distance (uniform when the new task has no meta-features);
+  ``h`` the median distance (uniform when the new task has no meta-features), or with
+  ``bandwidth_k = k`` the distance of the ``k``-th nearest task (an adaptive bandwidth, as
+  in k-nearest-neighbour kernel density estimates: the prior keeps its mass on about the
+  same number of nearest tasks however many the knowledge base holds, where the median
+  spreads it over half of them);
 - evidence: the target's completed trials at recorded configurations ``c_1..c_n`` with
   values ``v_i`` (failures at the worst observed value, as :attr:`History.y`); Kendall's
   ``tau_p = (A_p - D_p) / (A_p + D_p)`` over the pairs ``v_i < v_j`` that task ``p`` orders
@@ -154,14 +158,15 @@ MIN_FEATURE_SHARE = 0.5
 
 
 def prior_weights(past: PastRuns, tasks: Sequence[str], meta_features: Mapping[str, float] | None,
-                  source_prior: str = "tasks") -> np.ndarray:
+                  source_prior: str = "tasks", bandwidth_k: int | None = None) -> np.ndarray:
     """``w0_p ∝ exp(-d_p / h)`` (module docstring); uniform without meta-features, and for
     tasks whose distance is unknown, or computed on fewer than :data:`MIN_FEATURE_SHARE`
     of the features the best-described task shares with the new one (an OpenML task known
     only by its size, say), the median weight. ``source_prior="equal"``: the weights are
     then rescaled so that each source family of :attr:`PastRuns.sources` holds the same
-    total (:func:`balance_sources`)."""
-    w = _distance_weights(past, tasks, meta_features)
+    total (:func:`balance_sources`). ``bandwidth_k``: ``h`` is the ``k``-th smallest known
+    distance instead of the median (module docstring)."""
+    w = _distance_weights(past, tasks, meta_features, bandwidth_k)
     return balance_sources(w, [past.sources.get(t, "") for t in tasks]) if source_prior == "equal" else w
 
 
@@ -181,7 +186,8 @@ def balance_sources(w: np.ndarray, sources: Sequence[str]) -> np.ndarray:
     return out / out.sum()
 
 
-def _distance_weights(past: PastRuns, tasks: Sequence[str], meta_features: Mapping[str, float] | None) -> np.ndarray:
+def _distance_weights(past: PastRuns, tasks: Sequence[str], meta_features: Mapping[str, float] | None,
+                      bandwidth_k: int | None = None) -> np.ndarray:
     uniform = np.full(len(tasks), 1.0 / len(tasks))
     if not meta_features or past.meta_features.empty:
         return uniform
@@ -202,7 +208,8 @@ def _distance_weights(past: PastRuns, tasks: Sequence[str], meta_features: Mappi
     finite = np.isfinite(d)
     if not finite.any():
         return uniform
-    h = float(np.median(d[finite])) or 1.0
+    known = np.sort(d[finite])
+    h = float(np.median(known) if bandwidth_k is None else known[min(bandwidth_k, len(known)) - 1]) or 1.0
     logw = np.where(finite, -d / h, np.nan)
     logw[~finite] = np.nanmedian(logw)
     w = np.exp(logw - np.nanmax(logw))
@@ -245,6 +252,8 @@ class PortfolioWarmStart:
         then: the search-phase strategy (default: :class:`~metabo.strategies.gp.GPBO` with
             no random design, the settings of the cold ``gp`` strategy otherwise; another
             strategy, RGPE say, is asked without the transfer starts).
+        bandwidth_k: the prior's bandwidth is the distance of the ``k``-th nearest task
+            (None: the median distance; module docstring).
         source_prior: ``"tasks"``: every past task weighs by its distance alone, so a source
             of many tasks holds most of the prior mass; ``"equal"``: each source family
             (:attr:`PastRuns.sources`) holds the same share (:func:`balance_sources`).
@@ -259,12 +268,16 @@ class PortfolioWarmStart:
                  n_portfolio: int = 8, n_design: int = 8, distinct: bool = True, beta: float = 1.0,
                  n_transfer_starts: int = 5, prior_mean: bool = False, then: GPBO | Any | None = None,
                  costs: Mapping[str, float] | None = None, max_cost: float | None = None,
-                 source_prior: str = "tasks", seed: int = 0) -> None:
+                 source_prior: str = "tasks", bandwidth_k: int | None = None, seed: int = 0) -> None:
         if min(n_portfolio, n_design, n_transfer_starts, beta) < 0:
             raise InputDataError("n_portfolio, n_design, n_transfer_starts and beta must be >= 0")
         if source_prior not in ("tasks", "equal"):
             raise InputDataError(f"source_prior must be 'tasks' or 'equal', got {source_prior!r}")
         self.source_prior = source_prior
+        if bandwidth_k is not None and (isinstance(bandwidth_k, bool) or not isinstance(bandwidth_k, int)
+                                        or bandwidth_k < 1):
+            raise InputDataError(f"bandwidth_k must be a positive integer or None, got {bandwidth_k!r}")
+        self.bandwidth_k = bandwidth_k
         if not past.tasks:
             raise InputDataError("no past task to warm-start from")
         from metabo.strategies.gp import GPBO
@@ -292,7 +305,8 @@ class PortfolioWarmStart:
         """The regret matrix of ``space`` and the prior task weights (built once per space)."""
         if self._matrix is None or self._matrix[0] is not space:
             m = RegretMatrix.from_past(self.past, space)
-            self._matrix = (space, m, prior_weights(self.past, m.tasks, self.meta_features, self.source_prior))
+            self._matrix = (space, m, prior_weights(self.past, m.tasks, self.meta_features, self.source_prior,
+                                                      self.bandwidth_k))
         return self._matrix[1], self._matrix[2]
 
     def column_costs(self, space: CASHSpace) -> dict[str, float]:

@@ -107,6 +107,19 @@ def test_prior_weights_uniform_without_meta_features_and_exponential_in_distance
     assert np.log(w[0] / w[1]) / np.log(w[1] / w[2]) == pytest.approx(1 / 2)  # d: 0, 1, 3 (z-scored: linear)
 
 
+def test_bandwidth_k_is_the_distance_of_the_kth_nearest_task():
+    past = past_runs({"t0": [0.1, 0.2, 0.3, 0.4], "t1": [0.4, 0.3, 0.2, 0.1], "t2": [0.1, 0.1, 0.2, 0.3]},
+                     mf={"t0": 0.0, "t1": 1.0, "t2": 3.0})
+    tasks = ("t0", "t1", "t2")
+    median = prior_weights(past, tasks, {"f": 0.0})
+    assert prior_weights(past, tasks, {"f": 0.0}, bandwidth_k=2) == pytest.approx(median)  # the 2nd of 3 is the median
+    wide = prior_weights(past, tasks, {"f": 0.0}, bandwidth_k=3)  # h = d(t2) = 3 d(t1)
+    assert np.log(wide[0] / wide[1]) == pytest.approx(np.log(median[0] / median[1]) / 3)
+    assert prior_weights(past, tasks, {"f": 0.0}, bandwidth_k=99) == pytest.approx(wide)  # past the last: the farthest
+    with pytest.raises(InputDataError, match="bandwidth_k"):
+        PortfolioWarmStart(past, {"f": 0.0}, bandwidth_k=0)
+
+
 def test_a_task_described_by_few_shared_features_gets_the_median_weight():
     values = {t: [0.1, 0.2, 0.3, 0.4] for t in ("t0", "t1", "t2", "t3")}
     past = past_runs(values)
