@@ -330,7 +330,9 @@ def _check_sklearn(ns, out):
     assert 1e-3 <= search.best_params_["C"] <= 1e2 and search.best_score_ > 0.9
     assert len(search.predict(ns["X_new"])) == len(ns["X_new"])
     assert len(cash.cv_results_["mean_test_score"]) == 30 and cash.best_score_ > 0.9
-    assert 0 < len(cash.ensemble_weights_) <= 10
+    weights = cash.ensemble_weights_  # bagged: each of 20 bags selects at most 10, their union can hold more
+    assert 0 < len(weights) <= 30 and sum(weights.values()) == pytest.approx(1.0)
+    assert set(weights) <= set(range(30)) and cash.ensemble_decision_.weights == pytest.approx(weights)
 
 
 def _check_optuna(ns, out):

@@ -13,10 +13,11 @@ the warm-start strategies (``knn``, ``rgpe``, ``rlgp``, ``scot``) read the other
 runs. Without ``kb`` (the default) nothing is read or written: a knowledge base is
 never opened implicitly.
 
-``ensemble=k``: post-hoc ensemble selection of at most ``k`` members over the trials'
-out-of-fold class probabilities, as ``metabo tune --ensemble`` selects
+``ensemble=k``: post-hoc ensemble selection over the trials' out-of-fold class
+probabilities, as ``metabo tune --ensemble`` selects
 (:class:`~metabo.ensembles.selection.PostHocSelection`: Caruana et al. 2004's selection
-with replacement, bagged over 20 halves of the library), then, with ``ensemble_guard``
+with replacement, at most ``k`` picks in each of 20 bags of half the library, the bags'
+weights averaged, so the result can hold more than ``k`` distinct members), then, with ``ensemble_guard``
 (default), :func:`~metabo.ensembles.guard.guarded_ensemble`: the single best candidate is
 kept unless the ensemble's cross-validated gain over it exceeds one standard error, and
 the members are combined by averaged probabilities or by vote, whichever loses less out
@@ -85,7 +86,7 @@ class MetaSearchCV(BaseSearchCV):
         cv, scoring, refit, n_jobs, error_score, return_train_score: as in
             ``RandomizedSearchCV`` (one scorer; ``n_jobs`` runs a candidate's folds in
             parallel, candidates are sequential).
-        ensemble: None, or the maximum size of a post-hoc ensemble (module docstring).
+        ensemble: None, or the size limit of each bag's post-hoc selection (module docstring).
         ensemble_guard: with ``ensemble``, keep the single best candidate unless the
             ensemble's cross-validated gain is beyond its noise (module docstring).
         random_state: seeds the suggestions (and the CASH estimators); an int gives the
@@ -139,7 +140,7 @@ class MetaSearchCV(BaseSearchCV):
             raise InputDataError(f"n_iter must be a positive integer, got {n_iter!r}")
         if ensemble is not None and (isinstance(ensemble, bool) or not isinstance(ensemble, numbers.Integral)
                                      or ensemble < 1):
-            raise InputDataError(f"ensemble must be None or a positive integer (the maximum size), got {ensemble!r}")
+            raise InputDataError(f"ensemble must be None or a positive integer (each bag's selection size), got {ensemble!r}")
         if not (self.scoring is None or isinstance(self.scoring, str) or callable(self.scoring)):
             raise InputDataError("MetaSearchCV optimizes one scorer: pass a scorer name or callable, not "
                                  f"{type(self.scoring).__name__}")
