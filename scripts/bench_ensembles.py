@@ -33,6 +33,8 @@ from metabo.benchmarks.ensembles import EVALUATION, SEARCHES, outputs_of, run_se
 from metabo.benchmarks.transfer_live import choose_datasets, dataset_spec
 from metabo.benchmarks.transfer_methods import load_runs, shipped_kb_file
 from metabo.benchmarks.warm_bench import same_content_groups
+from metabo.ensembles.search import parse_cv
+from metabo.exceptions import InputDataError
 from metabo.kb import KnowledgeBase
 from metabo.kb.past import PastRuns
 from metabo.space.algorithms import default_cash_space
@@ -213,9 +215,10 @@ def main(argv: list[str] | None = None) -> int:
         tasks = choose_datasets(kb, past.tasks, names=args.datasets, n=args.n_datasets, seed=args.dataset_seed,
                                 max_instances=args.max_instances, min_instances=args.min_instances)
         specs = {t: dataset_spec(kb, t) for t in tasks}
-    cv: int | str | None = {"auto": "auto", "none": None}.get(args.cv.lower()) if not args.cv.isdigit() else int(args.cv)
-    if cv is None and args.cv.lower() != "none":
-        p.error(f"--cv must be a number of folds, 'auto' or 'none', got {args.cv!r}")
+    try:
+        cv = parse_cv(args.cv)
+    except InputDataError as e:
+        p.error(str(e))
     shared = {"space": default_cash_space(), "same_content": same_content_groups(datasets, past.meta_features),
               "cv": cv}
     print(f"{len(tasks)} datasets: {', '.join(specs.values())} ({time.perf_counter() - start:.0f} s to load the "

@@ -92,6 +92,7 @@ def _interrupted(args: argparse.Namespace, session: str) -> int:
 def cmd_tune_ensemble(args: argparse.Namespace) -> int:
     """``metabo tune --ensemble METHOD``: an ensemble search (:func:`metabo.ensembles.tune_ensemble`)."""
     from metabo.ensembles import tune_ensemble
+    from metabo.ensembles.search import parse_cv
     from metabo.space.algorithms import default_cash_space
 
     if args.reshuffle or args.select != "argmin":
@@ -114,7 +115,7 @@ def cmd_tune_ensemble(args: argparse.Namespace) -> int:
             args.data, method=args.ensemble, target=args.target, budget=args.budget, strategy=args.strategy,
             space=default_cash_space(args.algorithms), kb=kb, seed=args.seed, metric=args.metric,
             time_limit=args.time_limit, session_id=_session_id(args), meta_features=not args.no_meta_features,
-            refit=refit, progress=progress, cv=_cv(args.cv), guard=not args.no_guard, **options,
+            refit=refit, progress=progress, cv=parse_cv(args.cv), guard=not args.no_guard, **options,
         )
     done = len(result.history.completed)
     if result.strategy_note:
@@ -145,16 +146,6 @@ def cmd_tune_ensemble(args: argparse.Namespace) -> int:
         result.model.save(args.save_model)
         print(f"saved the ensemble to {args.save_model} (metabo.ensembles.EnsembleModel.load)")
     return 0
-
-
-def _cv(value: str) -> int | str | None:
-    """``--cv``: ``auto``, ``none`` or a number of folds."""
-    if value in ("auto", "none"):
-        return None if value == "none" else "auto"
-    try:
-        return int(value)
-    except ValueError:
-        raise InputDataError(f"--cv takes auto, none or a number of folds >= 2, got {value!r}") from None
 
 
 def cmd_tune(args: argparse.Namespace) -> int:

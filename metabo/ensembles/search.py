@@ -157,6 +157,16 @@ def base_factory(strategy: str | Strategy | Callable[[int], Strategy], kb: Knowl
     return once
 
 
+def parse_cv(value: str) -> int | str | None:
+    """``--cv`` as the command line gives it: ``auto``, ``none`` or a number of folds."""
+    if value in ("auto", "none"):
+        return None if value == "none" else "auto"
+    try:
+        return int(value)
+    except ValueError:
+        raise InputDataError(f"--cv takes auto, none or a number of folds >= 2, got {value!r}") from None
+
+
 def resolve_cv(cv: int | str | None, n_rows: int) -> int | None:
     """The folds of an ensemble search's cross-validation (None: the hold-out), ``"auto"``
     resolved by the dataset's size (module docstring)."""
@@ -322,5 +332,5 @@ def tune_ensemble(
     return replace(result, model=model, refit_test_error=error if math.isfinite(error) else None)
 
 
-__all__ = ["AUTO_CV_MAX_ROWS", "METHODS", "EnsembleResult", "base_factory", "combined_error", "make_search",
+__all__ = ["AUTO_CV_MAX_ROWS", "METHODS", "EnsembleResult", "base_factory", "combined_error", "make_search", "parse_cv",
            "mean_pairwise_diversity", "out_of_fold", "resolve_cv", "selection_rows", "tune_ensemble"]
