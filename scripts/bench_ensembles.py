@@ -33,7 +33,7 @@ from metabo.benchmarks.ensembles import EVALUATION, SEARCHES, outputs_of, run_se
 from metabo.benchmarks.transfer_live import choose_datasets, dataset_spec
 from metabo.benchmarks.transfer_methods import load_runs, shipped_kb_file
 from metabo.benchmarks.warm_bench import same_content_groups
-from metabo.ensembles.search import parse_cv
+from metabo.evaluation.protocols import parse_cv
 from metabo.exceptions import InputDataError
 from metabo.kb import KnowledgeBase
 from metabo.kb.past import PastRuns

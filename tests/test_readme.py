@@ -698,10 +698,11 @@ def _check_ingest_openml(shell, out):
 
 
 def _trials(shell, out, metric="error_rate") -> int:
-    """How many trials the session the output names stored (one run each of ``metric``)."""
+    """How many trials the session the output names stored (one run of ``metric`` on each
+    of a trial's folds: counted on the first fold)."""
     session = re.search(r"^session (\S+):", out, flags=re.M).group(1)
     with shell.kb() as kb:
-        return int(kb.query("SELECT count(*) FROM runs WHERE source = ? AND metric = ?",
+        return int(kb.query("SELECT count(*) FROM runs WHERE source = ? AND metric = ? AND fold = 0",
                             [f"session:{session}", metric]).iloc[0, 0])
 
 

@@ -92,7 +92,7 @@ def _interrupted(args: argparse.Namespace, session: str) -> int:
 def cmd_tune_ensemble(args: argparse.Namespace) -> int:
     """``metabo tune --ensemble METHOD``: an ensemble search (:func:`metabo.ensembles.tune_ensemble`)."""
     from metabo.ensembles import tune_ensemble
-    from metabo.ensembles.search import parse_cv
+    from metabo.evaluation.protocols import parse_cv
     from metabo.space.algorithms import default_cash_space
 
     if args.reshuffle or args.select != "argmin":
@@ -149,6 +149,7 @@ def cmd_tune_ensemble(args: argparse.Namespace) -> int:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
+    from metabo.evaluation.protocols import parse_cv
     from metabo.optimizer import tune
     from metabo.optimizer.budget import TimeBudget
 
@@ -195,7 +196,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
                     select=args.select.replace("-", "_"), metric=args.metric, time_limit=args.time_limit,
                     session_id=session, meta_features=not args.no_meta_features, progress=progress,
                     n_jobs=args.n_jobs, backend=args.backend, scheduler=args.scheduler, max_train=args.max_train,
-                    on_strategy=started, final_rows=args.final_rows,
+                    on_strategy=started, final_rows=args.final_rows, cv=parse_cv(args.cv),
                 )
             finally:
                 if bar is not None:
@@ -211,7 +212,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
           + (f", {failed} failed" if failed else ""))
     params = json.dumps(result.params, sort_keys=True)
     print(f"best ({args.select}): trial {result.best.number} {result.algorithm} {params}")
-    print(f"validation {result.metric}: {_fmt(result.validation_error)}")
+    print(f"validation {result.metric}: {_fmt(result.validation_error)}"
+          + (" (20% hold-out)" if result.cv is None else f" (mean over {result.cv}-fold cross-validation of the 80% "
+                                                         "not kept for test)"))
     print(f"test {result.metric}: {_fmt(result.test_error)}")
     if result.refit_test_error is not None:
         print(f"refitted on training + validation rows, test {result.metric}: {_fmt(result.refit_test_error)}")
@@ -274,8 +277,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--eo-loss", choices=("squared_margin", "c_bound", "sigmoid"), default="squared_margin",
                    help="EO's ensemble loss (thesis sec. 4.3)")
     p.add_argument("--cv", default="auto", metavar="auto|none|K",
-                   help="with --ensemble: select on out-of-fold predictions of K-fold cross-validation of the 80%% "
-                        "not kept for test (auto: 5 folds up to 3,000 rows; none: a 60/20/20 hold-out)")
+                   help="score each trial by K-fold cross-validation of the 80%% of the rows not kept for test (with "
+                        "--ensemble: select on its out-of-fold predictions); auto: 5 folds up to 3,000 rows, a "
+                        "60/20/20 hold-out above; none: the hold-out")
     p.add_argument("--no-guard", action="store_true",
                    help="with --ensemble: keep the search's ensemble even when its cross-validated gain over the "
                         "single best configuration is within its noise")

@@ -15,11 +15,9 @@ the reshuffled protocol is refused), in one of two ways:
   probabilities are the mean of its k fold models'. It costs k fits per trial, each on
   80% x (k-1)/k of the rows.
 - ``cv="auto"`` (the default): ``k = 5`` when the dataset has at most
-  :data:`AUTO_CV_MAX_ROWS` rows, else the hold-out. The line: up to 3,000 rows a fold
-  trains on at most 1,920 rows, where fits are a fraction of a second, so a 100-trial
-  search stays within minutes (the fit times behind it: ``reports/ensembles-v2/README.md``);
-  beyond it the hold-out's validation part alone holds 600+ rows, enough for selection to
-  be steadier, and k fits of a larger table cost more.
+  :data:`~metabo.evaluation.protocols.AUTO_CV_MAX_ROWS` rows, else the hold-out, as for
+  a single configuration's search (:func:`~metabo.evaluation.protocols.search_protocol`,
+  where the line is argued).
 
 Each trial is evaluated and recorded as :func:`metabo.optimizer.tune` does
 (:func:`~metabo.optimizer.tune.run_trials`); its validation probabilities go to the search
@@ -59,7 +57,7 @@ from metabo.ensembles.combine import combined_codes, weighted_average
 from metabo.ensembles.diversity import diversity_matrix
 from metabo.ensembles.guard import GuardDecision, guarded_ensemble
 from metabo.evaluation.metrics import get_metric
-from metabo.evaluation.protocols import Holdout, KFold, Split, class_codes, class_labels
+from metabo.evaluation.protocols import Split, class_codes, class_labels, resolve_cv
 from metabo.exceptions import InputDataError
 from metabo.optimizer.history import History, TrialRecord
 from metabo.strategies import Strategy
@@ -72,8 +70,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 METHODS = ("posthoc", "esmbo", "eo", "divbo")
-#: ``cv="auto"`` cross-validates the search on datasets of at most this many rows (module docstring)
-AUTO_CV_MAX_ROWS = 3000
 
 
 @dataclass(frozen=True)
@@ -157,28 +153,6 @@ def base_factory(strategy: str | Strategy | Callable[[int], Strategy], kb: Knowl
     return once
 
 
-def parse_cv(value: str) -> int | str | None:
-    """``--cv`` as the command line gives it: ``auto``, ``none`` or a number of folds."""
-    if value in ("auto", "none"):
-        return None if value == "none" else "auto"
-    try:
-        return int(value)
-    except ValueError:
-        raise InputDataError(f"--cv takes auto, none or a number of folds >= 2, got {value!r}") from None
-
-
-def resolve_cv(cv: int | str | None, n_rows: int) -> int | None:
-    """The folds of an ensemble search's cross-validation (None: the hold-out), ``"auto"``
-    resolved by the dataset's size (module docstring)."""
-    if cv == "auto":
-        return 5 if n_rows <= AUTO_CV_MAX_ROWS else None
-    if cv is None:
-        return None
-    if isinstance(cv, bool) or not isinstance(cv, int) or cv < 2:
-        raise InputDataError(f"cv must be 'auto', None or an integer >= 2, got {cv!r}")
-    return cv
-
-
 def selection_rows(splits: list[Split]) -> np.ndarray:
     """The rows the ensemble searches select on, in the order their probabilities are
     given: the one validation part, or the folds' validation parts one after the other
@@ -249,7 +223,7 @@ def tune_ensemble(
     """Run the ensemble search ``method`` for ``budget`` trials (module docstring).
 
     ``cv``: the folds of the search's cross-validation, ``None`` for the 60/20/20 hold-out,
-    ``"auto"`` for 5 folds up to :data:`AUTO_CV_MAX_ROWS` rows. ``guard``: pass the final
+    ``"auto"`` for 5 folds up to :data:`~metabo.evaluation.protocols.AUTO_CV_MAX_ROWS` rows. ``guard``: pass the final
     ensemble through :func:`~metabo.ensembles.guard.guarded_ensemble`.
 
     ``search_options`` go to :func:`make_search` (``ensemble_size``, ``loss``,
@@ -270,11 +244,8 @@ def tune_ensemble(
             raise InputDataError(f"session {session_id!r} exists; an ensemble search is not resumed (its "
                                  "members' predictions are replayed in no order it can trust): choose another id")
     space = default_cash_space() if space is None else space
-    setup = prepare(dataset, kb=kb, target=target, protocol=Holdout(0.6, 0.2, 0.2), metric=metric,
-                    meta_features=meta_features, seed=seed)
+    setup = prepare(dataset, kb=kb, target=target, cv=cv, metric=metric, meta_features=meta_features, seed=seed)
     folds = resolve_cv(cv, setup.data.n_instances)
-    if folds is not None:
-        setup = replace(setup, protocol=KFold(folds, test=0.2))
     protocol = setup.protocol
     splits = protocol.splits(setup.data, seed)
     codes = class_codes(setup.data)
@@ -332,5 +303,5 @@ def tune_ensemble(
     return replace(result, model=model, refit_test_error=error if math.isfinite(error) else None)
 
 
-__all__ = ["AUTO_CV_MAX_ROWS", "METHODS", "EnsembleResult", "base_factory", "combined_error", "make_search", "parse_cv",
-           "mean_pairwise_diversity", "out_of_fold", "resolve_cv", "selection_rows", "tune_ensemble"]
+__all__ = ["METHODS", "EnsembleResult", "base_factory", "combined_error", "make_search",
+           "mean_pairwise_diversity", "out_of_fold", "selection_rows", "tune_ensemble"]

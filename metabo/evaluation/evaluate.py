@@ -198,6 +198,7 @@ def evaluate(
     keep_predictions: bool = True,
     factory: Factory | None = None,
     threads: int | None = 1,
+    total_time_limit: float | None = None,
 ) -> list[Evaluation]:
     """Evaluate ``algorithm`` with ``params`` on ``dataset``: one :class:`Evaluation` per split.
 
@@ -207,6 +208,9 @@ def evaluate(
         metrics: names from :data:`metabo.evaluation.metrics.METRICS`.
         time_limit, memory_limit_mb: per split; with either, each fit runs in a forked
             worker (:func:`metabo.evaluation.runner.run_with_limits`).
+        total_time_limit: seconds for all splits together (a search's time budget): each
+            split may run only what is left of it, and splits with nothing left are
+            recorded as ``timeout`` without running.
         keep_predictions: keep ``valid_proba`` / ``test_proba`` in the evaluations.
         factory: builds ``(preprocessing needs, estimator)``; default
             :func:`~metabo.evaluation.factories.registry_factory`.
@@ -239,11 +243,20 @@ def evaluate(
         return [_failed(algorithm, params, s, "crash", message, math.nan, metric_fns) for s in splits]
 
     out = []
+    started = time.perf_counter()
     for split in splits:
+        limit = time_limit
+        if total_time_limit is not None:
+            left = total_time_limit - (time.perf_counter() - started)
+            if left <= 0:
+                out.append(_failed(algorithm, params, split, "timeout", f"Timeout: no time left for fold {split.fold} "
+                                   f"(limit {total_time_limit:.1f} s for all folds)", 0.0, metric_fns))
+                continue
+            limit = left if limit is None else min(limit, left)
         pipeline = make_pipeline(spec, dataset, clone(estimator, safe=False))
         outcome = run_with_limits(
             _fit_predict, pipeline, dataset.X, codes, split, n_classes, threads,
-            time_limit=time_limit, memory_limit_mb=memory_limit_mb,
+            time_limit=limit, memory_limit_mb=memory_limit_mb,
         )
         if not isinstance(outcome, Ok):
             logger.info("%s %s fold %d: %s", algorithm, params, split.fold, outcome.message)

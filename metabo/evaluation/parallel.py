@@ -63,6 +63,7 @@ class EvalTask:
     factory: Factory | None = field(default=None, repr=False)
     load_options: tuple[tuple[str, Any], ...] = ()
     tag: Any = None  # the caller's label (a trial number), to match results that come back unordered
+    total_time_limit: float | None = None  # seconds for all the protocol's splits together
 
 
 @dataclass(frozen=True, eq=False)
@@ -94,6 +95,7 @@ def run_task(task: EvalTask) -> TaskResult:
                 task.algorithm, task.params, dataset, protocol=task.protocol, seed=task.seed,
                 metrics=task.metrics, time_limit=task.time_limit, memory_limit_mb=task.memory_limit_mb,
                 keep_predictions=task.keep_predictions, factory=task.factory, threads=task.threads,
+                total_time_limit=task.total_time_limit,
             )
     except Exception as e:  # noqa: BLE001 - reported in the result, the stream goes on
         logger.warning("task %s %s on %s failed: %s", task.algorithm, dict(task.params), task.dataset_id, describe(e))

@@ -34,6 +34,24 @@ fewer than k validation folds.
 ``max_train`` caps the training part: a stratified, seeded subsample of at most that
 many rows (every class present in the training part is kept while ``max_train >= K``).
 The training size actually used is recorded as the run's ``fidelity``.
+
+A search's protocol (``cv``, :func:`search_protocol`: ``metabo tune`` and ``tune
+--ensemble`` alike):
+
+- ``cv=None``: a stratified 60/20/20 :class:`Holdout`;
+- ``cv=k``: a stratified 20% test part and :class:`KFold` k-fold cross-validation of the
+  other 80%; a configuration's value is its mean over the k validation folds, so every
+  non-test row is validated on, and the winner's curse of picking the best of many
+  configurations on one small validation part shrinks (``reports/select``); it costs k
+  fits per configuration, each on 80% x (k-1)/k of the rows;
+- ``cv="auto"``: k = :data:`AUTO_CV_FOLDS` on datasets of at most
+  :data:`AUTO_CV_MAX_ROWS` rows, else the hold-out. The line: up to 3,000 rows a fold
+  trains on at most 1,920 rows, where fits take a fraction of a second, so cross-validated
+  searches stay within minutes (``reports/ensembles-v2/README.md``); beyond it the
+  hold-out's validation part alone holds 600+ rows, and k fits of a larger table cost
+  more. FLAML's ``eval_method="auto"`` draws a similar line (cross-validation below 100,000
+  rows when rows x columns is small for the time budget) and auto-sklearn offers
+  ``resampling_strategy="cv"``; neither uses this exact threshold.
 """
 
 from __future__ import annotations
@@ -47,6 +65,12 @@ import pandas as pd
 
 from metabo.data.dataset import Dataset
 from metabo.exceptions import InputDataError
+
+
+#: ``cv="auto"`` cross-validates a search on datasets of at most this many rows (module docstring)
+AUTO_CV_MAX_ROWS = 3000
+#: the folds of ``cv="auto"``
+AUTO_CV_FOLDS = 5
 
 
 @dataclass(frozen=True, eq=False)
@@ -310,3 +334,35 @@ class RefitOnTrainValid:
             out.append(Split(s.fold, s.repeat, s.split_seed, np.union1d(s.train_idx, s.valid_idx), s.valid_idx,
                              s.test_idx))
         return out
+
+
+# ---------------------------------------------------------------------- a search's protocol
+def parse_cv(value: str) -> int | str | None:
+    """``--cv`` as the command line gives it: ``auto``, ``none`` or a number of folds."""
+    if value in ("auto", "none"):
+        return None if value == "none" else "auto"
+    try:
+        return int(value)
+    except ValueError:
+        raise InputDataError(f"--cv takes auto, none or a number of folds >= 2, got {value!r}") from None
+
+
+def resolve_cv(cv: int | str | None, n_rows: int) -> int | None:
+    """The folds of a search's cross-validation (None: the hold-out), ``"auto"`` resolved
+    by the dataset's size (module docstring)."""
+    if cv == "auto":
+        return AUTO_CV_FOLDS if n_rows <= AUTO_CV_MAX_ROWS else None
+    if cv is None:
+        return None
+    if isinstance(cv, bool) or not isinstance(cv, int) or cv < 2:
+        raise InputDataError(f"cv must be 'auto', None or an integer >= 2, got {cv!r}")
+    return cv
+
+
+def search_protocol(cv: int | str | None, n_rows: int, *, max_train: int | None = None) -> Holdout | KFold:
+    """A search's protocol on a dataset of ``n_rows`` rows: the 60/20/20 hold-out, or k-fold
+    cross-validation of the 80% not kept for test (module docstring)."""
+    folds = resolve_cv(cv, n_rows)
+    if folds is None:
+        return Holdout(0.6, 0.2, 0.2, max_train=max_train)
+    return KFold(folds, test=0.2, max_train=max_train)

@@ -62,14 +62,15 @@ class TimeBudget:
         return left if time_limit is None else min(left, time_limit)
 
 
-def final_fit_seconds(best: TrialRecord | None, *, train_rows: int, final_rows: int) -> float:
+def final_fit_seconds(best: TrialRecord | None, *, train_rows: int, final_rows: int, fits: int = 1) -> float:
     """The seconds to reserve for fitting ``best`` on ``final_rows`` rows, given that its
-    trial fitted in ``best.fit_seconds`` on ``train_rows``: linear in the rows, times
-    :data:`FINAL_FIT_MARGIN` (0 before any successful trial)."""
+    trial made ``fits`` fits (one per split of its protocol) of ``train_rows`` rows in
+    ``best.fit_seconds`` together: linear in the rows, times :data:`FINAL_FIT_MARGIN`
+    (0 before any successful trial)."""
     if best is None or best.fit_seconds is None or not math.isfinite(best.fit_seconds):
         return 0.0
     scale = final_rows / max(train_rows, 1)
-    return FINAL_FIT_MARGIN * best.fit_seconds * max(scale, 1.0) + (best.predict_seconds or 0.0)
+    return (FINAL_FIT_MARGIN * best.fit_seconds * max(scale, 1.0) + (best.predict_seconds or 0.0)) / max(fits, 1)
 
 
 __all__ = ["FINAL_FIT_MARGIN", "MIN_TRIAL_SECONDS", "TimeBudget", "final_fit_seconds"]

@@ -7,13 +7,17 @@ and memory limits, failures as crash/timeout/memout), and its evaluations are re
 by :meth:`Optimizer.tell` through :func:`metabo.evaluation.record` (every metric on the
 validation and test parts, and the predictions) as runs of ``session:<id>``.
 
-Protocols: a fixed stratified :class:`~metabo.evaluation.protocols.Holdout` 60/20/20 by
-default (every trial sees the same rows); with ``reshuffle=True`` a
+Protocols (``cv``, :func:`~metabo.evaluation.protocols.search_protocol`): by default
+(``cv="auto"``) 5-fold cross-validation of the 80% of the rows not kept for test on
+datasets of at most 3,000 rows (every trial sees the same folds; its value is the mean
+over them), a fixed stratified :class:`~metabo.evaluation.protocols.Holdout` 60/20/20
+above that or with ``cv=None``; with ``reshuffle=True`` a
 :class:`~metabo.evaluation.protocols.ReshuffledHoldout` 60/20/20 whose train/validation
 split is redrawn at each trial (thesis 3.2.1, ``protocol.at(trial.number)``) while the
 test part stays fixed. The objective is the validation ``metric`` (mean over a
 protocol's splits); the reported test error is the selected trial's own test value
-(its model, trained on that trial's training part, scored on the common test part).
+(its model, or the mean of its fold models', trained on that trial's training part,
+scored on the common test part).
 With ``refit=True`` (the default) the selected configuration is trained again on every
 row of its split that is not test (training and validation rows, also those a
 ``max_train`` subsample left out of the search) and scored on the same test part:
@@ -31,8 +35,8 @@ saw).
 trial that was pending when the previous process stopped. ``time_budget`` bounds the
 wall-clock time of the whole call, the final fit included
 (:class:`~metabo.optimizer.budget.TimeBudget`): trials stop in time for the final fit,
-each trial may run only what is left, and one still running when the budget is spent is
-recorded as ``timeout``. Either bound, or both (the first reached ends the search).
+each trial (all its folds together) may run only what is left, and one still running when
+the budget is spent is recorded as ``timeout``. Either bound, or both (the first reached ends the search).
 
 Parallel trials (``n_jobs`` > 1, any joblib ``backend``: ``loky``, ``dask``, ``ray``,
 see :func:`~metabo.evaluation.backends.backend_context`) run in synchronous batches:
@@ -53,6 +57,7 @@ uninterrupted run's.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import math
 import time
@@ -70,9 +75,11 @@ from metabo.evaluation.backends import backend_context, check_backend
 from metabo.evaluation.parallel import EvalTask, TaskResult, evaluate_many
 from metabo.evaluation.protocols import (
     EvaluationProtocol,
-    Holdout,
+    KFold,
     ReshuffledHoldout,
     require_classification,
+    resolve_cv,
+    search_protocol,
 )
 from metabo.exceptions import EvaluationError, InputDataError
 from metabo.optimizer.budget import TimeBudget, final_fit_seconds
@@ -114,6 +121,8 @@ class TuneResult:
     #: wall-clock seconds of the final fit, and of the whole call
     refit_seconds: float | None = None
     total_seconds: float | None = None
+    #: the folds of the search's cross-validation (None: a hold-out)
+    cv: int | None = None
 
     @property
     def algorithm(self) -> str:
@@ -163,13 +172,21 @@ def _load(dataset: Dataset | pd.DataFrame | str, target: str | None
     return stored, trainable, options
 
 
-def _protocol(protocol: EvaluationProtocol | None, reshuffle: bool, max_train: int | None = None
-              ) -> EvaluationProtocol:
+def _protocol(protocol: EvaluationProtocol | None, reshuffle: bool, max_train: int | None, cv: int | str | None,
+              n_rows: int) -> EvaluationProtocol:
+    """The search's protocol: ``protocol`` as given, else the reshuffled hold-out
+    (``reshuffle``) or :func:`~metabo.evaluation.protocols.search_protocol` (``cv``)."""
+    resolve_cv(cv, n_rows)  # a bad cv is refused whichever protocol is used
     if protocol is None:
-        return (ReshuffledHoldout(train=0.6, valid=0.2, test=0.2, max_train=max_train) if reshuffle
-                else Holdout(0.6, 0.2, 0.2, max_train=max_train))
+        if reshuffle:
+            if cv not in (None, "auto"):
+                raise InputDataError(f"reshuffle=True redraws one hold-out split per trial: drop cv={cv!r}")
+            return ReshuffledHoldout(train=0.6, valid=0.2, test=0.2, max_train=max_train)
+        return search_protocol(cv, n_rows, max_train=max_train)
     if max_train is not None:
         raise InputDataError("max_train subsamples the default protocol; give it to your protocol instead")
+    if cv not in (None, "auto"):
+        raise InputDataError(f"cv={cv!r} chooses the default protocol; give either cv or protocol, not both")
     if reshuffle and not isinstance(protocol, ReshuffledHoldout):
         raise InputDataError(f"reshuffle=True needs a ReshuffledHoldout protocol, got {protocol!r}")
     return protocol
@@ -207,8 +224,14 @@ def open_session(
     dataset_id: str | None, metric: str, seed: int, settings: dict[str, Any],
 ) -> Optimizer:
     """The stored session ``session_id`` resumed (it must have tuned ``metric`` on
-    ``dataset_id``), or a new optimizer."""
-    if kb is not None and session_id is not None and get_session(kb, session_id) is not None:
+    ``dataset_id`` under the same protocol), or a new optimizer."""
+    if kb is not None and session_id is not None and (row := get_session(kb, session_id)) is not None:
+        stored = json.loads(row["settings"]).get("protocol")
+        if stored is not None and "protocol" in settings and stored != settings["protocol"]:
+            raise InputDataError(
+                f"session {session_id!r} evaluated its trials with {stored}, not {settings['protocol']}: its values "
+                "are not comparable; resume it with the same protocol (cv: none for a hold-out, K for K folds)"
+            )
         opt = Optimizer.resume(kb, session_id, space, strategy)
         if opt.dataset_id != dataset_id or opt.metric != metric:
             raise InputDataError(
@@ -235,14 +258,15 @@ class Setup:
 
     def task(self, trial: Trial | TrialRecord, protocol: EvaluationProtocol, *, seed: int,
              time_limit: float | None, memory_limit_mb: int | None, keep_predictions: bool,
-             in_process: bool = False) -> EvalTask:
+             in_process: bool = False, total_time_limit: float | None = None) -> EvalTask:
         """The evaluation of ``trial``: for workers, by spec when there is one (module
-        docstring); ``in_process``, on :attr:`data` as loaded (not loaded again)."""
+        docstring); ``in_process``, on :attr:`data` as loaded (not loaded again).
+        ``time_limit`` bounds each split, ``total_time_limit`` all of them together."""
         return EvalTask(dataset_id=self.dataset_id or self.data.name,
                         dataset=self.data if in_process or self.spec is None else self.spec, algorithm=trial.algorithm,
                         params=trial.params, protocol=protocol, seed=seed, time_limit=time_limit,
                         memory_limit_mb=memory_limit_mb, metrics=self.metrics, keep_predictions=keep_predictions,
-                        load_options=self.load_options, tag=trial.number)
+                        load_options=self.load_options, tag=trial.number, total_time_limit=total_time_limit)
 
     def settings(self, budget: int | None, time_limit: float | None, memory_limit_mb: int | None,
                  time_budget: float | None = None) -> dict[str, Any]:
@@ -251,23 +275,24 @@ class Setup:
                 "time_limit": time_limit, "memory_limit_mb": memory_limit_mb, "dataset": self.data.name,
                 "time_budget": time_budget}
 
-    def split_rows(self, seed: int) -> tuple[int, int]:
-        """(training rows of a trial, rows of the fit on training + validation rows) of split 0."""
-        split = self.protocol.splits(self.data, seed)[0]
-        test = 0 if split.test_idx is None else len(split.test_idx)
-        return split.n_train, self.data.n_instances - test
+    def split_rows(self, seed: int) -> tuple[int, int, int]:
+        """(training rows of one of a trial's fits, the fits of a trial (its splits), rows
+        of the fit on training + validation rows) of split 0."""
+        splits = self.protocol.splits(self.data, seed)
+        test = 0 if splits[0].test_idx is None else len(splits[0].test_idx)
+        return splits[0].n_train, len(splits), self.data.n_instances - test
 
 
 def prepare(
     dataset: Dataset | pd.DataFrame | str, *, kb: KnowledgeBase | None, target: str | None = None,
     protocol: EvaluationProtocol | None = None, reshuffle: bool = False, metric: str = "error_rate",
     metrics: tuple[str, ...] = DEFAULT_METRICS, meta_features: bool = True, seed: int = 0,
-    max_train: int | None = None,
+    max_train: int | None = None, cv: int | str | None = "auto",
 ) -> Setup:
     """Load ``dataset``, store it in ``kb`` (with its meta-features unless
     ``meta_features=False``) and fix the protocol (see :func:`tune`)."""
     stored, data, options = _load(dataset, target)
-    protocol = _protocol(protocol, reshuffle, max_train)
+    protocol = _protocol(protocol, reshuffle, max_train, cv, data.n_instances)
     metrics = tuple(dict.fromkeys((metric, *metrics)))
     for name in metrics:  # every check before anything is stored
         get_metric(name)
@@ -292,12 +317,12 @@ def strategy_factory(name: str, kb: KnowledgeBase | None, dataset_id: str | None
 
 
 def resolve_strategy(name: str, kb: KnowledgeBase | None, dataset_id: str | None, space: CASHSpace | SearchSpace,
-                     *, metric: str, time_budget: float | None = None, n_train: int | None = None
-                     ) -> tuple[str, str, Callable[[int], Strategy]]:
+                     *, metric: str, time_budget: float | None = None, n_train: int | None = None,
+                     fits_per_trial: int = 1) -> tuple[str, str, Callable[[int], Strategy]]:
     """``(name, note, seed -> strategy)`` of :func:`strategy_factory`, with ``auto``
     resolved (:func:`~metabo.strategies.warm.choose`, its reason logged and returned as
     ``note``; empty for a named strategy) and the past it read passed on, not read twice.
-    ``time_budget`` and ``n_train`` make the warm start cost-aware
+    ``time_budget``, ``n_train`` and ``fits_per_trial`` make the warm start cost-aware
     (:func:`~metabo.strategies.warm.warm_factory`)."""
     note, past = "", None
     if name == AUTO:
@@ -314,7 +339,7 @@ def resolve_strategy(name: str, kb: KnowledgeBase | None, dataset_id: str | None
     if not isinstance(space, CASHSpace):
         raise InputDataError(f"strategy {name!r} needs a CASH space")
     return name, note, warm_factory(name, kb, dataset_id, space, metric=metric, past=past,
-                                    time_budget=time_budget, n_train=n_train)
+                                    time_budget=time_budget, n_train=n_train, fits_per_trial=fits_per_trial)
 
 
 def run_trials(
@@ -333,18 +358,18 @@ def run_trials(
         raise InputDataError("run_trials needs a budget of trials or a clock")
     with backend_context(backend, address=scheduler, n_jobs=n_jobs):
         while (needed := n_jobs if budget is None else budget - len(opt.history.completed)) > 0:
-            limit = time_limit
+            total = None  # the seconds of a trial's fits together, under the clock
             if clock is not None:
-                limit = clock.trial_limit(reserve() if reserve is not None else 0.0, time_limit)
-                if limit is None:
+                total = clock.trial_limit(reserve() if reserve is not None else 0.0)
+                if total is None:
                     logger.info("time budget: %.1f s left, stopping the search", clock.left())
                     break
             pending = len(opt.history.pending)  # left by a killed batch: re-asked on their own
             batch = [opt.ask() for _ in range(min(n_jobs, needed, pending or n_jobs))]
             # one job runs in this process (joblib's n_jobs=1, any backend): on the data as loaded
-            tasks = [setup.task(trial, _at(setup.protocol, trial.number), seed=seed, time_limit=limit,
+            tasks = [setup.task(trial, _at(setup.protocol, trial.number), seed=seed, time_limit=time_limit,
                                 memory_limit_mb=memory_limit_mb, keep_predictions=keep_predictions,
-                                in_process=n_jobs == 1)
+                                in_process=n_jobs == 1, total_time_limit=total)
                      for trial in batch]
             for trial, result in _in_order(batch, evaluate_many(tasks, n_jobs=n_jobs, backend=backend)):
                 evaluations = _evaluations(trial, result)
@@ -380,6 +405,7 @@ def tune(
     target: str | None = None,
     protocol: EvaluationProtocol | None = None,
     reshuffle: bool = False,
+    cv: int | str | None = "auto",
     select: Select = "argmin",
     metric: str = "error_rate",
     metrics: tuple[str, ...] = DEFAULT_METRICS,
@@ -418,7 +444,9 @@ def tune(
         kb: the knowledge base: the dataset (with its meta-features unless
             ``meta_features=False``), the session and every evaluation are stored.
         seed: seeds the suggestions, the splits and the estimators.
-        protocol, reshuffle: see the module docstring.
+        protocol, reshuffle, cv: see the module docstring; ``cv`` (``"auto"``, None for the
+            60/20/20 hold-out, or a number of folds) chooses the protocol when ``protocol``
+            is not given.
         select: ``argmin`` or ``posterior_mean`` (thesis 3.4), see :meth:`Optimizer.best`.
         metric: the objective, one of ``metrics`` (all are recorded).
         time_limit, memory_limit_mb: per evaluation (:mod:`metabo.evaluation.runner`).
@@ -452,12 +480,12 @@ def tune(
     # made (a warm start with nothing to transfer) leaves nothing behind
     with kb.transaction() if kb is not None else contextlib.nullcontext():
         setup = prepare(dataset, kb=kb, target=target, protocol=protocol, reshuffle=reshuffle, metric=metric,
-                        metrics=metrics, meta_features=meta_features, seed=seed, max_train=max_train)
-        train_rows, refit_rows = setup.split_rows(seed)
+                        metrics=metrics, meta_features=meta_features, seed=seed, max_train=max_train, cv=cv)
+        train_rows, fits, refit_rows = setup.split_rows(seed)
         if isinstance(strategy, str):
             name, note, make = resolve_strategy(strategy, kb, setup.dataset_id, space, metric=metric,
                                                 time_budget=None if clock is None else clock.seconds,
-                                                n_train=train_rows)
+                                                n_train=train_rows, fits_per_trial=fits)
             strategy = make(seed)
         else:
             name, note = getattr(strategy, "name", type(strategy).__name__), ""
@@ -477,9 +505,9 @@ def tune(
     if clock is not None and refit:
         def reserve() -> float:  # the scored fit, and the fit on every row when one is made
             best = opt.history.best()
-            scored = final_fit_seconds(best, train_rows=train_rows, final_rows=refit_rows)
-            return scored + (final_fit_seconds(best, train_rows=train_rows, final_rows=setup.data.n_instances)
-                             if final_rows == "all" else 0.0)
+            scored = final_fit_seconds(best, train_rows=train_rows, final_rows=refit_rows, fits=fits)
+            return scored + (final_fit_seconds(best, train_rows=train_rows, final_rows=setup.data.n_instances,
+                                               fits=fits) if final_rows == "all" else 0.0)
 
     run_trials(opt, setup, budget=budget, seed=seed, time_limit=time_limit, memory_limit_mb=memory_limit_mb,
                keep_predictions=keep_predictions, n_jobs=n_jobs, backend=backend, scheduler=scheduler,
@@ -495,7 +523,8 @@ def tune(
         refit_seconds = time.monotonic() - t0
     return TuneResult(opt.session_id, setup.dataset_id, metric, select, best, opt.history, refit_error, name, note,
                       model=model, trial_end_seconds=ends, refit_seconds=refit_seconds,
-                      total_seconds=time.monotonic() - started)
+                      total_seconds=time.monotonic() - started,
+                      cv=setup.protocol.k if isinstance(setup.protocol, KFold) else None)
 
 
 def final_model(best: TrialRecord, setup: Setup, *, seed: int, metric: str

@@ -127,13 +127,14 @@ def stored_meta_features(kb: KnowledgeBase, dataset_id: str) -> dict[str, float]
 
 def warm_factory(name: str, kb: KnowledgeBase, dataset_id: str, space: CASHSpace, *, metric: str = "error_rate",
                  past: PastRuns | None = None, time_budget: float | None = None, n_train: int | None = None,
-                 **kw: Any) -> Callable[[int], Strategy]:
+                 fits_per_trial: int = 1, **kw: Any) -> Callable[[int], Strategy]:
     """Seed -> a fresh warm-start strategy ``name`` for the stored dataset ``dataset_id``
     (module docstring); what transfers (the past runs, the meta-features, the surrogate
     bank) is read once and shared by every strategy made (ESMBO makes one per replicate).
     ``past``: :func:`past_for`'s result if already read (by :func:`choose`). ``kw`` go to
     the strategy's constructor. Under a ``time_budget`` (seconds) on ``n_train`` training
-    rows, ``warm``'s portfolio keeps to configurations predicted to fit in a tenth of it
+    rows, ``warm``'s portfolio keeps to configurations whose trial (``fits_per_trial`` fits,
+    one per fold of a cross-validated search) is predicted to take at most a tenth of it
     (:data:`OPENING_SHARE`, :mod:`metabo.kb.costs`)."""
     if name not in WARM_STRATEGIES:
         raise InputDataError(f"unknown warm-start strategy {name!r}; use one of {', '.join(WARM_STRATEGIES)}")
@@ -150,7 +151,8 @@ def warm_factory(name: str, kb: KnowledgeBase, dataset_id: str, space: CASHSpace
         if time_budget is not None and n_train is not None:
             from metabo.kb.costs import predicted_fit_seconds, recorded_fit_seconds
 
-            kw = {"costs": predicted_fit_seconds(recorded_fit_seconds(kb, past.tasks, metric=metric), n_train),
+            fit = predicted_fit_seconds(recorded_fit_seconds(kb, past.tasks, metric=metric), n_train)
+            kw = {"costs": {cid: fits_per_trial * seconds for cid, seconds in fit.items()},
                   "max_cost": OPENING_SHARE * time_budget, **kw}
         return lambda seed: PortfolioWarmStart(past, meta or None, seed=seed, **kw)
     if name == "knn":

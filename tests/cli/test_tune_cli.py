@@ -28,7 +28,7 @@ def test_tune_csv_random_search(tmp_path, capsys):
     with KnowledgeBase(kb_path) as kb:
         runs = kb.query("SELECT algorithm, metric, source FROM runs WHERE metric = 'error_rate'")
         n_meta = kb.stats()["meta_features"]
-    assert len(runs) == 4 and set(runs["source"]) == {"session:cli"}
+    assert len(runs) == 4 * 5 and set(runs["source"]) == {"session:cli"}  # iris: 5-fold cross-validated trials
     assert set(runs["algorithm"]) <= {"knn", "decision_tree"} and n_meta > 0
 
     code = main(["tune", str(csv), "--target", "target", "--budget", "2", "--strategy", "random",

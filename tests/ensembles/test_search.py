@@ -189,7 +189,7 @@ def test_esmbo_with_one_replicate_on_the_validation_set_is_smbo_and_its_arg_min(
     assert r.best.number == best.number and r.diversity == 0.0
     assert r.valid_error == pytest.approx(best.value) and r.test_error == pytest.approx(best.test_value)
     # the base GP-BO saw the same values as plain SMBO: the same trials in the same order
-    smbo = tune(cancer, budget=8, space=SPACE, strategy="gp", seed=5)
+    smbo = tune(cancer, budget=8, space=SPACE, strategy="gp", seed=5, cv=None)
     assert [(t.algorithm, t.params) for t in r.history] == [(t.algorithm, t.params) for t in smbo.history]
 
 
@@ -248,14 +248,3 @@ def test_cross_validated_search_selects_on_out_of_fold_predictions(wine, cross_v
                                            metric="error_rate", n_classes=r.n_classes)
     # the deployed model: refitted on every non-test row, scored on the test rows
     assert r.refit_test_error == pytest.approx(float(np.mean(r.model.predict_codes(wine.X.iloc[test]) != codes[test])))
-
-
-def test_cv_auto_is_five_folds_up_to_the_line():
-    from metabo.ensembles import search
-
-    assert search.resolve_cv("auto", search.AUTO_CV_MAX_ROWS) == 5
-    assert search.resolve_cv("auto", search.AUTO_CV_MAX_ROWS + 1) is None
-    assert search.resolve_cv(None, 10) is None and search.resolve_cv(7, 10) == 7
-    for bad in (1, True, "3", 2.5):
-        with pytest.raises(InputDataError, match="cv"):
-            search.resolve_cv(bad, 10)

@@ -184,3 +184,35 @@ def test_refit_needs_a_test_part():
         RefitOnTrainValid(Holdout(0.8, 0.2, 0.0)).splits(_imbalanced(), 0)
     with pytest.raises(InputDataError):
         RefitOnTrainValid("holdout")
+
+
+def test_cv_auto_is_five_folds_up_to_the_line():
+    from metabo.evaluation.protocols import AUTO_CV_MAX_ROWS, resolve_cv
+
+    assert resolve_cv("auto", AUTO_CV_MAX_ROWS) == 5
+    assert resolve_cv("auto", AUTO_CV_MAX_ROWS + 1) is None
+    assert resolve_cv(None, 10) is None and resolve_cv(7, 10) == 7
+    for bad in (1, True, "3", 2.5):
+        with pytest.raises(InputDataError, match="cv"):
+            resolve_cv(bad, 10)
+
+
+def test_search_protocol_cross_validates_every_non_test_row_once():
+    from metabo.evaluation.protocols import parse_cv, search_protocol
+
+    data = Dataset.from_frame(pd.DataFrame({"x": np.arange(100.0), "y": np.arange(100) % 3}), "y", name="d", source="test")
+    splits = search_protocol("auto", data.n_instances).splits(data, seed=4)
+    assert len(splits) == 5
+    test = splits[0].test_idx
+    assert len(test) == 20 and all(np.array_equal(s.test_idx, test) for s in splits)
+    valid = np.concatenate([s.valid_idx for s in splits])
+    assert np.array_equal(np.sort(valid), np.setdiff1d(np.arange(100), test))  # a partition of the other 80
+    for s in splits:
+        assert not set(s.train_idx) & set(s.valid_idx) and not set(s.train_idx) & set(test)
+    [holdout] = search_protocol(None, data.n_instances).splits(data, seed=4)
+    assert (len(holdout.train_idx), len(holdout.valid_idx), len(holdout.test_idx)) == (60, 20, 20)
+    assert search_protocol("auto", 10_000) == Holdout(0.6, 0.2, 0.2)
+    assert search_protocol(3, 10, max_train=50) == KFold(3, test=0.2, max_train=50)
+    assert (parse_cv("auto"), parse_cv("none"), parse_cv("4")) == ("auto", None, 4)
+    with pytest.raises(InputDataError, match="--cv"):
+        parse_cv("five")

@@ -47,12 +47,16 @@ def test_time_budget_arithmetic():
     assert final_fit_seconds(best, train_rows=60, final_rows=80) == pytest.approx(
         FINAL_FIT_MARGIN * 0.5 * 80 / 60 + 0.1)
     assert final_fit_seconds(None, train_rows=60, final_rows=80) == 0.0
+    # a 5-fold trial's seconds are its five fits together: the final fit is one of them, scaled
+    assert final_fit_seconds(best, train_rows=64, final_rows=80, fits=5) == pytest.approx(
+        (FINAL_FIT_MARGIN * 0.5 * 80 / 64 + 0.1) / 5)
 
 
 def test_a_slow_trial_is_cut_at_the_time_budget_and_nothing_is_lost(tmp_path, iris_frame, monkeypatch):
     """knn is made to sleep two minutes; with a 6 s budget its first trial is killed and
     recorded as a timeout, the fast trials before it are kept, and the model is the best
-    fast one."""
+    fast one. Iris is cross-validated (5 folds): the killed fold's trial has no time left
+    for its other folds, which are recorded as timeouts without running."""
     real = algorithms.build_estimator
 
     def slow_knn(algorithm, params, *, seed):
@@ -70,14 +74,17 @@ def test_a_slow_trial_is_cut_at_the_time_budget_and_nothing_is_lost(tmp_path, ir
     assert took < 60  # the two-minute fit was not waited for
     assert statuses[-1] == "timeout" and statuses.count("timeout") == 1
     assert all(s == "ok" for s in statuses[:-1]) and len(statuses) >= 2
-    assert dict(zip(stored["status"], stored["n"])) == {"ok": len(statuses) - 1, "timeout": 1}
+    assert result.cv == 5
+    assert dict(zip(stored["status"], stored["n"])) == {"ok": 5 * (len(statuses) - 1), "timeout": 5}
     assert result.best.ok and result.algorithm != "knn" and result.model is not None
 
 
 def test_a_time_budget_alone_runs_trials_until_it_is_spent(iris_frame):
     space = default_cash_space(["lda", "gaussian_nb", "decision_tree"])
     result = tune(iris_frame, target="target", time_budget=3.0, space=space, strategy="random", seed=0)
-    assert len(result.history.completed) >= 3 and all(r.ok for r in result.history.completed)
+    done = result.history.completed
+    assert len(done) >= 3 and all(r.ok for r in done[:-1])
+    assert done[-1].status in ("ok", "timeout")  # the last may be cut where the budget ends
     ends = [result.trial_end_seconds[r.number] for r in result.history.completed]
     assert ends == sorted(ends) and result.time_to_first_model == ends[0]
     assert result.model is not None and result.total_seconds >= ends[-1]

@@ -80,7 +80,8 @@ def test_tune_cli_with_rlgp_stores_its_session(store, capsys, tmp_path):
     assert code == 0, err
     assert "session warm: 3 trials" in out and "(rlgp, seed 0)" in out
     with KnowledgeBase(copy, read_only=True) as kb:
-        runs = kb.query("SELECT count(*) AS n FROM runs WHERE source = 'session:warm' AND metric = 'error_rate'")
+        runs = kb.query("SELECT count(*) AS n FROM runs WHERE source = 'session:warm' AND metric = 'error_rate' "
+                        "AND fold = 0")  # one per trial (iris: five folds each)
         cached = kb.query("SELECT count(*) AS n FROM surrogate_bank")["n"].item()
     assert runs["n"].item() == 3 and cached > 0  # the bank of the past is cached in the store
 
