@@ -8,7 +8,8 @@ surrogate bank, and OpenBox's RGPE advisor beside it in the same run.
    space have a value): after ``n`` random observations (10, 50), the median seconds of 5
    suggestions (after one untimed, so caches are warm as in a run; each suggestion's
    outcome is told before the next, so the target GP of the algorithm picked is extended
-   and refitted as in a run). Medians, because the machine may be shared.
+   and refitted as in a run). Medians, because the machine may be shared. Then the same
+   with the acquisition searched jointly over the CASH space (``RLGP(search="joint")``).
 3. With ``--pmf-kb``: the same on PMF's meta-dataset (Fusi et al. 2018; 553 tasks, 8
    ``pmf:estimator-<b>`` algorithms), the RLGP paper's own knowledge base: at most 50 random
    pipelines per (task, algorithm) (seeded, chosen in SQL: the store holds 16.7M runs), the
@@ -147,6 +148,12 @@ def _store(kb_path: str, report: dict) -> tuple:  # type: ignore[type-arg]
                                f"RLGP, {len(bank.tasks)} tasks x {len(space.algorithms)} algorithms", rlgp_cpu)
     mine["rlgp_seconds_per_suggestion"] = rlgp_seconds
     mine["rlgp_cpu_seconds_per_suggestion"] = rlgp_cpu
+    joint_cpu: dict[str, float] = {}
+    mine["rlgp_joint_seconds_per_suggestion"] = _rlgp_timed(
+        space, bank, past.only(tasks=[target]),
+        f"RLGP, joint acquisition search, {len(bank.tasks)} tasks x {len(space.algorithms)} algorithms", joint_cpu,
+        search="joint")
+    mine["rlgp_joint_cpu_seconds_per_suggestion"] = joint_cpu
     return past, target, space, rlgp_seconds, rlgp_cpu
 
 
@@ -166,9 +173,10 @@ def _bank_timed(sources: PastRuns, space, report: dict) -> SurrogateBank:  # typ
 
 
 def _rlgp_timed(space, bank: SurrogateBank, target: PastRuns, label: str,  # type: ignore[no-untyped-def]
-                cpu_seconds: dict[str, float]) -> dict[str, float]:
-    """RLGP's seconds per suggestion (:func:`_timed`)."""
-    return _timed(space, lambda: RLGP(bank, n_init=0, seed=0), target, label, cpu_seconds)
+                cpu_seconds: dict[str, float], search: str = "algorithm") -> dict[str, float]:
+    """RLGP's seconds per suggestion (:func:`_timed`), with its acquisition searched per
+    algorithm (the default) or jointly over the CASH space."""
+    return _timed(space, lambda: RLGP(bank, n_init=0, seed=0, search=search), target, label, cpu_seconds)
 
 
 def _timed(space, make, target: PastRuns, label: str,  # type: ignore[no-untyped-def]

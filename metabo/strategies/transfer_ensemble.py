@@ -60,6 +60,12 @@ Each suggestion:
    every algorithm's suggestion, made sequential: iteration ``n`` takes algorithm
    ``n mod K`` (the paper evaluates all K suggestions of one history at once), or the next
    one that still has a configuration to ask (lda, gaussian_nb have one configuration).
+   ``search="joint"``: the same acquisition (each row scored by its algorithm's ensemble)
+   maximized once over the whole CASH space, as GP-BO searches it (``n_random`` draws
+   across the algorithms, ``n_local`` local searches from the best of them and of every
+   algorithm's ``n_starts`` best trials) instead of once per algorithm (``n_random`` draws
+   and ``n_local`` searches each): K times less search per suggestion, so its cost no
+   longer grows with the number of algorithms a knowledge base brings (OBOE's add 9).
 
 The first ``n_init`` trials are random (RLGP's protocol: 3; default 0). With ``n_init=0`` the first
 suggestion, before any observation of the target, is the minimizer of the base GPs' equal-
@@ -117,6 +123,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 Scope = Literal["task", "algorithm"]
+Search = Literal["algorithm", "joint"]
 
 #: GP-BO's default arguments (:class:`~metabo.strategies.gp.GPBO`): the target GPs' fits and
 #: the acquisition search take the same defaults, read from its signature, not copied.
@@ -154,7 +161,10 @@ class WeightedGPEnsembles:
             (:func:`~metabo.strategies.weights.target_floor`, a deviation from both papers);
             None: no floor (the papers' weights).
         one_per_algorithm: round-robin over algorithms instead of the largest EI.
-        n_random, n_local, n_starts: the acquisition search (per algorithm).
+        search: ``"algorithm"`` (one acquisition search per algorithm) or ``"joint"``
+            (one over the CASH space; module docstring, step 3).
+        n_random, n_local, n_starts: the acquisition search (per algorithm, or of the
+            joint search; ``n_starts`` per algorithm either way).
         refit_every, n_restarts, warping: the target GPs' hyperparameter fits (as GP-BO's:
             the defaults are :class:`~metabo.strategies.gp.GPBO`'s, read from its signature).
         normalization: the target values' shared scale, ``"copula"`` or ``"standardize"``
@@ -168,7 +178,7 @@ class WeightedGPEnsembles:
     def __init__(
         self, bank: SurrogateBank, *, scope: Scope = "task", n_init: int = 0, n_samples: int = 100,
         weighting: Weighting = "argmax", dilution: bool = False, target_floor: float | None = TARGET_FLOOR_N0,
-        one_per_algorithm: bool = False,
+        one_per_algorithm: bool = False, search: Search = "algorithm",
         n_random: int = _GPBO["n_random"], n_local: int = _GPBO["n_local"], n_starts: int = _GPBO["n_starts"],
         refit_every: int = _GPBO["refit_every"], n_restarts: int = _GPBO["n_restarts"],
         warping: Warping = _GPBO["warping"], normalization: Normalization | None = None,
@@ -187,6 +197,11 @@ class WeightedGPEnsembles:
         if target_floor is not None and not target_floor > 0:
             raise InputDataError(f"target_floor must be > 0 or None, got {target_floor}")
         self.target_floor = target_floor
+        if search not in ("algorithm", "joint"):
+            raise InputDataError(f"search must be 'algorithm' or 'joint', got {search!r}")
+        if search == "joint" and one_per_algorithm:
+            raise InputDataError("one_per_algorithm picks each algorithm in turn: its search is per algorithm")
+        self.search = search
         self.bank, self.scope, self.n_init, self.n_samples = bank, scope, n_init, n_samples
         self.weighting, self.dilution, self.one_per_algorithm = weighting, dilution, one_per_algorithm
         self.n_random, self.n_local, self.n_starts = n_random, n_local, n_starts
@@ -217,7 +232,7 @@ class WeightedGPEnsembles:
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(tasks={len(self.bank.tasks)}, scope={self.scope!r}, n_init={self.n_init}, "
                 f"n_samples={self.n_samples}, weighting={self.weighting!r}, dilution={self.dilution}, "
-                f"one_per_algorithm={self.one_per_algorithm}, seed={self.seed})")
+                f"one_per_algorithm={self.one_per_algorithm}, search={self.search!r}, seed={self.seed})")
 
     # ------------------------------------------------------------------ models
     def target_values(self, history: History) -> np.ndarray:
@@ -472,17 +487,11 @@ class WeightedGPEnsembles:
         scores = found[0]
         if self.one_per_algorithm:  # the rotation's algorithm alone
             scores = dict(list(scores.items())[:1])
-        index = {a: k for k, a in enumerate(space.algorithms)}
+        joint = _joint(scores, space)
 
         def score(X: np.ndarray) -> np.ndarray:
-            out = np.full(len(X), -np.inf)
-            owner = np.argmax(X[:, : len(space)], axis=1)
             with self._blas_context():
-                for a, f in scores.items():
-                    rows = np.flatnonzero(owner == index[a])
-                    if len(rows):
-                        out[rows] = f(X[rows][:, space.slices[a]])
-            return out
+                return joint(X)
 
         return score
 
@@ -494,6 +503,18 @@ class WeightedGPEnsembles:
         done = history.completed
         y = history.y if not prior else np.zeros(0)
         from metabo.acquisition.search import maximize
+
+        if self.search == "joint":
+            starts = [] if prior else [
+                c for a in space.algorithms
+                for c in top_configurations([r for r in done if r.algorithm == a],
+                                            y[[i for i, r in enumerate(done) if r.algorithm == a]], self.n_starts)]
+            try:
+                config, _ = maximize(space, _joint(scores, space), starts=starts, evaluated=history.config_ids,
+                                     n_random=self.n_random, n_local=self.n_local, seed=rng)
+            except InputDataError:  # every configuration met was asked already
+                return random_configuration(space, rng, history.config_ids)
+            return config
 
         winner: tuple[float, Config] | None = None
         for a, f in scores.items():
@@ -521,6 +542,24 @@ class WeightedGPEnsembles:
                         return random_configuration(space, rng, history.config_ids, algorithm=algorithm)
             return random_configuration(space, rng, history.config_ids)
         return winner[1]
+
+
+def _joint(scores: dict[str, Callable[[np.ndarray], np.ndarray]], space: CASHSpace
+           ) -> Callable[[np.ndarray], np.ndarray]:
+    """The acquisition of encoded rows of the whole CASH ``space``: each row scored by its
+    algorithm's ``scores`` on its own block, ``-inf`` for an algorithm without one."""
+    index = {a: k for k, a in enumerate(space.algorithms)}
+
+    def score(X: np.ndarray) -> np.ndarray:
+        out = np.full(len(X), -np.inf)
+        owner = np.argmax(X[:, : len(space)], axis=1)
+        for a, f in scores.items():
+            rows = np.flatnonzero(owner == index[a])
+            if len(rows):
+                out[rows] = f(X[rows][:, space.slices[a]])
+        return out
+
+    return score
 
 
 def _conditioned(model: GaussianProcess, X: np.ndarray, z: np.ndarray) -> GaussianProcess:

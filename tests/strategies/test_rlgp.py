@@ -64,11 +64,12 @@ def test_contract_valid_reproducible_distinct(bank, cls):
         SPACE.validate(r.algorithm, r.params)
 
 
-def test_transfer_from_a_copy_finds_the_optimum_sooner_than_random_search(bank):
+@pytest.mark.parametrize("search", ["algorithm", "joint"])
+def test_transfer_from_a_copy_finds_the_optimum_sooner_than_random_search(bank, search):
     best_rlgp, best_random = [], []
     for seed in range(3):
         for cls, out in ((RLGP, best_rlgp), (None, best_random)):
-            strategy = cls(bank, n_init=3, n_random=200, seed=seed) if cls else RandomSearch()
+            strategy = cls(bank, n_init=3, n_random=200, seed=seed, search=search) if cls else RandomSearch()
             opt = Optimizer(SPACE, strategy, seed=seed)
             for _ in range(10):
                 t = opt.ask()
@@ -117,3 +118,38 @@ def test_suggestions_do_not_depend_on_the_kept_models(bank):
     assert kept._loo_models and not fresh._loo_models
     picks = [s.suggest(opt.history, SPACE, np.random.default_rng(7)) for s in (kept, fresh)]
     assert picks[0] == picks[1]
+
+
+@pytest.mark.parametrize("search", ["algorithm", "joint"])
+def test_joint_search_on_one_algorithm_is_the_per_algorithm_search(bank, search):
+    """With one algorithm the CASH space is its own block: the joint search draws the same
+    candidates, scores them by the same ensemble and returns the same configuration."""
+    algorithm = SPACE.algorithms[0]
+    sub = SPACE.subset([algorithm])
+    opt = Optimizer(sub, RandomSearch(), seed=3)
+    for _ in range(6):
+        t = opt.ask()
+        opt.tell(t, OBJECTIVE(t.algorithm, t.params))
+    picks = {s: RLGP(bank, n_random=150, seed=1, search=s).suggest(opt.history, sub, np.random.default_rng(7))
+             for s in ("algorithm", "joint")}
+    assert picks["joint"] == picks["algorithm"]
+    assert RLGP(bank, n_random=150, seed=1, search=search).suggest(opt.history, sub, np.random.default_rng(7)) \
+        == picks[search]
+
+
+def test_joint_search_is_reproducible_and_refuses_the_round_robin(bank):
+    from metabo.exceptions import InputDataError
+
+    def run(seed):
+        opt = Optimizer(SPACE, RLGP(bank, n_random=100, seed=seed, search="joint"), seed=seed)
+        for _ in range(6):
+            t = opt.ask()
+            opt.tell(t, OBJECTIVE(t.algorithm, t.params))
+        return [r.config_id for r in opt.history]
+
+    first = run(0)
+    assert first == run(0) and len(set(first)) == len(first)
+    with pytest.raises(InputDataError, match="one_per_algorithm"):
+        RLGP(bank, search="joint", one_per_algorithm=True)
+    with pytest.raises(InputDataError, match="search"):
+        RLGP(bank, search="everywhere")
