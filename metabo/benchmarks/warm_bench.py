@@ -23,7 +23,9 @@ RLGP paper's mode: one configuration per algorithm in turn); ``scot``; ``warm``
 (:class:`~metabo.strategies.portfolio.PortfolioWarmStart`, the default warm start). A
 reference, surrogate protocol only: ``oracle`` (:class:`RecordedOrder`, the held-out
 task's own recorded configurations best first: the floor of proposing recorded ones).
-Variants of ``warm`` for ablations: ``warm@key=value@...`` (:func:`method_options`).
+Variants for ablations: ``warm@key=value@...``, ``rlgp@key=value@...``, ``rgpe@...``
+(:func:`method_options`; ``rlgp@search=joint``: RLGP's acquisition searched over the whole
+CASH space at once).
 The option ``space=base`` (any method, live protocol) searches the space before the algorithms
 added for OBOE's grid (:func:`space_of`). ``oboe`` (not in the default list: it needs ``metabo ingest oboe``): OBOE's own selection (:class:`~metabo.strategies.matrix_completion.OBOESelection`)
 on the past tasks from OBOE's meta-dataset. The option ``knowledge=<source>+<source>`` (any
@@ -252,14 +254,14 @@ def make_method(name: str, past: PastRuns, meta: Mapping[str, float], seed: int,
         if isinstance(options.get("then"), str):  # a search phase by method name (rgpe, rlgp, ...)
             options["then"] = make_method(options["then"], past, meta, seed, bank, task, drop, sources)
         return PortfolioWarmStart(past, meta, seed=seed, **options)
-    if name in BANK_METHODS:
+    if name.split("@")[0] in BANK_METHODS:
         from metabo.strategies.rgpe import RGPE
         from metabo.strategies.rlgp import RLGP
 
-        sub = bank.without(list(drop))
-        if name == "rgpe":
-            return RGPE(sub, seed=seed)
-        return RLGP(sub, seed=seed, one_per_algorithm=name == "rlgp-opa")
+        sub, base, options = bank.without(list(drop)), name.split("@")[0], method_options(name)
+        if base == "rgpe":
+            return RGPE(sub, seed=seed, **options)
+        return RLGP(sub, seed=seed, one_per_algorithm=base == "rlgp-opa", **options)
     if name == "scot":
         from metabo.benchmarks.transfer_methods import SCOT_SETTINGS
         from metabo.strategies.scot import SCoT

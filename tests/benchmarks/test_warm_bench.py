@@ -64,3 +64,22 @@ def test_space_option_names_the_space_before_oboes_algorithms_or_a_list():
     assert name == "gp@seed=1" and len(base.algorithms) == 14 and "kernel_svm" not in base.algorithms
     assert space_of("warm@space=knn+lda", full)[1].algorithms == ("knn", "lda")
     assert space_of("warm", full) == ("warm", full)
+
+
+def test_bank_method_variants_pass_their_options_to_the_strategy():
+    from metabo.strategies.rgpe import RGPE
+    from metabo.strategies.rlgp import RLGP
+
+    class Bank:  # what make_method asks of a bank: the tasks to drop removed
+        tasks = ("a", "b")
+        normalization_ = "copula"
+
+        def without(self, drop):
+            return self
+
+    joint = make_method("rlgp@search=joint", None, {}, 3, Bank(), "t", [])
+    assert isinstance(joint, RLGP) and joint.search == "joint" and joint.seed == 3
+    assert make_method("rlgp", None, {}, 3, Bank(), "t", []).search == "algorithm"
+    assert make_method("rlgp-opa", None, {}, 0, Bank(), "t", []).one_per_algorithm
+    rgpe = make_method("rgpe@n_samples=20", None, {}, 0, Bank(), "t", [])
+    assert isinstance(rgpe, RGPE) and rgpe.n_samples == 20
