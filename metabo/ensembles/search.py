@@ -57,7 +57,7 @@ from metabo.ensembles.combine import combined_codes, weighted_average
 from metabo.ensembles.diversity import diversity_matrix
 from metabo.ensembles.guard import GuardDecision, guarded_ensemble
 from metabo.evaluation.metrics import get_metric
-from metabo.evaluation.protocols import Split, class_codes, class_labels, resolve_cv
+from metabo.evaluation.protocols import Split, class_codes, class_labels
 from metabo.exceptions import InputDataError
 from metabo.optimizer.history import History, TrialRecord
 from metabo.strategies import Strategy
@@ -245,7 +245,7 @@ def tune_ensemble(
                                  "members' predictions are replayed in no order it can trust): choose another id")
     space = default_cash_space() if space is None else space
     setup = prepare(dataset, kb=kb, target=target, cv=cv, metric=metric, meta_features=meta_features, seed=seed)
-    folds = resolve_cv(cv, setup.data.n_instances)
+    folds = setup.folds
     protocol = setup.protocol
     splits = protocol.splits(setup.data, seed)
     codes = class_codes(setup.data)

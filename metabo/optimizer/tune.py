@@ -275,6 +275,11 @@ class Setup:
                 "time_limit": time_limit, "memory_limit_mb": memory_limit_mb, "dataset": self.data.name,
                 "time_budget": time_budget}
 
+    @property
+    def folds(self) -> int | None:
+        """The folds of the search's cross-validation (None: a hold-out)."""
+        return self.protocol.k if isinstance(self.protocol, KFold) else None
+
     def split_rows(self, seed: int) -> tuple[int, int, int]:
         """(training rows of one of a trial's fits, the fits of a trial (its splits), rows
         of the fit on training + validation rows) of split 0."""
@@ -524,7 +529,7 @@ def tune(
     return TuneResult(opt.session_id, setup.dataset_id, metric, select, best, opt.history, refit_error, name, note,
                       model=model, trial_end_seconds=ends, refit_seconds=refit_seconds,
                       total_seconds=time.monotonic() - started,
-                      cv=setup.protocol.k if isinstance(setup.protocol, KFold) else None)
+                      cv=setup.folds)
 
 
 def final_model(best: TrialRecord, setup: Setup, *, seed: int, metric: str
