@@ -54,12 +54,11 @@ class TimeBudget:
         """Seconds left of the budget (negative once it is spent)."""
         return self.seconds - self.elapsed()
 
-    def trial_limit(self, reserve: float = 0.0, time_limit: float | None = None) -> float | None:
-        """The time limit of a trial started now, or None when none should start."""
+    def trial_limit(self, reserve: float = 0.0) -> float | None:
+        """The time limit of a trial started now (what is left after ``reserve`` seconds),
+        or None when less than ``min_trial`` would be left."""
         left = self.left() - reserve
-        if left < self.min_trial:
-            return None
-        return left if time_limit is None else min(left, time_limit)
+        return None if left < self.min_trial else left
 
 
 def final_fit_seconds(best: TrialRecord | None, *, train_rows: int, final_rows: int, fits: int = 1) -> float:
