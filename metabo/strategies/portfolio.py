@@ -39,8 +39,9 @@ the one that most lowers the weighted past tasks' best-so-far regret if the new 
 like them: the expected improvement in regret under the mixture "the new task is task
 ``p`` with probability ``w_p``". A configuration missing on task ``p`` gains nothing there,
 so one seen on few tasks cannot win by its absences. With ``distinct`` (default) each pick
-is of an algorithm not tried yet while one with recorded configurations is left: the
-algorithm choice matters most early, and a cold search's random design owes its strength
+is of an algorithm not tried yet while one with recorded configurations is left (with
+``n_distinct = k``, only the first ``k`` picks; the later ones may return to an algorithm
+already tried, its next configuration by the same gain): the algorithm choice matters most early, and a cold search's random design owes its strength
 at a few evaluations to spanning algorithms; here each algorithm is represented by its
 best-covering configuration instead of a random one. Design trials after the portfolio's
 are uniform configurations of algorithms not tried yet (for instance ones the past never
@@ -239,6 +240,8 @@ class PortfolioWarmStart:
         n_portfolio: design trials taken from the portfolio.
         n_design: design trials in all (the ones after the portfolio's: untried algorithms).
         distinct: each portfolio pick of an algorithm not tried yet (while one is left).
+        n_distinct: with ``distinct``, only the first ``n_distinct`` picks are of untried
+            algorithms (None: all ``n_portfolio`` of them).
         beta: evidence temperature of the task weights (``log w += beta n tau``).
         n_transfer_starts: portfolio configurations the GP's local search also starts from.
         prior_mean: the search phase's GP models the residual of the transferred mean.
@@ -265,12 +268,17 @@ class PortfolioWarmStart:
     n_neighbours = 3
 
     def __init__(self, past: PastRuns, meta_features: Mapping[str, float] | pd.Series | None = None, *,
-                 n_portfolio: int = 8, n_design: int = 8, distinct: bool = True, beta: float = 1.0,
+                 n_portfolio: int = 8, n_design: int = 8, distinct: bool = True, n_distinct: int | None = None,
+                 beta: float = 1.0,
                  n_transfer_starts: int = 5, prior_mean: bool = False, then: GPBO | Any | None = None,
                  costs: Mapping[str, float] | None = None, max_cost: float | None = None,
                  source_prior: str = "tasks", bandwidth_k: int | None = None, seed: int = 0) -> None:
         if min(n_portfolio, n_design, n_transfer_starts, beta) < 0:
             raise InputDataError("n_portfolio, n_design, n_transfer_starts and beta must be >= 0")
+        if n_distinct is not None and (isinstance(n_distinct, bool) or not isinstance(n_distinct, int)
+                                       or n_distinct < 0):
+            raise InputDataError(f"n_distinct must be a non-negative integer or None, got {n_distinct!r}")
+        self.n_distinct = n_distinct
         if source_prior not in ("tasks", "equal"):
             raise InputDataError(f"source_prior must be 'tasks' or 'equal', got {source_prior!r}")
         self.source_prior = source_prior
@@ -368,10 +376,11 @@ class PortfolioWarmStart:
         gain[taken] = -np.inf
         return gain
 
-    def _pick(self, m: RegretMatrix, gain: np.ndarray, tried: set[str]) -> int | None:
+    def _pick(self, m: RegretMatrix, gain: np.ndarray, tried: set[str], picked: int = 0) -> int | None:
         """The column of largest gain (of an untried algorithm with ``distinct``, while one
-        with a positive gain is left); None when nothing gains."""
-        if self.distinct:
+        with a positive gain is left and fewer than ``n_distinct`` picks were made before
+        this one, ``picked``); None when nothing gains."""
+        if self.distinct and (self.n_distinct is None or picked < self.n_distinct):
             fresh = np.array([a not in tried for a, _ in m.configs])
             if (fresh & np.isfinite(gain) & (gain > 0)).any():
                 gain = np.where(fresh, gain, -np.inf)
@@ -386,8 +395,8 @@ class PortfolioWarmStart:
         taken = np.zeros(len(m.ids), dtype=bool)
         tried: set[str] = set()
         out: list[Config] = []
-        for _ in range(self.n_portfolio if n is None else n):
-            j = self._pick(m, self._gains(m, w0, taken), tried)
+        for i in range(self.n_portfolio if n is None else n):
+            j = self._pick(m, self._gains(m, w0, taken), tried, i)
             if j is None:
                 break
             taken[j] = True
@@ -406,7 +415,7 @@ class PortfolioWarmStart:
                 return ("", {})
             return self._explore(history, space, rng)
         m, _ = self.matrix(space)
-        j = self._pick(m, self.gains(history, space), {r.algorithm for r in history})
+        j = self._pick(m, self.gains(history, space), {r.algorithm for r in history}, len(history))
         if j is None:
             return None
         a, p = m.configs[j]

@@ -86,6 +86,22 @@ def test_first_pick_is_the_lowest_mean_regret_and_the_next_covers_what_it_left()
     assert second == space.normalize(*B2)  # A1 leaves t2 at regret 1/2: B2 covers it
 
 
+def test_n_distinct_lets_the_later_picks_return_to_an_algorithm_already_tried():
+    space, _ = two_algorithm_problem()
+    # A1 is best on t0, A2 on t1; after A1, A2 gains most (t1's regret from 1/2 to 0), B2 less (to 1/4)
+    past = past_runs({"t0": [0.1, 0.3, 0.5, 0.5], "t1": [0.3, 0.1, 0.5, 0.2]})
+    rng = np.random.default_rng(0)
+    after_a1 = history_of(space, [(A1, 0.2)])
+    everywhere = PortfolioWarmStart(past, n_portfolio=2, n_design=2)
+    once = PortfolioWarmStart(past, n_portfolio=2, n_design=2, n_distinct=1)
+    assert everywhere.suggest(History(), space, rng) == once.suggest(History(), space, rng) == space.normalize(*A1)
+    assert everywhere.suggest(after_a1, space, rng) == space.normalize(*B2)  # distinct, though it gains less
+    assert once.suggest(after_a1, space, rng) == space.normalize(*A2)
+    assert once.portfolio(space) == [space.normalize(*A1), space.normalize(*A2)]
+    with pytest.raises(InputDataError, match="n_distinct"):
+        PortfolioWarmStart(past, n_distinct=-1)
+
+
 def test_weights_move_to_the_tasks_that_order_the_target_alike():
     space, _ = two_algorithm_problem()
     past = past_runs({"t0": [0.1, 0.2, 0.3, 0.4], "t1": [0.4, 0.3, 0.2, 0.1]}, mf={"t0": 0.0, "t1": 1.0})
