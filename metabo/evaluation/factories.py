@@ -29,7 +29,7 @@ def registry_factory(algorithm: str, params: Mapping[str, Any], seed: int) -> tu
     from metabo.space.algorithms import build_estimator, get_algorithm
 
     spec = get_algorithm(algorithm)
-    return spec, build_estimator(algorithm, dict(params), seed=seed)
+    return spec.needs_for(params), build_estimator(algorithm, dict(params), seed=seed)
 
 
 @dataclass(frozen=True)

@@ -30,8 +30,10 @@ them) and ``tasks_index`` (DeepPipe's splits):
   estimator, each step's options being its algorithms in order (``null`` = no step),
   each expanded into the product of its hyperparameter values in order
   (:func:`enumerate_pipelines`). :meth:`TensorOBOE.check` verifies that decoding
-  against the encoded vectors and selectors of the whole file. Algorithm
-  ``tensor-oboe:<estimator>``; params name each step and hyperparameter. The file
+  against the encoded vectors and selectors of the whole file. Each pipeline is stored
+  as the point of the project's pipeline spaces that builds it
+  (:func:`tensor_oboe_to_project`, :mod:`metabo.space.algorithms.pipelines`):
+  ``pipeline_<algorithm>`` with the estimator's params and the four steps. The file
   gives no OpenML id for these datasets, so they are stored as ``tensor-oboe-<row>``
   and join no other source (a limit of the published file).
 """
@@ -51,7 +53,7 @@ import numpy as np
 import pandas as pd
 
 from metabo.data.pypi_fetch import PyPIArtifact
-from metabo.exceptions import InputDataError
+from metabo.exceptions import InputDataError, InvalidConfigurationError, UnknownAlgorithmError
 from metabo.metadatasets.base import AlgorithmInfo, MetaDataset, RunChunk
 from metabo.metadatasets.json_stream import JsonObjectFile
 
@@ -259,6 +261,47 @@ def enumerate_pipelines(space: Mapping[str, Any]) -> list[dict[str, Any]]:
             for combo in itertools.product(*per_step)]
 
 
+#: Tensor-OBOE's reducer options -> the ``dim_reducer`` choices of :mod:`metabo.space.algorithms.pipelines`.
+_REDUCERS = {"PCA": "pca", "SelectKBest": "kbest"}
+
+
+def tensor_oboe_to_project(pipeline: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The point of the project's pipeline spaces that builds Tensor-OBOE's ``pipeline``
+    (a flat dict of :func:`enumerate_pipelines`): ``("pipeline_<a>", params)`` with ``a``
+    and its params those of the estimator's OBOE setting (:func:`metabo.metadatasets.oboe.to_project`)
+    and the four steps as :mod:`metabo.space.algorithms.pipelines` names them
+    (``"25%"`` of PCA's ``n_components`` or SelectKBest's ``k`` -> ``pca_25`` / ``kbest_25``);
+    validated; :class:`InputDataError` for a pipeline outside them."""
+    from metabo.metadatasets.oboe import to_project
+    from metabo.space.algorithms import get_algorithm
+    from metabo.space.algorithms.pipelines import PREFIX
+
+    try:
+        estimator = {"algorithm": pipeline["estimator"],
+                     "hyperparameters": {k.partition(":")[2]: v for k, v in pipeline.items()
+                                         if k.startswith("estimator:")}}
+        reducer = pipeline["dim_reducer"]
+        if reducer is None:
+            dim = "none"
+        elif reducer == "VarianceThreshold":
+            dim = "variance_threshold"
+        else:
+            share = pipeline["dim_reducer:n_components" if reducer == "PCA" else "dim_reducer:k"]
+            dim = f"{_REDUCERS[reducer]}_{int(str(share).rstrip('%'))}"
+        steps = {"imputer": pipeline["imputer:strategy"],
+                 "encoder": "ordinal" if pipeline["encoder"] is None else "onehot",
+                 "standardizer": "none" if pipeline["standardizer"] is None else "standard",
+                 "dim_reducer": dim}
+    except (KeyError, TypeError, ValueError) as e:
+        raise InputDataError(f"not a Tensor-OBOE pipeline: {pipeline!r} ({e!r})") from e
+    algorithm, params = to_project(estimator)
+    name = PREFIX + algorithm
+    try:
+        return name, get_algorithm(name).space.normalize({**params, **steps})
+    except (InvalidConfigurationError, UnknownAlgorithmError) as e:
+        raise InputDataError(f"Tensor-OBOE pipeline {pipeline!r} is not a point of {name!r}: {e}") from e
+
+
 class TensorOBOE(_DeepPipeMetaDataset):
     """The Tensor-OBOE meta-dataset (Yang et al. 2020): 551 datasets x 23,424 pipelines."""
 
@@ -285,19 +328,45 @@ class TensorOBOE(_DeepPipeMetaDataset):
             "n_instances": pd.NA, "n_features": pd.NA, "n_classes": pd.NA,
         })
 
+    @cached_property
+    def _mapped(self) -> list[tuple[str, dict[str, Any]]]:
+        """Each pipeline's point of the project's pipeline spaces (:func:`tensor_oboe_to_project`)."""
+        return [tensor_oboe_to_project(p) for p in self.pipelines]
+
+    @cached_property
+    def _repeats(self) -> np.ndarray:
+        """Per pipeline, how many earlier pipelines map to the same point (Logit's two
+        solvers minimize one objective: the saga pipeline is ``repeat`` 1, as in
+        :class:`~metabo.metadatasets.oboe.OBOE`)."""
+        seen: dict[str, int] = {}
+        out = []
+        for a, p in self._mapped:
+            key = json.dumps([a, p], sort_keys=True)
+            out.append(seen.get(key, 0))
+            seen[key] = out[-1] + 1
+        return np.asarray(out, dtype=np.int64)
+
+    def run_chunks(self, start: int = 0) -> Iterator[RunChunk]:
+        """As the other DeepPipe file's, with each run's ``repeat`` (:attr:`_repeats`)."""
+        repeats = self._repeats
+        for chunk in super().run_chunks(start):
+            runs = chunk.runs.assign(repeat=repeats[chunk.runs["configuration"].astype(np.int64).to_numpy()])
+            yield RunChunk(chunk.index, runs)
+
     def algorithms(self) -> list[AlgorithmInfo]:
-        names = list(dict.fromkeys(p["estimator"] for p in self.pipelines))
-        return [AlgorithmInfo(f"tensor-oboe:{n}", "tensor-oboe",
-                              f"Tensor-OBOE pipelines ending in {n} (imputer, encoder, scaler, reducer before it)")
-                for n in names]
+        """The project's pipeline algorithms the pipelines map to, in pipeline order."""
+        names = dict.fromkeys(a for a, _ in self._mapped)
+        return [AlgorithmInfo(a, "", f"metabo's {a}: Tensor-OBOE's imputer, encoder, scaler and reducer before "
+                                     f"{a.removeprefix('pipeline_')} (metabo.space.algorithms.pipelines)")
+                for a in names]
 
     def configurations(self) -> pd.DataFrame:
+        """One configuration per pipeline, the project's point; original id = its index."""
         self.check()
-        pipes = self.pipelines
         return pd.DataFrame({
-            "original_id": np.arange(len(pipes)).astype(str),
-            "algorithm": [f"tensor-oboe:{p['estimator']}" for p in pipes],
-            "params": [json.dumps(p) for p in pipes],
+            "original_id": np.arange(len(self._mapped)).astype(str),
+            "algorithm": [a for a, _ in self._mapped],
+            "params": [json.dumps(p) for _, p in self._mapped],
         })
 
     def check(self) -> None:

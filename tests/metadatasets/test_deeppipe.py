@@ -104,13 +104,13 @@ def test_tensor_oboe_decoding_matches_the_vectors_of_the_real_file() -> None:
     # real file: pipelines[0] has 1.0 at column 1 (imputer 'mean', one-hot over the sorted
     # strategies), 0.06666666666666667 = 1/15 and 0.5 = 1/2 at columns 30, 31 (KNN block);
     # pipelines[2] has 0.2 = 3/15 at column 30
-    knn = [json.loads(p) for p in configs["params"][:4]]
-    assert [(p["estimator:n_neighbors"], p["estimator:p"]) for p in knn] == [(1, 1), (1, 2), (3, 1), (3, 2)]
-    assert {p["imputer:strategy"] for p in knn} == {"mean"}
+    knn = [json.loads(p) for p in configs["params"][:4]]  # stored as the project's points
+    assert [(p["n_neighbors"], p["p"]) for p in knn] == [(1, 1), (1, 2), (3, 1), (3, 2)]
+    assert {p["imputer"] for p in knn} == {"mean"}
     vec = src.vectors
     assert vec[0, 1] == 1.0 and vec[0, 30] == pytest.approx(1 / 15) and vec[0, 31] == 0.5
     assert vec[2, 30] == pytest.approx(3 / 15)
-    assert set(configs["algorithm"]) == {"tensor-oboe:KNN", "tensor-oboe:GNB"}
+    assert set(configs["algorithm"]) == {"pipeline_knn", "pipeline_gaussian_nb"}
 
 
 def test_tensor_oboe_runs_hold_hand_read_errors() -> None:

@@ -2,7 +2,9 @@
 
 ``ALGORITHMS`` (read-only, in this order): the nine of Levesque (2018) Table 5.1
 (``table51``), then the additions of DESIGN.md (``extra``), then those that make every
-configuration of OBOE's grid a point of the space (``oboe_grid``). ``build_estimator`` validates
+configuration of OBOE's grid a point of the space (``oboe_grid``). ``PIPELINES``: Tensor-OBOE's
+five-step pipelines, ``pipeline_<algorithm>`` (``pipelines``), known to :func:`get_algorithm`
+but outside the default space (:func:`pipeline_cash_space`). ``build_estimator`` validates
 a configuration and returns an unfitted classifier with ``predict_proba`` (softmax of
 the decision function for the two SVMs, see ``proba``), ``random_state=seed`` where the
 estimator has one and ``n_jobs=1`` where it takes one. Thread pools of OpenMP/BLAS
@@ -17,7 +19,7 @@ from types import MappingProxyType
 from typing import Any
 
 from metabo.exceptions import UnknownAlgorithmError
-from metabo.space.algorithms import extra, oboe_grid, table51
+from metabo.space.algorithms import extra, oboe_grid, pipelines, table51
 from metabo.space.algorithms.proba import DecisionProbaClassifier
 from metabo.space.algorithms.spec import AlgorithmSpec
 from metabo.space.cash import CASHSpace
@@ -25,15 +27,18 @@ from metabo.space.cash import CASHSpace
 ALGORITHMS: Mapping[str, AlgorithmSpec] = MappingProxyType(
     {s.name: s for s in (*table51.SPECS, *extra.SPECS, *oboe_grid.SPECS)}
 )
+PIPELINES: Mapping[str, AlgorithmSpec] = MappingProxyType(
+    {s.name: s for s in (pipelines.pipeline_spec(ALGORITHMS[a]) for a in pipelines.ESTIMATORS)}
+)
 
 
 def get_algorithm(name: str) -> AlgorithmSpec:
     """The spec of ``name``; :class:`UnknownAlgorithmError` lists the valid names."""
     try:
-        return ALGORITHMS[name]
+        return ALGORITHMS[name] if name in ALGORITHMS else PIPELINES[name]
     except (KeyError, TypeError):
         raise UnknownAlgorithmError(
-            f"unknown algorithm {name!r}; valid algorithms: {list(ALGORITHMS)}"
+            f"unknown algorithm {name!r}; valid algorithms: {list(ALGORITHMS)} and the pipelines {list(PIPELINES)}"
         ) from None
 
 
@@ -45,16 +50,23 @@ def build_estimator(algorithm: str, params: Mapping[str, Any], *, seed: int | No
 
 
 def default_cash_space(names: Iterable[str] | None = None) -> CASHSpace:
-    """The CASH space of ``names`` (all algorithms when None), in the given order."""
+    """The CASH space of ``names`` (all of :data:`ALGORITHMS` when None), in the given order."""
     names = list(ALGORITHMS) if names is None else list(names)
     return CASHSpace({n: get_algorithm(n).space for n in names})
 
 
+def pipeline_cash_space(names: Iterable[str] | None = None) -> CASHSpace:
+    """The CASH space of Tensor-OBOE's pipelines ``names`` (all of :data:`PIPELINES` when None)."""
+    return default_cash_space(list(PIPELINES) if names is None else names)
+
+
 __all__ = [
     "ALGORITHMS",
+    "PIPELINES",
     "AlgorithmSpec",
     "DecisionProbaClassifier",
     "build_estimator",
     "default_cash_space",
     "get_algorithm",
+    "pipeline_cash_space",
 ]

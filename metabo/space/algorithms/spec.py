@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib.metadata import version
 from typing import Any, Literal, TypeAlias
 
@@ -21,6 +21,8 @@ class AlgorithmSpec:
     penalties or gradient steps depend on their scale). ``encoding``: how categorical
     features should be encoded for it ("ordinal" for trees and boosting, "onehot" for the
     rest). ``handles_missing``: it accepts NaN in the features as they are.
+    ``encoding_param``: the hyperparameter that chooses the encoding per configuration
+    instead (a pipeline's encoder step, :mod:`.pipelines`); :meth:`needs_for` reads it.
     """
 
     name: str
@@ -29,6 +31,14 @@ class AlgorithmSpec:
     encoding: Literal["onehot", "ordinal"]
     handles_missing: bool
     build: Builder
+    encoding_param: str | None = None
+
+    def needs_for(self, params: Mapping[str, Any]) -> AlgorithmSpec:
+        """The preprocessing needs of the configuration ``params``: this spec, with the
+        encoding its ``encoding_param`` names when it has one."""
+        if self.encoding_param is None:
+            return self
+        return replace(self, encoding=params.get(self.encoding_param, self.encoding))
 
 
 def make_space(name: str, *hps: Any) -> SearchSpace:
