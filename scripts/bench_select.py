@@ -58,7 +58,7 @@ def cv_error(data: Any, rows: np.ndarray, algorithm: str, params: dict[str, Any]
     wrong = 0
     for fit, held in StratifiedKFold(FOLDS, shuffle=True, random_state=seed).split(rows, y[rows]):
         model = EnsembleModel([(algorithm, params)], None, "average", seed).fit_dataset(data, rows[fit])
-        wrong += int((np.asarray(model.predict(data.X.iloc[rows[held]])) != y[rows[held]]).sum())
+        wrong += int((np.asarray(model.predict(data.X.iloc[rows[held]])).astype(str) != y[rows[held]]).sum())
     return wrong / len(rows)
 
 

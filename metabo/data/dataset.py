@@ -44,6 +44,11 @@ class Dataset:
             attributes such as Titanic's ``name``): models see them as nominal, while
             the meta-features count them, as OpenML does, as features that are neither
             numeric nor symbolic.
+        label_values: class label (the target's category, text) -> the label as the
+            caller gave it, where that was not text (integers, booleans): what a fitted
+            model predicts (:class:`~metabo.ensembles.model.EnsembleModel`), so labels
+            come back as given while the search compares them as text (a CSV and a
+            DataFrame give the same session).
     """
 
     name: str
@@ -55,6 +60,7 @@ class Dataset:
     flags: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     description: str = ""
     string_columns: tuple[str, ...] = ()
+    label_values: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.X, pd.DataFrame):
@@ -138,10 +144,15 @@ class Dataset:
             y = y_raw.astype(str).astype("category") if not isinstance(
                 y_raw.dtype, pd.CategoricalDtype
             ) else y_raw.cat.remove_unused_categories()
+            kwargs.setdefault("label_values", label_values(y_raw))
         else:
             y = pd.to_numeric(y_raw, errors="raise").astype(np.float64)
         y.name = str(target)
         return cls(name=name, X=X, y=y, source=source, task=task, **kwargs)  # type: ignore[arg-type]
+
+    def label(self, category: str) -> Any:
+        """The label ``category`` (text) as the caller gave it (:attr:`label_values`)."""
+        return self.label_values.get(category, category)
 
     # ------------------------------------------------------------------ properties
     @property
@@ -249,3 +260,16 @@ def _canonical_strings(col: pd.Series) -> pd.Series:
     if pd.api.types.is_numeric_dtype(col) and not isinstance(col.dtype, pd.CategoricalDtype):
         return col.map(lambda v: "NaN" if pd.isna(v) else repr(float(v)))
     return col.astype(object).map(lambda v: "NaN" if pd.isna(v) else str(v))
+
+
+def label_values(y: pd.Series) -> dict[str, Any]:
+    """Text label -> the given label, for the labels that were not text (module notes on
+    :attr:`Dataset.label_values`); one given value per text (the first)."""
+    values = y.cat.categories if isinstance(y.dtype, pd.CategoricalDtype) else pd.unique(y)
+    out: dict[str, Any] = {}
+    for v in values:
+        if isinstance(v, str):
+            continue
+        key = str(v)
+        out.setdefault(key, v.item() if isinstance(v, np.generic) else v)
+    return out

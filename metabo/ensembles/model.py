@@ -133,7 +133,7 @@ class EnsembleModel(ClassifierMixin, BaseEstimator):
         """Fit every member on ``dataset`` (its rows ``rows``, all by default).
 
         ``classes_`` are all the dataset's classes, also those absent from ``rows``
-        (probability 0). Raises :class:`UnknownAlgorithmError` /
+        (probability 0), as the caller gave them (:attr:`Dataset.label_values`). Raises :class:`UnknownAlgorithmError` /
         :class:`InvalidConfigurationError` from the factory before fitting anything, and
         :class:`EvaluationError` naming the member whose fit raises.
         """
@@ -160,7 +160,7 @@ class EnsembleModel(ClassifierMixin, BaseEstimator):
             if caught:
                 logger.info("ensemble member %d (%s): %s", j, algorithm, _summarize(caught))
         self.members_, self.weights_, self.pipelines_ = members, weights, built
-        self.classes_ = np.asarray(class_labels(dataset))
+        self.classes_ = np.asarray([dataset.label(c) for c in class_labels(dataset)])  # as the caller gave them
         self.feature_names_in_ = np.asarray(dataset.X.columns, dtype=object)
         self.n_features_in_ = len(self.feature_names_in_)
         return self

@@ -210,3 +210,24 @@ def test_refit_test_error_matches_evaluate(iris):
     (ev,) = evaluate(*TREE, iris, protocol=RefitOnTrainValid(protocol), seed=4, metrics=["log_loss"])
     np.testing.assert_array_equal(single.predict_proba(iris.X.iloc[split.test_idx]), ev.test_proba)
     assert single_error == pytest.approx(ev.test["log_loss"], rel=1e-12)
+
+
+def test_labels_come_back_as_the_caller_gave_them(tmp_path: Path):
+    """An integer target is compared as text in the search (a CSV and a DataFrame agree)
+    but the fitted model predicts integers, also after a save/load round trip."""
+    from metabo.data.dataset import Dataset
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(90, 2))
+    y = np.digitize(X[:, 0], [-0.5, 0.5]) * 5  # 0, 5, 10: text order "0" < "10" < "5"
+    data = Dataset.from_frame(pd.DataFrame({"a": X[:, 0], "b": X[:, 1], "t": y}), "t", name="ints", source="test")
+    assert list(data.y.cat.categories) == ["0", "10", "5"] and data.label_values == {"0": 0, "5": 5, "10": 10}
+    model = EnsembleModel([NB]).fit_dataset(data)
+    assert model.classes_.tolist() == [0, 10, 5] and model.classes_.dtype.kind == "i"
+    predicted = model.predict(data.X)
+    assert predicted.dtype.kind == "i" and np.mean(predicted == y) > 0.8
+    np.testing.assert_array_equal(predicted, model.classes_[model.predict_proba(data.X).argmax(axis=1)])
+    model.save(tmp_path / "m.joblib")
+    np.testing.assert_array_equal(EnsembleModel.load(tmp_path / "m.joblib").predict(data.X), predicted)
+    text = Dataset.from_frame(pd.DataFrame({"a": X[:, 0], "t": y.astype(str)}), "t", name="txt", source="test")
+    assert text.label_values == {} and EnsembleModel([NB]).fit_dataset(text).classes_.tolist() == ["0", "10", "5"]
