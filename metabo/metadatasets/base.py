@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
+import numpy as np
 import pandas as pd
 
 from metabo.data.pypi_fetch import PyPIArtifact, fetch_pypi_files
@@ -40,6 +42,19 @@ CONFIGURATION_COLUMNS = ("original_id", "algorithm", "params")
 #: Required columns of a chunk's runs; optional: ``metric`` (default: the source's),
 #: ``status`` ("ok"), ``fidelity``, ``fold``, ``repeat``, ``fit_seconds``.
 RUN_COLUMNS = ("dataset", "configuration", "value")
+
+
+def repeat_indices(points: Iterable[tuple[str, Any]]) -> np.ndarray:
+    """Per ``(algorithm, params)`` point, how many earlier ones are the same point: the
+    ``repeat`` of a source's runs where two of its columns map to one configuration of
+    the project's space (OBOE's two Logit solvers, say), so both runs are kept."""
+    seen: dict[str, int] = {}
+    out = []
+    for algorithm, params in points:
+        key = json.dumps([algorithm, params], sort_keys=True)
+        out.append(seen.get(key, 0))
+        seen[key] = out[-1] + 1
+    return np.asarray(out, dtype=np.int64)
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,7 @@ import pandas as pd
 
 from metabo.data.pypi_fetch import PyPIArtifact
 from metabo.exceptions import InputDataError, InvalidConfigurationError, UnknownAlgorithmError
-from metabo.metadatasets.base import AlgorithmInfo, MetaDataset, RunChunk
+from metabo.metadatasets.base import AlgorithmInfo, MetaDataset, RunChunk, repeat_indices
 from metabo.metadatasets.json_stream import JsonObjectFile
 
 logger = logging.getLogger(__name__)
@@ -338,13 +338,7 @@ class TensorOBOE(_DeepPipeMetaDataset):
         """Per pipeline, how many earlier pipelines map to the same point (Logit's two
         solvers minimize one objective: the saga pipeline is ``repeat`` 1, as in
         :class:`~metabo.metadatasets.oboe.OBOE`)."""
-        seen: dict[str, int] = {}
-        out = []
-        for a, p in self._mapped:
-            key = json.dumps([a, p], sort_keys=True)
-            out.append(seen.get(key, 0))
-            seen[key] = out[-1] + 1
-        return np.asarray(out, dtype=np.int64)
+        return repeat_indices(self._mapped)
 
     def run_chunks(self, start: int = 0) -> Iterator[RunChunk]:
         """As the other DeepPipe file's, with each run's ``repeat`` (:attr:`_repeats`)."""

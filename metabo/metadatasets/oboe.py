@@ -61,7 +61,14 @@ import pandas as pd
 
 from metabo.data.pypi_fetch import PyPIArtifact
 from metabo.exceptions import InputDataError, InvalidConfigurationError
-from metabo.metadatasets.base import CONFIGURATION_COLUMNS, DATASET_COLUMNS, AlgorithmInfo, MetaDataset, RunChunk
+from metabo.metadatasets.base import (
+    CONFIGURATION_COLUMNS,
+    DATASET_COLUMNS,
+    AlgorithmInfo,
+    MetaDataset,
+    RunChunk,
+    repeat_indices,
+)
 
 __all__ = ["ESTIMATORS", "OBOE", "PROJECT_ALGORITHMS", "enumerate_settings", "to_project"]
 
@@ -302,15 +309,8 @@ class OBOE(MetaDataset):
         """Per column: the project's algorithm, params, and the repeat index (how many
         earlier columns map to the same point)."""
         self.check()
-        algorithms, params, repeats, seen = [], [], [], {}
-        for setting in self.settings:
-            algorithm, p = to_project(setting)
-            key = json.dumps([algorithm, p], sort_keys=True)
-            repeats.append(seen.get(key, 0))
-            seen[key] = repeats[-1] + 1
-            algorithms.append(algorithm)
-            params.append(p)
-        return algorithms, params, np.asarray(repeats, dtype=np.int64)
+        points = [to_project(setting) for setting in self.settings]
+        return [a for a, _ in points], [p for _, p in points], repeat_indices(points)
 
     def configurations(self) -> pd.DataFrame:
         """One configuration per column, the project's point (:func:`to_project`);
