@@ -260,3 +260,23 @@ def test_a_cursor_saved_under_other_chunking_restarts_from_zero(tmp_path: Path, 
         assert report.first_chunk == 0 and "starting from chunk 0" in caplog.text
         assert _run_ids(kb) == whole
         assert report.runs_seen == len(whole) and report.runs_added < len(whole)  # re-read, stored once
+
+
+def test_ingested_tensor_oboe_runs_are_knowledge_of_the_pipeline_spaces(tmp_path: Path) -> None:
+    """After ingestion every stored pipeline is a column of the warm start's regret matrix
+    over the pipeline spaces, and the portfolio's first pick is a stored pipeline."""
+    from metabo.kb.past import PastRuns
+    from metabo.optimizer.history import History
+    from metabo.space.algorithms import pipeline_cash_space
+    from metabo.strategies.portfolio import PortfolioWarmStart, RegretMatrix
+
+    src = TensorOBOE(FIXTURE)
+    with KnowledgeBase(tmp_path / "kb.duckdb") as kb:
+        ingest_metadataset(kb, src)
+        past = PastRuns.from_kb(kb, metric="balanced_error_rate")
+    space = pipeline_cash_space()
+    m = RegretMatrix.from_past(past, space)
+    assert len(m.ids) == len(src.configurations()) and len(m.tasks) == src.n_datasets
+    assert {a for a, _ in m.configs} == {"pipeline_knn", "pipeline_gaussian_nb"}
+    first = PortfolioWarmStart(past, n_portfolio=1, n_design=1).suggest(History(), space, np.random.default_rng(0))
+    assert first in [space.normalize(a, p) for a, p in m.configs]
