@@ -77,11 +77,18 @@ _DATASET_COLUMNS = {"meta_features": "dataset_id", "sessions": "dataset_id", "su
 
 
 def one_thread_env() -> dict[str, str]:
-    """This process's environment with every BLAS / OpenMP pool limited to one thread."""
+    """This process's environment with every BLAS / OpenMP pool limited to one thread,
+    and the folder of the ``metabo`` package this process runs first on ``PYTHONPATH``, so
+    that a tool run (``python -m metabo.cli.main``, started in its own work folder) runs the
+    same code as the benchmark, a frozen copy say, whatever is installed or edited elsewhere."""
+    import metabo
+
     env = dict(os.environ)
     for key in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
                 "NUMEXPR_NUM_THREADS"):
         env[key] = "1"
+    root = str(Path(metabo.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))])
     return env
 
 
@@ -141,12 +148,15 @@ def write_cell(dataset: Dataset, seed: int, folder: Path) -> np.ndarray:
 
 
 # ----------------------------------------------------------------- one tool run
-def _run(cmd: Sequence[str], *, timeout: float) -> tuple[float, int, str]:
-    """(seconds, return code, tail of stdout + stderr) of ``cmd`` on one thread; a command
-    still running after ``timeout`` seconds is killed (code -9)."""
+def _run(cmd: Sequence[str], *, timeout: float, cwd: Path) -> tuple[float, int, str]:
+    """(seconds, return code, tail of stdout + stderr) of ``cmd`` on one thread, in the
+    folder ``cwd`` (``python -m`` puts it first on the path: never the folder the
+    benchmark was started from); a command still running after ``timeout`` seconds is
+    killed (code -9)."""
     start = time.monotonic()
     try:
-        done = subprocess.run(list(cmd), capture_output=True, text=True, timeout=timeout, env=one_thread_env())
+        done = subprocess.run(list(cmd), capture_output=True, text=True, timeout=timeout, env=one_thread_env(),
+                              cwd=cwd)
         return time.monotonic() - start, done.returncode, done.stdout[-4000:] + done.stderr[-2000:]
     except subprocess.TimeoutExpired as e:
         return time.monotonic() - start, -9, f"killed after {timeout:.0f} s: {str(e)[-500:]}"
@@ -191,6 +201,10 @@ def run_tool(tool: str, train: Path, test: Path, work: Path, *, budget: float, s
     ``first_model`` (seconds, where the tool reports it), ``predict_seconds``,
     ``version`` and the log's tail when it failed. ``kb`` is the held-out knowledge base
     of the metabo tools, which write their session to it."""
+    # absolute paths: each tool runs in ``work`` (abspath, not resolve: a venv's python is a symlink)
+    train, test, work = (Path(os.path.abspath(p)) for p in (train, test, work))
+    kb = None if kb is None else Path(os.path.abspath(kb))
+    flaml_python = None if flaml_python is None else os.path.abspath(flaml_python)
     pred = work / "pred.csv"
     hard = 3 * budget + 60  # a hung tool is killed; its run counts as failed and overrun
     info: dict[str, Any] = {"trials": None, "first_model": None, "predict_seconds": None, "version": None}
@@ -202,12 +216,12 @@ def run_tool(tool: str, train: Path, test: Path, work: Path, *, budget: float, s
                str(budget), "--save-model", str(model), "--kb", str(kb), "--seed", str(seed)]
         if tool == "metabo-gp":
             cmd += ["--strategy", "gp"]
-        seconds, code, log = _run(cmd, timeout=hard)
+        seconds, code, log = _run(cmd, timeout=hard, cwd=work)
         info.update(parse_metabo_log(log), version=_version("metabo"))
         if code == 0:
             info["predict_seconds"], pcode, plog = _run(
                 [sys.executable, "-m", "metabo.cli.main", "predict", str(model), str(test), "--out", str(pred)],
-                timeout=600)
+                timeout=600, cwd=work)
             if pcode != 0:
                 code, log = pcode, plog
     elif tool in ("flaml", "optuna"):
@@ -216,7 +230,7 @@ def run_tool(tool: str, train: Path, test: Path, work: Path, *, budget: float, s
                                  "scripts/bench_automl.py makes it")
         python = flaml_python if tool == "flaml" else sys.executable
         cmd = [python, str(RUNNERS / f"{tool}_runner.py"), str(train), str(test), str(pred), str(budget), str(seed)]
-        seconds, code, log = _run(cmd, timeout=hard)
+        seconds, code, log = _run(cmd, timeout=hard, cwd=work)
         report = _json_line(log)
         info.update({k: report.get(k) for k in ("trials", "first_model", "predict_seconds", "version")})
     else:

@@ -202,3 +202,19 @@ def test_optuna_tpe_stops_within_its_budget_and_refits_on_every_row():
     assert result.trials >= 3 and 0 <= result.valid_error < 0.5 and result.first_model < 4.0
     assert result.model.predict(X).shape == (150,)  # fitted on all 150 rows, all three classes known
     assert len(result.model.classes_) == 3
+
+
+def test_tool_runs_import_the_code_the_benchmark_runs(tmp_path):
+    """A tool's ``python -m metabo...`` started in its work folder imports this process's
+    ``metabo`` (a frozen copy on PYTHONPATH wins over what is installed or edited)."""
+    import subprocess
+    import sys
+
+    import metabo
+    from metabo.benchmarks.automl import one_thread_env
+
+    env = one_thread_env()
+    assert env["OMP_NUM_THREADS"] == "1"
+    done = subprocess.run([sys.executable, "-c", "import metabo; print(metabo.__file__)"], capture_output=True,
+                          text=True, env=env, cwd=tmp_path, check=True)
+    assert done.stdout.strip() == metabo.__file__
