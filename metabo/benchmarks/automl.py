@@ -424,9 +424,12 @@ def plot(rows: Sequence[Mapping[str, Any]], path: Path) -> None:
     fig, axes = plt.subplots(1, len(budgets), figsize=(1.4 * len(TOOLS) + 2 * len(budgets) + 2, 4), squeeze=False)
     for ax, budget in zip(axes[0], budgets):
         table = error_table(rows, budget)
-        ranks = average_ranks(table) if len(table) else {}
-        ax.boxplot([table[t] for t in table.columns],
-                   tick_labels=[f"{t}\nrank {ranks[t]:.2f}" for t in table.columns])
+        if table.empty:  # no cell every tool finished yet (a run under way)
+            ax.text(0.5, 0.5, "no cell that every tool finished", ha="center", va="center", transform=ax.transAxes)
+        else:
+            ranks = average_ranks(table)
+            ax.boxplot([table[t] for t in table.columns],
+                       tick_labels=[f"{t}\nrank {ranks[t]:.2f}" for t in table.columns])
         ax.set_title(f"test error at {budget:g} s ({len(table)} cells)")
         ax.set_ylabel("test error rate")
     fig.tight_layout()

@@ -218,3 +218,10 @@ def test_tool_runs_import_the_code_the_benchmark_runs(tmp_path):
     done = subprocess.run([sys.executable, "-c", "import metabo; print(metabo.__file__)"], capture_output=True,
                           text=True, env=env, cwd=tmp_path, check=True)
     assert done.stdout.strip() == metabo.__file__
+
+
+def test_the_plot_is_drawn_while_a_budget_has_no_cell_every_tool_finished(tmp_path):
+    rows = _table_rows() + [_row("d1", "metabo", 0.1, budget=120.0)]  # only metabo has run at 120 s
+    assert automl.error_table(rows, 120.0).empty
+    automl.plot(rows, tmp_path / "p.png")
+    assert (tmp_path / "p.png").stat().st_size > 0
