@@ -28,7 +28,8 @@ own category (as for every model of the project), so the imputer acts on the num
 columns and the encoded nominal ones; the reducers' shares are taken of the features
 after encoding, ``max(1, floor(share x features))`` (its ``int(share x features)`` can be
 0 on very narrow data, which PCA and SelectKBest refuse), PCA's also capped by the
-training rows as it caps them. These spaces are not part of
+training rows as it caps them. ``variance_threshold`` on data whose every column is
+constant fails its fit (recorded as a crash), as it did in Tensor-OBOE. These spaces are not part of
 :func:`~metabo.space.algorithms.default_cash_space`: the default search stays the 22
 algorithms; :func:`pipeline_cash_space` gives them.
 """
