@@ -104,11 +104,13 @@ class PastRuns:
                                  "non-finite values; keep only successful runs")
         df = frame.assign(value=values.astype(float))
         mean = df.groupby(["dataset_id", "algorithm", "config_id"], sort=True)["value"].mean()
-        first_params = df.drop_duplicates("config_id").set_index("config_id")["params"]
+        first = df.drop_duplicates("config_id")
+        # each configuration's params parsed once (a configuration recurs across tasks)
+        params_of = {c: _as_dict(p) for c, p in zip(first["config_id"].to_numpy(), first["params"].to_numpy())}
         groups: dict[tuple[str, str], TaskAlgorithmRuns] = {}
         for (task, algorithm), part in mean.groupby(level=[0, 1], sort=True):
             cids = tuple(part.index.get_level_values(2))
-            params = tuple(_as_dict(first_params[c]) for c in cids)
+            params = tuple(dict(params_of[c]) for c in cids)
             groups[(str(task), str(algorithm))] = TaskAlgorithmRuns(cids, params, part.to_numpy(dtype=float))
         mf = meta_features if meta_features is not None else pd.DataFrame(dtype=float)
         tasks = sorted({t for t, _ in groups})
