@@ -35,21 +35,22 @@ def to_configspace(cash: CASHSpace) -> CS.ConfigurationSpace:
     cs = CS.ConfigurationSpace(name="cash")
     algorithms = list(cash.algorithms)
     root = CS.CategoricalHyperparameter(ALGORITHM, algorithms, default_value=algorithms[0])
-    cs.add(root)
+    hyperparameters: list[Any] = [root]
+    conditions: list[Any] = []
     for algorithm, space in cash.spaces.items():
         named = {
             hp.name: hp_to_cs(hp, f"{algorithm}:{hp.name}", i)
             for i, hp in enumerate(space.hyperparameters)
         }
-        cs.add(list(named.values()))
+        hyperparameters += named.values()
         inner = {c.child: c for c in space.conditions}
-        conditions = [
+        conditions += [
             cond_to_cs(inner[name], named[name], named[inner[name].parent])
             if name in inner
             else CS.EqualsCondition(named[name], root, algorithm)
             for name in named
         ]
-        cs.add(conditions)
+    cs.add(hyperparameters, conditions)  # one add: ConfigSpace checks the whole space once per call
     return cs
 
 

@@ -259,7 +259,7 @@ class CASHSpace:
 
     def to_json(self) -> str:
         """ConfigSpace's serialized dict of :meth:`to_configspace`, as JSON text (built on
-        the first call, about 0.3 s for the 22-algorithm space, then kept)."""
+        the first call, then kept)."""
         if self._json is None:
             from metabo.space import _configspace
 
