@@ -42,7 +42,7 @@ import logging
 import math
 import time
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -141,11 +141,10 @@ def _summarize(caught: list[warnings.WarningMessage]) -> str | None:
     return "; ".join(shown) + more
 
 
-def _fit_predict(
-    pipeline: Any, X: pd.DataFrame, codes: np.ndarray, split: Split, n_classes: int, threads: int | None
-) -> _Fitted:
-    """Fit on the training rows, predict the validation (and test) rows."""
-    with threadpool_limits(limits=threads), warnings.catch_warnings(record=True) as caught:
+def _fit_predict(pipeline: Any, X: pd.DataFrame, codes: np.ndarray, split: Split, n_classes: int) -> _Fitted:
+    """Fit on the training rows, predict the validation (and test) rows (under the
+    thread limits :func:`evaluate` set before forking the worker)."""
+    with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         start = time.perf_counter()
         pipeline.fit(X.iloc[split.train_idx], codes[split.train_idx])
@@ -242,6 +241,21 @@ def evaluate(
         logger.info("%s %s not evaluated: %s", algorithm, params, message)
         return [_failed(algorithm, params, s, "crash", message, math.nan, metric_fns) for s in splits]
 
+    # The thread limits are set here, in the process that forks the workers, once per call:
+    # a worker inherits them, where setting them inside each worker makes OpenBLAS rebuild
+    # its thread server after the fork (about 80 ms per fold, as much as a small fit).
+    with threadpool_limits(limits=threads):
+        return _evaluate_splits(algorithm, params, dataset, splits, spec, estimator, codes, n_classes, metric_fns,
+                                time_limit=time_limit, memory_limit_mb=memory_limit_mb,
+                                total_time_limit=total_time_limit, keep_predictions=keep_predictions)
+
+
+def _evaluate_splits(algorithm: str, params: Mapping[str, Any], dataset: Dataset, splits: Sequence[Split],
+                     spec: Any, estimator: Any, codes: np.ndarray, n_classes: int,
+                     metric_fns: Mapping[str, Callable[..., float]], *, time_limit: float | None,
+                     memory_limit_mb: int | None, total_time_limit: float | None,
+                     keep_predictions: bool) -> list[Evaluation]:
+    """:func:`evaluate`'s loop over the splits (one worker per split under a limit)."""
     out = []
     started = time.perf_counter()
     for split in splits:
@@ -255,7 +269,7 @@ def evaluate(
             limit = left if limit is None else min(limit, left)
         pipeline = make_pipeline(spec, dataset, clone(estimator, safe=False))
         outcome = run_with_limits(
-            _fit_predict, pipeline, dataset.X, codes, split, n_classes, threads,
+            _fit_predict, pipeline, dataset.X, codes, split, n_classes,
             time_limit=limit, memory_limit_mb=memory_limit_mb,
         )
         if not isinstance(outcome, Ok):

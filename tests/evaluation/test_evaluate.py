@@ -279,3 +279,29 @@ def test_registry_invalid_configuration_is_a_crash(registry, mixed, kb):
 def test_registry_unknown_algorithm_raises(registry, mixed):
     with pytest.raises(UnknownAlgorithmError):
         evaluate("no_such_algorithm", {}, mixed)
+
+
+class _ThreadProbe(ClassifierMixin, BaseEstimator):
+    """Reports, as a warning of its fit, the most threads any BLAS / OpenMP pool may use."""
+
+    def fit(self, X, y):
+        from threadpoolctl import threadpool_info
+
+        warnings.warn(f"pool threads {max(i['num_threads'] for i in threadpool_info())}")
+        self.classes_ = np.unique(y)
+        return self
+
+    def predict_proba(self, X):
+        return np.full((len(X), len(self.classes_)), 1 / len(self.classes_))
+
+
+@pytest.mark.parametrize("time_limit", [None, 30.0])  # in this process, and in a forked worker
+def test_fits_run_within_the_thread_limit(mixed, time_limit):
+    """evaluate sets the limit before forking (a worker inherits it; setting it in each
+    worker made OpenBLAS rebuild its thread server, about 80 ms a fold)."""
+    from metabo.evaluation.factories import EstimatorFactory
+
+    evs = evaluate("probe", {}, mixed, protocol=KFold(2), time_limit=time_limit, threads=1,
+                   factory=EstimatorFactory(_ThreadProbe, seed_param=None))
+    assert [ev.status for ev in evs] == ["ok", "ok"]
+    assert all("pool threads 1" in ev.message for ev in evs), [ev.message for ev in evs]
