@@ -42,7 +42,7 @@ import logging
 import math
 import time
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -244,51 +244,42 @@ def evaluate(
     # The thread limits are set here, in the process that forks the workers, once per call:
     # a worker inherits them, where setting them inside each worker makes OpenBLAS rebuild
     # its thread server after the fork (about 80 ms per fold, as much as a small fit).
-    with threadpool_limits(limits=threads):
-        return _evaluate_splits(algorithm, params, dataset, splits, spec, estimator, codes, n_classes, metric_fns,
-                                time_limit=time_limit, memory_limit_mb=memory_limit_mb,
-                                total_time_limit=total_time_limit, keep_predictions=keep_predictions)
-
-
-def _evaluate_splits(algorithm: str, params: Mapping[str, Any], dataset: Dataset, splits: Sequence[Split],
-                     spec: Any, estimator: Any, codes: np.ndarray, n_classes: int,
-                     metric_fns: Mapping[str, Callable[..., float]], *, time_limit: float | None,
-                     memory_limit_mb: int | None, total_time_limit: float | None,
-                     keep_predictions: bool) -> list[Evaluation]:
-    """:func:`evaluate`'s loop over the splits (one worker per split under a limit)."""
     out = []
-    started = time.perf_counter()
-    for split in splits:
-        limit = time_limit
-        if total_time_limit is not None:
-            left = total_time_limit - (time.perf_counter() - started)
-            if left <= 0:
-                out.append(_failed(algorithm, params, split, "timeout", f"Timeout: no time left for fold {split.fold} "
-                                   f"(limit {total_time_limit:.1f} s for all folds)", 0.0, metric_fns))
+    with threadpool_limits(limits=threads):
+        started = time.perf_counter()
+        for split in splits:
+            limit = time_limit
+            if total_time_limit is not None:
+                left = total_time_limit - (time.perf_counter() - started)
+                if left <= 0:
+                    message = (f"Timeout: no time left for fold {split.fold} "
+                               f"(limit {total_time_limit:.1f} s for all folds)")
+                    out.append(_failed(algorithm, params, split, "timeout", message, 0.0, metric_fns))
+                    continue
+                limit = left if limit is None else min(limit, left)
+            pipeline = make_pipeline(spec, dataset, clone(estimator, safe=False))
+            outcome = run_with_limits(
+                _fit_predict, pipeline, dataset.X, codes, split, n_classes,
+                time_limit=limit, memory_limit_mb=memory_limit_mb,
+            )
+            if not isinstance(outcome, Ok):
+                logger.info("%s %s fold %d: %s", algorithm, params, split.fold, outcome.message)
+                out.append(_failed(algorithm, params, split, outcome.status, outcome.message, outcome.seconds,
+                                   metric_fns))
                 continue
-            limit = left if limit is None else min(limit, left)
-        pipeline = make_pipeline(spec, dataset, clone(estimator, safe=False))
-        outcome = run_with_limits(
-            _fit_predict, pipeline, dataset.X, codes, split, n_classes,
-            time_limit=limit, memory_limit_mb=memory_limit_mb,
-        )
-        if not isinstance(outcome, Ok):
-            logger.info("%s %s fold %d: %s", algorithm, params, split.fold, outcome.message)
-            out.append(_failed(algorithm, params, split, outcome.status, outcome.message, outcome.seconds, metric_fns))
-            continue
-        fitted: _Fitted = outcome.value
-        test = None
-        if fitted.test_proba is not None:
-            test = _scores(metric_fns, codes[split.test_idx], fitted.test_proba)
-        out.append(Evaluation(
-            algorithm=algorithm, params=params, fold=split.fold, repeat=split.repeat,
-            split_seed=split.split_seed, fidelity=split.n_train, status="ok",
-            message=fitted.warnings, fit_seconds=fitted.fit_seconds,
-            predict_seconds=fitted.predict_seconds,
-            valid=_scores(metric_fns, codes[split.valid_idx], fitted.valid_proba), test=test,
-            valid_proba=fitted.valid_proba if keep_predictions else None,
-            test_proba=fitted.test_proba if keep_predictions else None,
-        ))
+            fitted: _Fitted = outcome.value
+            test = None
+            if fitted.test_proba is not None:
+                test = _scores(metric_fns, codes[split.test_idx], fitted.test_proba)
+            out.append(Evaluation(
+                algorithm=algorithm, params=params, fold=split.fold, repeat=split.repeat,
+                split_seed=split.split_seed, fidelity=split.n_train, status="ok",
+                message=fitted.warnings, fit_seconds=fitted.fit_seconds,
+                predict_seconds=fitted.predict_seconds,
+                valid=_scores(metric_fns, codes[split.valid_idx], fitted.valid_proba), test=test,
+                valid_proba=fitted.valid_proba if keep_predictions else None,
+                test_proba=fitted.test_proba if keep_predictions else None,
+            ))
     return out
 
 
