@@ -42,7 +42,7 @@ from functools import partial
 from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin, clone
+from sklearn.base import BaseEstimator, TransformerMixin
 
 from metabo.space.algorithms.spec import AlgorithmSpec
 from metabo.space.hyperparameters import Categorical
@@ -118,8 +118,10 @@ def _reducer(name: str, seed: int | None) -> Any:
 
 
 def build_pipeline(estimator: AlgorithmSpec, params: Mapping[str, Any], seed: int | None) -> Any:
-    """``imputer -> standardizer -> dim_reducer -> estimator`` for a valid configuration
-    of ``pipeline_<estimator>`` (the encoder is the column transformer's)."""
+    """``imputer -> standardizer -> dim_reducer -> estimator`` for a configuration of
+    ``pipeline_<estimator>`` that its space already normalized (as :func:`~metabo.space.algorithms.build_estimator`
+    does: the estimator's own hyperparameters are the same objects, so they are valid for
+    ``estimator.build`` as they are); the encoder is the column transformer's."""
     from sklearn.impute import SimpleImputer
     from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import StandardScaler
@@ -129,7 +131,7 @@ def build_pipeline(estimator: AlgorithmSpec, params: Mapping[str, Any], seed: in
         ("imputer", SimpleImputer(strategy=params["imputer"], fill_value=0, keep_empty_features=True)),
         ("standardizer", StandardScaler() if params["standardizer"] == "standard" else "passthrough"),
         ("dim_reducer", _reducer(params["dim_reducer"], seed)),
-        ("estimator", clone(estimator.build(estimator.space.normalize(own), seed), safe=False)),
+        ("estimator", estimator.build(own, seed)),
     ])
 
 
