@@ -88,7 +88,8 @@ def one_thread_env() -> dict[str, str]:
                 "NUMEXPR_NUM_THREADS"):
         env[key] = "1"
     root = str(Path(metabo.__file__).resolve().parents[1])
-    env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))])
+    rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != root]
+    env["PYTHONPATH"] = os.pathsep.join([root, *rest])
     return env
 
 

@@ -19,9 +19,9 @@ its own ("original") ids:
 
 from __future__ import annotations
 
+import json
 import os
 from abc import ABC, abstractmethod
-import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
