@@ -5,6 +5,9 @@ method in one run, under the protocols of :mod:`metabo.benchmarks.warm_bench`.
         [--methods random,gp,...] [--tasks N] [--resume] [--out reports/warm]
     python scripts/bench_warm.py live [--n-datasets 20] [--seeds 3] [--iterations 50] [--jobs 2] [--resume]
     python scripts/bench_warm.py report surrogate|live   (the report of the runs so far)
+    python scripts/bench_warm.py bounds [--runs reports/warm/live5] [--out reports/warm/bounds]
+        (what proposing recorded configurations can reach on the live runs' held-out tasks:
+        metabo.benchmarks.recorded_bounds, computed on recorded values, no model trained)
 
 Runs are appended to ``<out>/<protocol>_runs.jsonl`` as they finish (ordered seed, task,
 method, so that a partial file holds whole task x seed blocks), so a killed run resumes
@@ -130,11 +133,57 @@ def _report(protocol: str, out: Path, methods: list[str], iterations: int, kb_pa
     print(head + text)
 
 
+def _bounds(runs_dir: Path, out: Path, kb_path: str, command: str) -> None:
+    from metabo.benchmarks.recorded_bounds import agreement_with_live, bounds_table, recorded_curves
+    from metabo.benchmarks.transfer_methods import load_runs
+    from metabo.benchmarks.warm_bench import live_ranges, live_regret, meta_of, same_content_groups
+    from metabo.evaluation.metrics import transfer_metrics
+    from metabo.kb import KnowledgeBase
+    from metabo.kb.past import PastRuns
+    from metabo.space.algorithms import default_cash_space
+
+    live = load_runs(runs_dir / "live_runs.jsonl")
+    if not live:
+        raise SystemExit(f"no live runs in {runs_dir / 'live_runs.jsonl'}")
+    with KnowledgeBase(kb_path, read_only=True) as kb:
+        past = PastRuns.from_kb(kb, also=transfer_metrics("error_rate")[1:])
+        datasets = kb.query("SELECT dataset_id, fingerprint, source, n_instances, n_classes, n_features FROM datasets")
+    groups = same_content_groups(datasets, past.meta_features)
+    space = default_cash_space()
+    tasks = sorted({r["task"] for r in live})
+    recorded = {}
+    for t in tasks:
+        vals = [v for g in past.task_runs(t).values() for v in g.values]
+        recorded[t] = (min(vals), max(vals))
+    lo, hi = live_ranges(live, recorded)
+    curves, missing = recorded_curves(past, space, tasks, groups, lambda t: meta_of(past, t),
+                                      ranges={t: (lo[t], hi[t]) for t in tasks})
+    pseudo = [{"method": name, "task": t, "seed": 0, "values": values}
+              for name, by_task in curves.items() for t, values in by_task.items()]
+    everything = [*live, *pseudo]
+    live_regret(everything, recorded)  # the live runs' normalization: pseudo-runs' values are recorded ones
+    methods = [m for m in ("gp", "warm") if any(r["method"] == m for r in live)] + list(curves)
+    summary, text = bounds_table(everything, methods)
+    agree = agreement_with_live(live, past, space)
+    head = (f"References on recorded values (metabo.benchmarks.recorded_bounds) beside the live runs of {runs_dir}\n"
+            f"Command: {command}\n"
+            f"Live trials at recorded configurations: {agree['n']}; equal to the recorded value: {agree['equal']:.3f}; "
+            f"absolute difference median {agree['median']:.4f}, 90th percentile {agree['p90']:.4f}\n"
+            f"Picks the held-out task had not recorded (scored as failures): "
+            + ", ".join(f"{k} {v}" for k, v in missing.items()) + "\n\n")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "bounds_summary.txt").write_text(head + text)
+    (out / "bounds_summary.json").write_text(json.dumps({"command": command, "agreement": agree, "missing": missing,
+                                                         "summary": summary, "curves": curves}, indent=1,
+                                                        default=float))
+    print(head + text)
+
+
 def main(argv: list[str] | None = None) -> int:
     from metabo.benchmarks.warm_bench import METHODS
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("protocol", choices=["surrogate", "live", "report"])
+    p.add_argument("protocol", choices=["surrogate", "live", "report", "bounds"])
     p.add_argument("which", nargs="?", choices=["surrogate", "live"], help="report: the protocol to report")
     p.add_argument("--kb", help="knowledge base file (default: the shipped export in a temporary store)")
     p.add_argument("--methods", type=lambda s: s.split(","), default=list(METHODS))
@@ -146,7 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--resume", action="store_true")
     p.add_argument("--scratch", default=str(Path(tempfile.gettempdir()) / "metabo-bench-warm-live"))
-    p.add_argument("--out", type=Path, default=Path("reports/warm"))
+    p.add_argument("--out", type=Path, default=None, help="default: reports/warm (reports/warm/bounds for bounds)")
+    p.add_argument("--runs", type=Path, default=Path("reports/warm/live5"), help="bounds: the live runs' folder")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     for name in ("metabo", "optuna", "distributed"):
@@ -157,6 +207,10 @@ def main(argv: list[str] | None = None) -> int:
 
     command = "python scripts/bench_warm.py " + " ".join(argv if argv is not None else sys.argv[1:])
     kb_path = shipped_kb_file(args.kb)
+    if args.protocol == "bounds":
+        _bounds(args.runs, args.out or Path("reports/warm/bounds"), kb_path, command)
+        return 0
+    args.out = args.out or Path("reports/warm")
     args.out.mkdir(parents=True, exist_ok=True)
     if args.protocol == "report":
         if not args.which:

@@ -325,9 +325,10 @@ def surrogate_run(method: str, task: str, seed: int, iterations: int, past_all: 
 
 
 # ----------------------------------------------------------------- report
-def live_regret(runs: list[dict[str, Any]], recorded: Mapping[str, tuple[float, float]]) -> None:
-    """Add ``regret`` to live runs: best-so-far validation error normalized per task by the
-    least and largest error seen on it (every run of every method, and its recorded runs)."""
+def live_ranges(runs: Sequence[Mapping[str, Any]], recorded: Mapping[str, tuple[float, float]]
+                ) -> tuple[dict[str, float], dict[str, float]]:
+    """Per task, the least and largest finite validation error of ``runs`` and of its
+    ``recorded`` (least, largest) values: the live protocol's normalization."""
     lo: dict[str, float] = {}
     hi: dict[str, float] = {}
     for r in runs:
@@ -337,6 +338,14 @@ def live_regret(runs: list[dict[str, Any]], recorded: Mapping[str, tuple[float, 
             hi[r["task"]] = max(hi.get(r["task"], -math.inf), max(v))
     for t, (a, b) in recorded.items():
         lo[t], hi[t] = min(lo.get(t, math.inf), a), max(hi.get(t, -math.inf), b)
+    return lo, hi
+
+
+def live_regret(runs: list[dict[str, Any]], recorded: Mapping[str, tuple[float, float]]) -> None:
+    """Add ``regret`` to live runs: best-so-far validation error normalized per task by the
+    least and largest error seen on it (every run of every method, and its recorded runs:
+    :func:`live_ranges`)."""
+    lo, hi = live_ranges(runs, recorded)
     for r in runs:
         v = np.array([x if x is not None and math.isfinite(x) else np.nan for x in r["values"]], dtype=float)
         best = np.fmin.accumulate(np.where(np.isfinite(v), v, hi[r["task"]]))
@@ -418,6 +427,6 @@ def _at(curve: Sequence[float], k: int) -> float:
     return float(curve[min(k, len(curve)) - 1])
 
 
-__all__ = ["BANK_METHODS", "METHODS", "OptunaTPE", "RecordedOrder", "held_out", "knowledge_of", "live_regret",
+__all__ = ["BANK_METHODS", "METHODS", "OptunaTPE", "RecordedOrder", "held_out", "knowledge_of", "live_ranges", "live_regret",
            "make_method", "method_options", "possible_copies", "report", "same_content_groups", "space_of",
            "surrogate_run"]
