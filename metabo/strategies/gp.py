@@ -40,6 +40,7 @@ from metabo.surrogates.warping import WARPINGS, Warping, warp
 
 if TYPE_CHECKING:
     from metabo.optimizer.history import History, TrialRecord
+    from metabo.surrogates.priors import GPPriors
 
 logger = logging.getLogger(__name__)
 
@@ -91,15 +92,16 @@ class ModelCache:
         return model
 
 
-def make_gp(conditional: bool, kernel: str, noise: float | None, n_restarts: int) -> Callable[[int], Any]:
+def make_gp(conditional: bool, kernel: str, noise: float | None, n_restarts: int,
+            priors: GPPriors | None = None) -> Callable[[int], Any]:
     def make(seed: int) -> Any:
         if conditional:
             from metabo.surrogates.conditional import ConditionalGP
 
-            return ConditionalGP(kernel=kernel, noise=noise, n_restarts=n_restarts, seed=seed)
+            return ConditionalGP(kernel=kernel, noise=noise, n_restarts=n_restarts, priors=priors, seed=seed)
         from metabo.surrogates.gp import GaussianProcess
 
-        return GaussianProcess(kernel=kernel, noise=noise, n_restarts=n_restarts, seed=seed)
+        return GaussianProcess(kernel=kernel, noise=noise, n_restarts=n_restarts, priors=priors, seed=seed)
 
     return make
 
@@ -180,13 +182,16 @@ class GPBO(GPSettings):
         warping: ``"yeo-johnson"`` (default) or ``"none"``: the monotone transform of the
             observed values the GP models (:mod:`metabo.surrogates.warping`, a deviation
             from the thesis, which models raw errors).
+        priors: the GP's hyperparameter priors (None: :class:`~metabo.surrogates.priors.GPPriors`'
+            defaults; a warm start passes ones pre-trained on the past,
+            :func:`metabo.surrogates.pretrained.pretrained_priors`).
     """
 
     def __init__(
         self, *, kernel: Literal["conditional", "dense"] = "conditional", n_init: int = 5,
         gp_kernel: str = "matern52", noise: float | None = None, n_restarts: int = 2, refit_every: int = 10,
         warm_refit: bool = True, xi: float = 0.0, n_random: int = 1000, n_local: int = 10, n_starts: int = 10,
-        seed: int = 0, threads: int | None = 1, warping: Warping = "yeo-johnson",
+        seed: int = 0, threads: int | None = 1, warping: Warping = "yeo-johnson", priors: GPPriors | None = None,
     ) -> None:
         if kernel not in ("conditional", "dense"):
             raise InputDataError(f"kernel must be 'conditional' or 'dense', got {kernel!r}")
@@ -195,14 +200,16 @@ class GPBO(GPSettings):
                          n_local=n_local, n_starts=n_starts, seed=seed, threads=threads, warping=warping)
         self.kernel = kernel
         self.name = "gp" if kernel == "conditional" else "gp-dense"
-        self._cache = ModelCache(make_gp(kernel == "conditional", gp_kernel, noise, n_restarts), seed,
+        self.priors = priors
+        self._cache = ModelCache(make_gp(kernel == "conditional", gp_kernel, noise, n_restarts, priors), seed,
                                   refit_every, warm_refit, warping)
 
     def __repr__(self) -> str:
         return (f"GPBO(kernel={self.kernel!r}, n_init={self.n_init}, gp_kernel={self.gp_kernel!r}, "
                 f"noise={self.noise}, n_restarts={self.n_restarts}, refit_every={self.refit_every}, "
                 f"warm_refit={self.warm_refit}, xi={self.xi}, n_random={self.n_random}, n_local={self.n_local}, "
-                f"n_starts={self.n_starts}, seed={self.seed}, warping={self.warping!r})")
+                f"n_starts={self.n_starts}, seed={self.seed}, warping={self.warping!r}"
+                + (", priors=<per-dimension>)" if self.priors is not None else ")"))
 
     def _groups(self, space: CASHSpace, X: np.ndarray) -> np.ndarray | None:
         """Algorithm index of encoded rows (the one-hot block), for the conditional kernel."""

@@ -257,6 +257,9 @@ class PortfolioWarmStart:
             strategy, RGPE say, is asked without the transfer starts).
         bandwidth_k: the prior's bandwidth is the distance of the ``k``-th nearest task
             (None: the median distance; module docstring).
+        pretrained: the search phase's GP (the default ``then``) takes lengthscale priors
+            pre-trained on the past tasks, ``log l ~ N(log l_pre, pretrained^2)``
+            (:func:`metabo.surrogates.pretrained.pretrained_priors`; None: the default priors).
         source_prior: ``"tasks"``: every past task weighs by its distance alone, so a source
             of many tasks holds most of the prior mass; ``"equal"``: each source family
             (:attr:`PastRuns.sources`) holds the same share (:func:`balance_sources`).
@@ -272,7 +275,8 @@ class PortfolioWarmStart:
                  beta: float = 1.0,
                  n_transfer_starts: int = 5, prior_mean: bool = False, then: GPBO | Any | None = None,
                  costs: Mapping[str, float] | None = None, max_cost: float | None = None,
-                 source_prior: str = "tasks", bandwidth_k: int | None = None, seed: int = 0) -> None:
+                 source_prior: str = "tasks", bandwidth_k: int | None = None, pretrained: float | None = None,
+                 seed: int = 0) -> None:
         if min(n_portfolio, n_design, n_transfer_starts, beta) < 0:
             raise InputDataError("n_portfolio, n_design, n_transfer_starts and beta must be >= 0")
         if n_distinct is not None and (isinstance(n_distinct, bool) or not isinstance(n_distinct, int)
@@ -301,6 +305,11 @@ class PortfolioWarmStart:
         self._encoded: tuple[CASHSpace, dict[str, tuple[np.ndarray, np.ndarray]]] | None = None
         self.meta_features = None if meta_features is None else {
             str(k): float(v) for k, v in dict(meta_features).items() if v == v}
+        if pretrained is not None and (then is not None or not pretrained > 0):
+            raise InputDataError(f"pretrained must be a positive prior scale for the default search phase, got "
+                                 f"{pretrained!r} with then={then!r}")
+        self.pretrained = pretrained
+        self._pretrained_for: CASHSpace | None = None
         self.then = then if then is not None else GPBO(n_init=0, seed=seed)
         self._matrix: tuple[CASHSpace, RegretMatrix, np.ndarray] | None = None
 
@@ -438,11 +447,24 @@ class PortfolioWarmStart:
         order = [j for j in np.argsort(-gain, kind="stable")[: self.n_transfer_starts] if np.isfinite(gain[j])]
         return [(m.configs[j][0], dict(m.configs[j][1])) for j in order]
 
+    def _pretrain(self, space: CASHSpace) -> None:
+        """With ``pretrained``, the search phase's GP-BO with priors pre-trained for ``space``
+        (once per space)."""
+        if self.pretrained is None or self._pretrained_for is space:
+            return
+        from metabo.strategies.gp import GPBO
+        from metabo.surrogates.pretrained import pretrained_priors
+
+        priors = pretrained_priors(self.past, space, scale=self.pretrained, warping=self.then.warping, seed=self.seed)
+        self.then = GPBO(n_init=0, seed=self.seed, priors=priors)
+        self._pretrained_for = space
+
     def suggest(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Config:
         """The next portfolio configuration during the design, then GP-BO's suggestion."""
         config = self._next_design(history, space, rng)
         if config is not None:
             return config
+        self._pretrain(space)
         if self.prior_mean:
             return self._residual_gp().suggest(history, space, rng, self.transfer_mean(history, space),
                                                self.transfer_starts(history, space))
@@ -456,12 +478,14 @@ class PortfolioWarmStart:
         """None during the design, then the GP's log EI (for the ensemble searches)."""
         if self._next_design(history, space) is not None:
             return None
+        self._pretrain(space)
         if self.prior_mean:
             return self._residual_gp().acquisition(history, space, self.transfer_mean(history, space))
         return self.then.acquisition(history, space, rng)
 
     def posterior_mean(self, history: History, space: CASHSpace, configs: Sequence[Config]) -> np.ndarray:
         """The search-phase GP's posterior mean (thesis 3.4 selection)."""
+        self._pretrain(space)
         if self.prior_mean:
             return self._residual_gp().posterior_mean(history, space, self.transfer_mean(history, space), configs)
         return self.then.posterior_mean(history, space, configs)

@@ -31,8 +31,10 @@ import numpy as np
 class GPPriors:
     """Hyperparameter priors (see the module docstring); ``None`` scale = flat."""
 
-    lengthscale_loc: float = 0.0
-    lengthscale_scale: float | None = 1.0
+    #: a float, or one value per input dimension (a pre-trained prior,
+    #: :mod:`metabo.surrogates.pretrained`)
+    lengthscale_loc: float | np.ndarray = 0.0
+    lengthscale_scale: float | np.ndarray | None = 1.0
     amplitude_scale: float | None = 1.0  # std of log sigma_a (log of the signal std)
     noise_scale: float | None = 1.0  # horseshoe scale on nu
     mean_scale: float | None = 1.0
