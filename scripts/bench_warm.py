@@ -2,7 +2,7 @@
 method in one run, under the protocols of :mod:`metabo.benchmarks.warm_bench`.
 
     python scripts/bench_warm.py surrogate [--seeds 5] [--iterations 50] [--jobs 2]
-        [--methods random,gp,...] [--tasks N] [--resume] [--out reports/warm]
+        [--methods random,gp,...] [--tasks N] [--task-ids a,b,...] [--resume] [--out reports/warm]
     python scripts/bench_warm.py live [--n-datasets 20] [--seeds 3] [--iterations 50] [--jobs 2] [--resume]
     python scripts/bench_warm.py report surrogate|live   (the report of the runs so far)
     python scripts/bench_warm.py bounds [--runs reports/warm/live5] [--out reports/warm/bounds]
@@ -190,6 +190,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", type=int, default=5)
     p.add_argument("--iterations", type=int, default=50)
     p.add_argument("--tasks", type=int, default=None, help="only the first N tasks (surrogate)")
+    p.add_argument("--task-ids", type=lambda s: s.split(","), default=None,
+                   help="exactly these held-out tasks (comma-separated ids), instead of every task (surrogate) "
+                        "or the drawn ones (live): one task list across knowledge bases of different sizes")
     p.add_argument("--n-datasets", type=int, default=20, help="live: held-out datasets, drawn with --dataset-seed")
     p.add_argument("--dataset-seed", type=int, default=0)
     p.add_argument("--jobs", type=int, default=2)
@@ -226,6 +229,13 @@ def main(argv: list[str] | None = None) -> int:
             from metabo.benchmarks.transfer_live import choose_datasets
 
             tasks = choose_datasets(kb, tasks, n=args.n_datasets, seed=args.dataset_seed)
+    if args.task_ids:
+        with KnowledgeBase(kb_path, read_only=True) as kb:
+            known = set(PastRuns.from_kb(kb).tasks)
+        unknown = [t for t in args.task_ids if t not in known]
+        if unknown:
+            p.error(f"--task-ids: no runs of {unknown} in {kb_path}")
+        tasks = list(args.task_ids)
     if args.tasks:
         tasks = tasks[: args.tasks]
     have = {(r["method"], r["task"], r["seed"]) for r in load_runs(runs_path)}
