@@ -153,21 +153,27 @@ class RegretMatrix:
         return cls(tuple(tasks), tuple(configs), tuple(ids), Q, aliases, Y)
 
 
+#: Weights of a task whose meta-feature distance is unknown (:func:`prior_weights`).
+UNKNOWN_PRIORS = ("median", "min", "zero")
 #: A task's meta-feature distance counts when it was computed on at least this share of
 #: the features of the best-described task; otherwise the task gets the median weight.
 MIN_FEATURE_SHARE = 0.5
 
 
 def prior_weights(past: PastRuns, tasks: Sequence[str], meta_features: Mapping[str, float] | None,
-                  source_prior: str = "tasks", bandwidth_k: int | None = None) -> np.ndarray:
+                  source_prior: str = "tasks", bandwidth_k: int | None = None, unknown: str = "median") -> np.ndarray:
     """``w0_p ∝ exp(-d_p / h)`` (module docstring); uniform without meta-features, and for
     tasks whose distance is unknown, or computed on fewer than :data:`MIN_FEATURE_SHARE`
     of the features the best-described task shares with the new one (an OpenML task known
     only by its size, say), the median weight. ``source_prior="equal"``: the weights are
     then rescaled so that each source family of :attr:`PastRuns.sources` holds the same
     total (:func:`balance_sources`). ``bandwidth_k``: ``h`` is the ``k``-th smallest known
-    distance instead of the median (module docstring)."""
-    w = _distance_weights(past, tasks, meta_features, bandwidth_k)
+    distance instead of the median (module docstring). ``unknown``: the weight of a task
+    whose distance is unknown, ``"median"`` (default), ``"min"`` (the least known weight)
+    or ``"zero"`` (none: the transfer uses the tasks it can compare alone)."""
+    if unknown not in UNKNOWN_PRIORS:
+        raise InputDataError(f"unknown must be one of {UNKNOWN_PRIORS}, got {unknown!r}")
+    w = _distance_weights(past, tasks, meta_features, bandwidth_k, unknown)
     return balance_sources(w, [past.sources.get(t, "") for t in tasks]) if source_prior == "equal" else w
 
 
@@ -188,7 +194,7 @@ def balance_sources(w: np.ndarray, sources: Sequence[str]) -> np.ndarray:
 
 
 def _distance_weights(past: PastRuns, tasks: Sequence[str], meta_features: Mapping[str, float] | None,
-                      bandwidth_k: int | None = None) -> np.ndarray:
+                      bandwidth_k: int | None = None, unknown: str = "median") -> np.ndarray:
     uniform = np.full(len(tasks), 1.0 / len(tasks))
     if not meta_features or past.meta_features.empty:
         return uniform
@@ -212,7 +218,7 @@ def _distance_weights(past: PastRuns, tasks: Sequence[str], meta_features: Mappi
     known = np.sort(d[finite])
     h = float(np.median(known) if bandwidth_k is None else known[min(bandwidth_k, len(known)) - 1]) or 1.0
     logw = np.where(finite, -d / h, np.nan)
-    logw[~finite] = np.nanmedian(logw)
+    logw[~finite] = {"median": np.nanmedian(logw), "min": np.nanmin(logw), "zero": -np.inf}[unknown]
     w = np.exp(logw - np.nanmax(logw))
     return w / w.sum()
 
@@ -260,6 +266,8 @@ class PortfolioWarmStart:
         pretrained: the search phase's GP (the default ``then``) takes lengthscale priors
             pre-trained on the past tasks, ``log l ~ N(log l_pre, pretrained^2)``
             (:func:`metabo.surrogates.pretrained.pretrained_priors`; None: the default priors).
+        unknown_prior: the prior weight of a past task whose meta-feature distance is unknown
+            (:func:`prior_weights`' ``unknown``: ``"median"``, ``"min"`` or ``"zero"``).
         source_prior: ``"tasks"``: every past task weighs by its distance alone, so a source
             of many tasks holds most of the prior mass; ``"equal"``: each source family
             (:attr:`PastRuns.sources`) holds the same share (:func:`balance_sources`).
@@ -276,7 +284,7 @@ class PortfolioWarmStart:
                  n_transfer_starts: int = 5, prior_mean: bool = False, then: GPBO | Any | None = None,
                  costs: Mapping[str, float] | None = None, max_cost: float | None = None,
                  source_prior: str = "tasks", bandwidth_k: int | None = None, pretrained: float | None = None,
-                 seed: int = 0) -> None:
+                 unknown_prior: str = "median", seed: int = 0) -> None:
         if min(n_portfolio, n_design, n_transfer_starts, beta) < 0:
             raise InputDataError("n_portfolio, n_design, n_transfer_starts and beta must be >= 0")
         if n_distinct is not None and (isinstance(n_distinct, bool) or not isinstance(n_distinct, int)
@@ -286,6 +294,9 @@ class PortfolioWarmStart:
         if source_prior not in ("tasks", "equal"):
             raise InputDataError(f"source_prior must be 'tasks' or 'equal', got {source_prior!r}")
         self.source_prior = source_prior
+        if unknown_prior not in UNKNOWN_PRIORS:
+            raise InputDataError(f"unknown_prior must be one of {UNKNOWN_PRIORS}, got {unknown_prior!r}")
+        self.unknown_prior = unknown_prior
         if bandwidth_k is not None and (isinstance(bandwidth_k, bool) or not isinstance(bandwidth_k, int)
                                         or bandwidth_k < 1):
             raise InputDataError(f"bandwidth_k must be a positive integer or None, got {bandwidth_k!r}")
@@ -323,7 +334,7 @@ class PortfolioWarmStart:
         if self._matrix is None or self._matrix[0] is not space:
             m = RegretMatrix.from_past(self.past, space)
             self._matrix = (space, m, prior_weights(self.past, m.tasks, self.meta_features, self.source_prior,
-                                                      self.bandwidth_k))
+                                                      self.bandwidth_k, self.unknown_prior))
         return self._matrix[1], self._matrix[2]
 
     def column_costs(self, space: CASHSpace) -> dict[str, float]:
@@ -362,7 +373,8 @@ class PortfolioWarmStart:
         if len(keep) < 2 or self.beta == 0:
             return w0
         tau, _ = rank_agreement(m.Q[:, [cols[i] for i in keep]], y[keep])
-        logw = np.log(w0) + self.beta * len(keep) * tau
+        with np.errstate(divide="ignore"):  # a zero prior weight stays zero
+            logw = np.log(w0) + self.beta * len(keep) * tau
         w = np.exp(logw - logw.max())
         return w / w.sum()
 

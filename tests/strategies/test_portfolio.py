@@ -146,6 +146,20 @@ def test_a_task_described_by_few_shared_features_gets_the_median_weight():
     w = prior_weights(past, ("t0", "t1", "t2", "t3"), {"f": 0.0, "g": 0.0, "h": 0.0})
     assert w[0] > w[1] > w[2] and w.sum() == pytest.approx(1)
     assert w[3] == pytest.approx(w[1])  # the median of t0..t2's weights, not the nearest
+    tasks, mine = ("t0", "t1", "t2", "t3"), {"f": 0.0, "g": 0.0, "h": 0.0}
+    w_min = prior_weights(past, tasks, mine, unknown="min")
+    assert w_min[3] == pytest.approx(w_min[2]) and w_min[0] > w_min[1] > w_min[2]
+    w_zero = prior_weights(past, tasks, mine, unknown="zero")
+    assert w_zero[3] == 0.0 and w_zero[:3] == pytest.approx(w[:3] / w[:3].sum())
+    with pytest.raises(InputDataError):
+        prior_weights(past, tasks, mine, unknown="max")
+    # a zero prior weight stays zero under the target's evidence
+    space, _ = two_algorithm_problem()
+    strategy = PortfolioWarmStart(past, mine, unknown_prior="zero")
+    history = history_of(space, [(A1, 0.1), (A2, 0.2), (B1, 0.3)])
+    assert strategy.weights(history, space)[list(strategy.matrix(space)[0].tasks).index("t3")] == 0.0
+    with pytest.raises(InputDataError):
+        PortfolioWarmStart(past, mine, unknown_prior="max")
 
 
 def test_balanced_sources_hold_equal_shares_and_keep_the_order_within_each():
