@@ -19,7 +19,6 @@ peer learns only from what was observed.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -83,19 +82,10 @@ class LookupTask:
         """``strategy`` picking ``min(n, |C_t|)`` candidates through the ask/tell optimizer
         (seeded by ``seed``): the recorded value of each pick, the seconds of each ask and
         the picks' configuration ids."""
-        from metabo.optimizer import Optimizer
+        from metabo.benchmarks.loop import play
 
-        opt = Optimizer(self.space, strategy, seed=seed)
-        values, seconds, picks = [], [], []
-        for _ in range(min(n, len(self.values))):
-            start = time.perf_counter()
-            trial = opt.ask()
-            seconds.append(time.perf_counter() - start)
-            value = self(trial.algorithm, trial.params)
-            opt.tell(trial, value)
-            values.append(value)
-            picks.append(trial.config_id)
-        return values, seconds, picks
+        played = play(self.space, strategy, self, min(n, len(self.values)), seed=seed)
+        return played.values, played.seconds, played.config_ids
 
     def regret(self, values: Sequence[float]) -> np.ndarray:
         """Normalized regret of the best value so far after each pick (module docstring)."""

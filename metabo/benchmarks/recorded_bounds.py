@@ -116,17 +116,10 @@ def run_on_recorded(strategy: Any, space: CASHSpace, lookup: Mapping[str, float]
     """``strategy``'s first ``n`` picks scored by ``lookup`` (a configuration the task did
     not record scores NaN and is told as a failed trial); returns the values and the
     number of unrecorded picks."""
-    from metabo.optimizer import Optimizer
+    from metabo.benchmarks.loop import play
 
-    opt = Optimizer(space, strategy, seed=seed)
-    values, missing = [], 0
-    for _ in range(n):
-        trial = opt.ask()
-        v = lookup.get(config_id(*space.normalize(trial.algorithm, trial.params)), math.nan)
-        missing += not math.isfinite(v)
-        opt.tell(trial, v, status="ok" if math.isfinite(v) else "crash")
-        values.append(v)
-    return values, missing
+    played = play(space, strategy, lambda a, p: lookup.get(config_id(*space.normalize(a, p)), math.nan), n, seed=seed)
+    return played.values, sum(not math.isfinite(v) for v in played.values)
 
 
 def recorded_curves(past_all: PastRuns, space: CASHSpace, tasks: Sequence[str],

@@ -49,7 +49,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -295,8 +294,8 @@ def meta_of(past: PastRuns, task: str) -> dict[str, float]:
 def surrogate_run(method: str, task: str, seed: int, iterations: int, past_all: PastRuns, shared: Mapping[str, Any]
                   ) -> dict[str, Any]:
     """``method`` tunes held-out ``task``'s surrogate objective for ``iterations`` trials."""
+    from metabo.benchmarks.loop import play
     from metabo.benchmarks.surrogate_task import SurrogateTask
-    from metabo.optimizer import Optimizer
 
     cache = shared.setdefault("_tasks", {})
     if task not in cache:
@@ -310,18 +309,10 @@ def surrogate_run(method: str, task: str, seed: int, iterations: int, past_all: 
     else:
         strategy = make_method(method, past, meta_of(past_all, task), seed, shared.get("bank"), task, drop,
                                shared.get("sources"))
-    opt = Optimizer(objective.space, strategy, seed=seed)
-    values, seconds, algorithms = [], [], []
-    for _ in range(iterations):
-        start = time.perf_counter()
-        trial = opt.ask()
-        seconds.append(time.perf_counter() - start)
-        value = objective(trial.algorithm, trial.params)
-        opt.tell(trial, value)
-        values.append(value)
-        algorithms.append(trial.algorithm)
-    return {"protocol": "surrogate", "method": method, "task": task, "seed": seed, "values": values,
-            "regret": objective.regret(values).tolist(), "seconds": seconds, "algorithms": algorithms}
+    played = play(objective.space, strategy, objective, iterations, seed=seed)
+    return {"protocol": "surrogate", "method": method, "task": task, "seed": seed, "values": played.values,
+            "regret": objective.regret(played.values).tolist(), "seconds": played.seconds,
+            "algorithms": played.algorithms}
 
 
 # ----------------------------------------------------------------- report

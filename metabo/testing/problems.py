@@ -69,3 +69,22 @@ def shared_past(space: CASHSpace, tasks: Mapping[str, Objective], n: int = 30, s
 
 __all__ = ["Objective", "noise_objective", "shared_past", "quadratic_problem",
            "two_algorithm_problem"]
+
+
+#: Four configurations of :func:`two_algorithm_problem`'s space: a(u=.2), a(u=.8), b(v=.5, n=5), b(v=.1, n=1).
+TWO_ALGORITHM_CONFIGS: tuple[tuple[str, dict], ...] = (
+    ("a", {"u": 0.2, "k": "l1"}), ("a", {"u": 0.8, "k": "l2"}), ("b", {"v": 0.5, "n": 5}), ("b", {"v": 0.1, "n": 1}),
+)
+
+
+def recorded_past(values: Mapping[str, Sequence[float]], meta_features: Mapping[str, float] | None = None
+                  ) -> PastRuns:
+    """Past tasks that recorded :data:`TWO_ALGORITHM_CONFIGS`: ``values[task]`` holds one
+    value per configuration, NaN where not run; ``meta_features``: task -> one meta-feature
+    ``f``."""
+    rows = [(task, a, p, v) for task, vs in values.items() for (a, p), v in zip(TWO_ALGORITHM_CONFIGS, vs)
+            if v == v]
+    frame = pd.DataFrame(rows, columns=["dataset_id", "algorithm", "params", "value"])
+    frame["config_id"] = [config_id(a, p) for a, p in zip(frame["algorithm"], frame["params"])]
+    meta = None if meta_features is None else pd.DataFrame({"f": dict(meta_features)})
+    return PastRuns.from_frame(frame, meta_features=meta)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from metabo.benchmarks.recorded_bounds import (
@@ -21,20 +20,12 @@ from metabo.benchmarks.recorded_bounds import (
 )
 from metabo.exceptions import InputDataError
 from metabo.kb.canonical import config_id
-from metabo.kb.past import PastRuns
 from metabo.strategies.portfolio import RegretMatrix
-from metabo.testing.problems import two_algorithm_problem
+from metabo.testing.problems import TWO_ALGORITHM_CONFIGS, recorded_past, two_algorithm_problem
 
-A1, A2 = ("a", {"u": 0.2, "k": "l1"}), ("a", {"u": 0.8, "k": "l2"})
-B1, B2 = ("b", {"v": 0.5, "n": 5}), ("b", {"v": 0.1, "n": 1})
-CONFIGS = (A1, A2, B1, B2)
-
-
-def past_runs(values: dict[str, list[float]]) -> PastRuns:
-    rows = [(task, a, p, v) for task, vs in values.items() for (a, p), v in zip(CONFIGS, vs) if v == v]
-    frame = pd.DataFrame(rows, columns=["dataset_id", "algorithm", "params", "value"])
-    frame["config_id"] = [config_id(a, p) for a, p in zip(frame["algorithm"], frame["params"])]
-    return PastRuns.from_frame(frame)
+CONFIGS = TWO_ALGORITHM_CONFIGS
+A1, A2, B1, B2 = CONFIGS
+past_runs = recorded_past
 
 
 def space():

@@ -23,20 +23,14 @@ from metabo.strategies.portfolio import (
     prior_weights,
     rank_agreement,
 )
-from metabo.testing.problems import two_algorithm_problem
+from metabo.testing.problems import TWO_ALGORITHM_CONFIGS, recorded_past, two_algorithm_problem
 
 # configurations: a(u=.2), a(u=.8), b(v=.5, n=5), b(v=.1, n=1)
-A1, A2 = ("a", {"u": 0.2, "k": "l1"}), ("a", {"u": 0.8, "k": "l2"})
-B1, B2 = ("b", {"v": 0.5, "n": 5}), ("b", {"v": 0.1, "n": 1})
+A1, A2, B1, B2 = TWO_ALGORITHM_CONFIGS
 
 
 def past_runs(values: dict[str, list[float]], mf: dict[str, float] | None = None) -> PastRuns:
-    rows = [(task, a, p, v) for task, vs in values.items() for (a, p), v in zip((A1, A2, B1, B2), vs)
-            if v == v]
-    frame = pd.DataFrame(rows, columns=["dataset_id", "algorithm", "params", "value"])
-    frame["config_id"] = [config_id(a, p) for a, p in zip(frame["algorithm"], frame["params"])]
-    meta = None if mf is None else pd.DataFrame({"f": mf})
-    return PastRuns.from_frame(frame, meta_features=meta)
+    return recorded_past(values, mf)
 
 
 def history_of(space: CASHSpace, told: list[tuple[tuple[str, dict], float]]) -> History:
