@@ -31,6 +31,19 @@ def cmd_metadataset(args: argparse.Namespace) -> int:
     from metabo.metadatasets.ingest import ingest_metadataset, state_key
 
     source = get_source(args.ingest_command, args.cache, fetch=not args.no_fetch)
+    if args.export_grid:
+        import json
+        from pathlib import Path
+
+        from metabo.kb.canonical import canonical_json
+
+        configs = source.configurations()
+        points = {(a, canonical_json(json.loads(p))): [a, json.loads(p)]
+                  for a, p in zip(configs["algorithm"], configs["params"])}
+        Path(args.export_grid).write_text(json.dumps(list(points.values()), indent=0))
+        print(f"{len(points):,} distinct configurations of {source.name} ({len(configs):,} columns) "
+              f"written to {args.export_grid}: metabo kb build --configs-from {args.export_grid} evaluates them")
+        return 0
     with open_kb(args) as kb:
         state = kb.get_state(state_key(source), {}) or {}
         first = 0 if args.force else int(state.get("next_chunk", 0))
@@ -67,6 +80,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
         p.add_argument("--force", action="store_true",
                        help="read every chunk again (stores only what is missing)")
         p.add_argument("--max-chunks", type=int, help="stop after this many chunks (resume later)")
+        p.add_argument("--export-grid", metavar="FILE",
+                       help="write the source's configurations as the project's points (a JSON list of "
+                            "[algorithm, params] for metabo kb build --configs-from) instead of ingesting")
         p.add_argument("--no-optimize", action="store_true",
                        help="do not re-order the runs by algorithm afterwards (see KnowledgeBase.optimize)")
         p.set_defaults(func=cmd_metadataset)

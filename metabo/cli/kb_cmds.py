@@ -205,13 +205,22 @@ def cmd_build(args: argparse.Namespace) -> int:
         specs += [f"keel:{n}" if args.keel == "balanced" else f"keel:imbalanced/{n}" for n in list_keel(args.keel)]
     if not specs:
         raise InputDataError("give dataset specs and/or --keel balanced|imbalanced")
-    algorithms = list(ALGORITHMS) if args.algorithms == ["all"] else args.algorithms
+    grid = None
+    if args.configs_from:
+        from metabo.ingest.build import grid_digest, read_grid
+
+        if args.algorithms != ["all"]:
+            raise InputDataError("--configs-from names the algorithms itself; leave out --algorithms")
+        grid = read_grid(args.configs_from)  # checked before anything is stored
+        algorithms = list(grid)
+    else:
+        algorithms = list(ALGORITHMS) if args.algorithms == ["all"] else args.algorithms
     for name in algorithms:  # an unknown name fails before anything is shown or stored
         get_algorithm(name)
     settings = BuildSettings(
         n_configs=args.configs, seed=args.seed, protocol=Holdout(max_train=args.max_train),
         time_limit=args.time_limit or None, memory_limit_mb=args.memory_limit or None,
-        keep_predictions=args.predictions,
+        keep_predictions=args.predictions, grid=None if grid is None else grid_digest(grid),
     )
     with open_kb(args) as kb:
         ds_bar = tqdm(total=len(specs), desc="datasets + meta-features", unit="ds")
@@ -227,6 +236,7 @@ def cmd_build(args: argparse.Namespace) -> int:
             kb, specs, algorithms, settings, n_jobs=args.n_jobs, backend=args.backend, scheduler=args.scheduler,
             batch_size=args.batch_size,
             progress=lambda _: bar.update(), on_dataset=lambda _: ds_bar.update(), on_plan=plan,
+            configurations=grid,
         )
         bar.close()
     print(f"session {report.session_id}: {report.evaluated:,} evaluated, {report.skipped_done:,} already stored, "
@@ -277,6 +287,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--keel", choices=["balanced", "imbalanced"], help="add every KEEL dataset of that kind")
     p.add_argument("--algorithms", nargs="+", default=["all"], help="algorithm names (default: all)")
     p.add_argument("--configs", type=int, default=50, help="configurations per algorithm (same on every dataset)")
+    p.add_argument("--configs-from", metavar="FILE",
+                   help="evaluate these configurations instead (a JSON list of [algorithm, params] pairs, "
+                        "e.g. a published meta-dataset's grid): a session of its own")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-train", type=int, help="subsample the training part to at most this many rows")
     p.add_argument("--time-limit", type=float, default=60.0, help="seconds per evaluation (0: none)")

@@ -23,8 +23,9 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from metabo.data.dataset import Dataset
@@ -32,7 +33,13 @@ from metabo.evaluation.backends import backend_context, check_backend
 from metabo.evaluation.evaluate import DEFAULT_METRICS, PRIMARY_METRIC, record
 from metabo.evaluation.parallel import EvalTask, TaskResult, evaluate_many
 from metabo.evaluation.protocols import EvaluationProtocol, Holdout
-from metabo.exceptions import DataQualityError, MetaboError
+from metabo.exceptions import (
+    DataQualityError,
+    InputDataError,
+    InvalidConfigurationError,
+    MetaboError,
+    UnknownAlgorithmError,
+)
 from metabo.ingest.datasets import has_own_meta_features, ingest_dataset
 from metabo.kb.canonical import canonical_json, config_id
 from metabo.kb.store import KnowledgeBase
@@ -51,12 +58,54 @@ class BuildSettings:
     time_limit: float | None = 60.0
     memory_limit_mb: int | None = 4096
     keep_predictions: bool = False
+    #: :func:`grid_digest` of explicit configurations evaluated instead of ``n_configs``
+    #: seeded ones (None: the seeded ones)
+    grid: str | None = None
 
     def session_id(self) -> str:
         """``build-<12 hex>`` of the settings that change what a run means."""
         key = {"n_configs": self.n_configs, "seed": self.seed, "protocol": repr(self.protocol),
                "metrics": list(self.metrics)}
+        if self.grid is not None:  # an explicit grid is another build (its session keeps the seeded one's id)
+            key = {**key, "grid": self.grid}
         return "build-" + hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def grid_digest(configurations: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
+    """SHA-256 (hex) of explicit configurations, by algorithm, in their canonical form."""
+    body = {a: sorted(canonical_json(p) for p in plist) for a, plist in configurations.items()}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def read_grid(path: str | Path) -> dict[str, list[dict[str, Any]]]:
+    """Explicit configurations from a JSON file: a list of ``[algorithm, params]`` pairs
+    (or of ``{"algorithm": ..., "params": ...}`` objects), each normalized in its
+    algorithm's space (an unknown algorithm or an invalid configuration is an error
+    naming the entry; duplicates are kept once)."""
+    from metabo.space.algorithms import get_algorithm
+
+    try:
+        entries = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise InputDataError(f"cannot read configurations from {path}: {e}") from e
+    if not isinstance(entries, list) or not entries:
+        raise InputDataError(f"{path}: expected a non-empty JSON list of [algorithm, params] pairs")
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for i, entry in enumerate(entries):
+        if isinstance(entry, Mapping):
+            algorithm, params = entry.get("algorithm"), entry.get("params", {})
+        elif isinstance(entry, list) and len(entry) == 2:
+            algorithm, params = entry
+        else:
+            raise InputDataError(f"{path}: entry {i} is not an [algorithm, params] pair: {entry!r}")
+        if not isinstance(algorithm, str) or not isinstance(params, Mapping):
+            raise InputDataError(f"{path}: entry {i} needs an algorithm name and a params object, got {entry!r}")
+        try:
+            normalized = get_algorithm(algorithm).space.normalize(params)
+        except (InvalidConfigurationError, UnknownAlgorithmError) as e:
+            raise InputDataError(f"{path}: entry {i}: {e}") from e
+        out.setdefault(algorithm, {}).setdefault(canonical_json(normalized), normalized)
+    return {a: list(by_id.values()) for a, by_id in out.items()}
 
 
 @dataclass(frozen=True)
@@ -150,6 +199,7 @@ def build_knowledge_base(
     progress: Callable[[TaskResult], None] | None = None,
     on_dataset: Callable[[str], None] | None = None,
     on_plan: Callable[[int, int], None] | None = None,
+    configurations: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
 ) -> BuildReport:
     """Evaluate every (dataset, algorithm, configuration) not yet stored; record each.
 
@@ -168,11 +218,23 @@ def build_knowledge_base(
         progress: called with each result as it arrives.
         on_dataset: called with each dataset spec once it is stored.
         on_plan: called with (evaluations to run, evaluations already stored).
+        configurations: algorithm -> explicit configurations to evaluate instead of
+            ``settings.n_configs`` seeded ones (:func:`read_grid`; ``algorithms`` must name
+            the same algorithms, and ``settings.grid`` must be their :func:`grid_digest`,
+            so that the build has a session of its own).
     """
     check_backend(backend, address=scheduler, n_jobs=n_jobs)
+    if configurations is not None:
+        if sorted(configurations) != sorted(algorithms):
+            raise InputDataError(f"the explicit configurations are of {sorted(configurations)}, "
+                                 f"the build names {sorted(algorithms)}")
+        if settings.grid != grid_digest(configurations):
+            raise InputDataError("settings.grid must be grid_digest(configurations): an explicit grid is a session "
+                                 "of its own")
     start = time.monotonic()
     session = settings.session_id()
-    configs = {a: sample_configurations(a, settings.n_configs, settings.seed) for a in algorithms}
+    configs = ({a: [dict(p) for p in plist] for a, plist in configurations.items()} if configurations is not None
+               else {a: sample_configurations(a, settings.n_configs, settings.seed) for a in algorithms})
     train_sets: dict[str, tuple[str, tuple[tuple[str, Any], ...]]] = {}  # id -> (spec, load options)
     without_runs: dict[str, str] = {}
     notes: dict[str, str] = {}

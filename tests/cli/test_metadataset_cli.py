@@ -33,3 +33,19 @@ def test_ingest_then_resume_then_nothing_new(capsys, tmp_path: Path) -> None:
     assert main(["ingest", "lcdb", "--kb", kb, "--cache", str(FIXTURES / "lcdb"), "--no-fetch"]) == 0
     out = capsys.readouterr().out
     assert "lcdb:" in out and "already stored from another source" in out
+
+
+def test_export_grid_writes_the_sources_points_for_a_build(capsys, tmp_path: Path) -> None:
+    from metabo.ingest.build import read_grid
+    from metabo.metadatasets.oboe import OBOE
+
+    out = tmp_path / "grid.json"
+    kb = tmp_path / "kb.duckdb"
+    assert main(["ingest", "oboe", "--kb", str(kb), "--cache", str(FIXTURES / "oboe"), "--no-fetch",
+                 "--export-grid", str(out)]) == 0
+    assert "--configs-from" in capsys.readouterr().out
+    grid = read_grid(out)  # every exported point is valid in its algorithm's space
+    configs = OBOE(FIXTURES / "oboe").configurations()
+    assert sum(len(v) for v in grid.values()) == len({(a, p) for a, p in zip(configs["algorithm"], configs["params"])})
+    assert set(grid) == set(configs["algorithm"])
+    assert not kb.exists()  # nothing ingested

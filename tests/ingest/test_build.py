@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from metabo.ingest.build import BuildSettings, build_knowledge_base, sample_configurations
+from metabo.exceptions import InputDataError
+from metabo.ingest.build import BuildSettings, build_knowledge_base, grid_digest, read_grid, sample_configurations
 from metabo.kb import KnowledgeBase
 from metabo.kb.canonical import canonical_json
 
@@ -46,6 +47,43 @@ def test_build_is_dense_and_idempotent(tmp_path):
         assert set(kb.query("SELECT DISTINCT metric FROM runs")["metric"]) >= {"error_rate", "test_error_rate"}
         assert kb.stats()["predictions"] == 60  # valid and test probabilities of each evaluation
         assert kb.stats()["datasets"] == 2 and kb.stats()["meta_features"] > 60
+
+
+def test_explicit_configurations_are_a_session_of_their_own_and_resume(tmp_path):
+    import json
+
+    path = tmp_path / "grid.json"
+    k3, k7 = {"n_neighbors": 3, "weights": "uniform", "p": 2}, {"n_neighbors": 7, "weights": "distance", "p": 1}
+    path.write_text(json.dumps([["knn", k3], {"algorithm": "knn", "params": k7}, ["knn", dict(reversed(k3.items()))],
+                                ["gaussian_nb", {"var_smoothing": 1e-9}]]))
+    grid = read_grid(path)
+    assert sorted(grid) == ["gaussian_nb", "knn"] and len(grid["knn"]) == 2  # the duplicate kept once
+    seeded = BuildSettings(n_configs=2, time_limit=None, memory_limit_mb=None)
+    explicit = BuildSettings(n_configs=2, time_limit=None, memory_limit_mb=None, grid=grid_digest(grid))
+    assert explicit.session_id() != seeded.session_id()
+    with KnowledgeBase(tmp_path / "kb.duckdb") as kb:
+        report = build_knowledge_base(kb, ["sklearn:iris"], list(grid), explicit, configurations=grid)
+        assert report.evaluated == 3 and report.session_id == explicit.session_id()
+        params = kb.query("SELECT c.params FROM runs r JOIN configurations c USING (config_id) "
+                          "WHERE r.metric = 'error_rate' AND c.algorithm = 'knn'")["params"]
+        assert sorted(json.loads(p)["n_neighbors"] for p in params) == [3, 7]
+        assert build_knowledge_base(kb, ["sklearn:iris"], list(grid), explicit, configurations=grid).evaluated == 0
+        with pytest.raises(InputDataError, match="grid_digest"):
+            build_knowledge_base(kb, ["sklearn:iris"], list(grid), seeded, configurations=grid)
+        with pytest.raises(InputDataError, match="the build names"):
+            build_knowledge_base(kb, ["sklearn:iris"], ["knn"], explicit, configurations=grid)
+
+
+@pytest.mark.parametrize("text, match", [
+    ("not json", "cannot read"), ("[]", "non-empty"), ('[["knn"]]', "entry 0"),
+    ('[["nope", {}]]', "entry 0"), ('[["knn", {"n_neighbors": 3}]]', "entry 0"), ('[[3, {}]]', "entry 0"),
+    ('[["gaussian_nb", {"var_smoothing": 1e-9}], ["knn", {"n_neighbors": -4, "weights": "uniform", "p": 2}]]', "entry 1"),
+])
+def test_a_bad_grid_file_is_refused_naming_the_entry(tmp_path, text, match):
+    path = tmp_path / "grid.json"
+    path.write_text(text)
+    with pytest.raises(InputDataError, match=match):
+        read_grid(path)
 
 
 @pytest.mark.slow
