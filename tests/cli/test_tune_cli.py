@@ -25,6 +25,11 @@ def test_tune_csv_random_search(tmp_path, capsys):
     assert "validation error_rate: 0." in out and "test error_rate: 0." in out
     assert "refitted on training + validation rows, test error_rate: 0." in out
     assert "model: the selection fitted on every row" in out
+    # both on the command's clock: the first model comes after the libraries loaded, before the end
+    timing = next(line for line in out.splitlines() if line.startswith("time: "))
+    in_all = float(timing.split(" s in all")[0].rsplit(" ", 1)[1])
+    first = float(timing.split("first model after ")[1].split()[0])
+    assert 0 < first <= in_all
     with KnowledgeBase(kb_path) as kb:
         runs = kb.query("SELECT algorithm, metric, source FROM runs WHERE metric = 'error_rate'")
         n_meta = kb.stats()["meta_features"]
