@@ -129,7 +129,7 @@ def run_lookup(args: argparse.Namespace, command: str) -> int:
     if reach:
         summary["gp_reaches_rlgp_at_5"] = reach
         text += (f"Cold GP-BO first reaches {reach['fast']}'s median regret at iteration 5 "
-                 f"({reach['target_median_regret']:.4f}) at iteration: "
+                 f"({reach['target_regret']:.4f}) at iteration: "
                  f"{reach['slow_iteration'] or 'never (within the budget)'}\n")
     seconds = {m: float(np.mean([s for r in runs if r["method"] == m for s in r["seconds"]])) for m in args.methods}
     text += "Mean seconds per suggestion: " + ", ".join(f"{m} {s:.3f}" for m, s in seconds.items()) + "\n"

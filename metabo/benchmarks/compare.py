@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -111,16 +111,17 @@ def summarize(R: np.ndarray, methods: Sequence[str], *, report_at: Sequence[int]
     return out
 
 
-def first_reach(R: np.ndarray, methods: Sequence[str], slow: str, fast: str, at: int) -> dict[str, Any] | None:
-    """The iteration at which ``slow``'s median regret over tasks first reaches ``fast``'s
-    median regret at iteration ``at`` (None when a method is missing or ``at`` is past the
-    budget; ``slow_iteration`` None when never within the budget)."""
+def first_reach(R: np.ndarray, methods: Sequence[str], slow: str, fast: str, at: int, *,
+                statistic: Callable[..., np.ndarray] = np.median) -> dict[str, Any] | None:
+    """The iteration at which ``slow``'s regret over tasks (``statistic``: median, or
+    ``np.mean``) first reaches ``fast``'s at iteration ``at`` (None when a method is missing
+    or ``at`` is past the budget; ``slow_iteration`` None when never within the budget).
+    Both curves are computed alike, so a method reaches its own regret at ``at``."""
     if slow not in methods or fast not in methods or R.shape[2] < at:
         return None
-    target = float(np.median(R[methods.index(fast), :, at - 1]))
-    med = np.median(R[methods.index(slow)], axis=0)
-    hit = np.flatnonzero(med <= target)
-    return {"slow": slow, "fast": fast, "at": at, "target_median_regret": target,
+    target = float(statistic(R[methods.index(fast)], axis=0)[at - 1])
+    hit = np.flatnonzero(statistic(R[methods.index(slow)], axis=0) <= target)
+    return {"slow": slow, "fast": fast, "at": at, "target_regret": target,
             "slow_iteration": int(hit[0]) + 1 if len(hit) else None}
 
 

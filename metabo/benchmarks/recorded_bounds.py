@@ -192,43 +192,33 @@ def agreement_with_live(live_runs: Sequence[Mapping[str, Any]], past_all: PastRu
 
 def bounds_table(runs: Sequence[Mapping[str, Any]], methods: Sequence[str], at: Sequence[int] = (1, 3, 5, 8)
                  ) -> tuple[dict[str, Any], str]:
-    """Mean normalized regret (each task's runs averaged over seeds, then over the tasks
-    every method has) of ``runs`` (with ``regret``, :func:`~metabo.benchmarks.warm_bench.live_regret`)
-    at ``at``, and the evaluation at which cold GP-BO's (``gp``) mean regret first reaches
-    each method's regret at 5 (None: not within its runs)."""
-    from collections import defaultdict
+    """Mean normalized regret (:func:`~metabo.benchmarks.compare.regret_table`: each task's
+    runs averaged over seeds, a shorter curve keeping its last value, then the mean over the
+    tasks every method has) of ``runs`` (with ``regret``,
+    :func:`~metabo.benchmarks.warm_bench.live_regret`) at ``at``, and the evaluation at which
+    cold GP-BO's (``gp``) mean regret first reaches each method's regret at 5 (None: not
+    within its runs)."""
+    from metabo.benchmarks.compare import first_reach, regret_table
 
-    by: dict[tuple[str, str], list[list[float]]] = defaultdict(list)
-    for r in runs:
-        if r["method"] in methods and r.get("regret"):
-            by[r["method"], r["task"]].append(list(r["regret"]))
-    tasks = sorted({t for (_, t) in by if all((m, t) in by for m in methods)})
+    iterations = max((len(r["regret"]) for r in runs if r["method"] in methods and r.get("regret")), default=0)
+    tasks, R = regret_table([r for r in runs if r["method"] in methods and r.get("regret")], methods, iterations)
     if not tasks:
         raise InputDataError("no task has runs of every method")
-    curves = {}
-    for m in methods:
-        per_task = []
-        for t in tasks:
-            n = max(len(c) for c in by[m, t])
-            per_task.append(np.mean([c + [c[-1]] * (n - len(c)) for c in by[m, t]], axis=0))
-        n = min(len(c) for c in per_task)
-        curves[m] = np.mean([c[:n] for c in per_task], axis=0)
-    out: dict[str, Any] = {"tasks": tasks, "at": {m: {str(k): float(curves[m][min(k, len(curves[m])) - 1])
-                                                       for k in at} for m in methods}}
+    curves = dict(zip(methods, R.mean(axis=1)))
+    out: dict[str, Any] = {"tasks": tasks, "at": {m: {str(k): float(curves[m][k - 1]) for k in at} for m in methods}}
     lines = [f"Mean normalized regret over {len(tasks)} tasks at evaluation",
              f"{'':28s}" + "".join(f"{'@' + str(k):>9s}" for k in at)]
     lines += [f"{m:28s}" + "".join(f"{out['at'][m][str(k)]:>9.4f}" for k in at) for m in methods]
-    if "gp" in curves:
-        reach: dict[str, int | None] = {}
-        for m in methods:
-            hit = np.flatnonzero(curves["gp"] <= out["at"][m]["5"] + 1e-12) if "5" in out["at"][m] else []
-            reach[m] = int(hit[0]) + 1 if len(hit) else None
+    if "gp" in methods:
+        gp_runs = max(len(r["regret"]) for r in runs if r["method"] == "gp" and r.get("regret"))
+        reach = {m: first_reach(R[:, :, :gp_runs], methods, "gp", m, 5, statistic=np.mean)["slow_iteration"]
+                 for m in methods}
         out["gp_reaches_regret_at_5"] = reach
-        out["gp_curve"] = curves["gp"].tolist()
+        out["gp_curve"] = curves["gp"][:gp_runs].tolist()
         lines.append(f"Evaluation at which cold GP-BO's mean regret first reaches each one's regret at 5 "
-                     f"(None: not within {len(curves['gp'])}): " + ", ".join(f"{m} {reach[m]}" for m in methods))
+                     f"(None: not within {gp_runs}): " + ", ".join(f"{m} {reach[m]}" for m in methods))
     return out, "\n".join(lines) + "\n"
 
 
-__all__ = ["bounds_table", "agreement_with_live", "hindsight_portfolio", "oracle_curve", "recorded_curves", "recorded_lookup",
-           "run_on_recorded", "similarity_weights"]
+__all__ = ["agreement_with_live", "bounds_table", "hindsight_portfolio", "oracle_curve", "recorded_curves",
+           "recorded_lookup", "run_on_recorded", "similarity_weights"]

@@ -55,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-from metabo.benchmarks.compare import REPORT_AT, format_table, plot_curves, summarize, wilcoxon_p
+from metabo.benchmarks.compare import REPORT_AT, first_reach, format_table, plot_curves, summarize, wilcoxon_p
 from metabo.exceptions import InputDataError
 from metabo.kb.past import PastRuns
 from metabo.space.cash import CASHSpace
@@ -379,11 +379,8 @@ def report(runs: Sequence[Mapping[str, Any]], methods: Sequence[str], iterations
     # when cold GP-BO first reaches each method's mean regret at 5
     reach: dict[str, int | None] = {}
     if "gp" in methods and iterations >= 5:
-        gp = R[methods.index("gp")].mean(axis=0)
-        for i, m in enumerate(methods):
-            target = float(R[i, :, 4].mean())
-            hit = np.flatnonzero(gp <= target + 1e-12)
-            reach[m] = int(hit[0]) + 1 if len(hit) else None
+        for m in methods:
+            reach[m] = first_reach(R, methods, "gp", m, 5, statistic=np.mean)["slow_iteration"]
         lines.append("Evaluation at which cold GP-BO's mean regret first reaches each method's mean regret at 5 "
                      f"(None: not within {iterations}): " + ", ".join(f"{m} {reach[m]}" for m in methods))
     summary["gp_reaches_regret_at_5"] = reach
@@ -418,6 +415,6 @@ def _at(curve: Sequence[float], k: int) -> float:
     return float(curve[min(k, len(curve)) - 1])
 
 
-__all__ = ["BANK_METHODS", "METHODS", "OptunaTPE", "RecordedOrder", "held_out", "knowledge_of", "live_ranges", "live_regret",
-           "make_method", "method_options", "possible_copies", "report", "same_content_groups", "space_of",
+__all__ = ["BANK_METHODS", "METHODS", "OptunaTPE", "RecordedOrder", "held_out", "knowledge_of", "live_ranges",
+           "live_regret", "make_method", "method_options", "possible_copies", "report", "same_content_groups", "space_of",
            "surrogate_run"]
