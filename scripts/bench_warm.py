@@ -134,7 +134,8 @@ def _report(protocol: str, out: Path, methods: list[str], iterations: int, kb_pa
 
 
 def _bounds(runs_dir: Path, out: Path, kb_path: str, command: str) -> None:
-    from metabo.benchmarks.recorded_bounds import agreement_with_live, bounds_table, recorded_curves
+    from metabo.benchmarks.recorded_bounds import bounds_table, recorded_curves
+    from metabo.benchmarks.transfer_live import reproduced
     from metabo.benchmarks.transfer_methods import load_runs
     from metabo.benchmarks.warm_bench import live_ranges, live_regret, meta_of, same_content_groups
     from metabo.evaluation.metrics import transfer_metrics
@@ -164,11 +165,12 @@ def _bounds(runs_dir: Path, out: Path, kb_path: str, command: str) -> None:
     live_regret(everything, recorded)  # the live runs' normalization: pseudo-runs' values are recorded ones
     methods = [m for m in ("gp", "warm") if any(r["method"] == m for r in live)] + list(curves)
     summary, text = bounds_table(everything, methods)
-    agree = agreement_with_live(live, past, space)
+    agree = reproduced(live, past, space)
     head = (f"References on recorded values (metabo.benchmarks.recorded_bounds) beside the live runs of {runs_dir}\n"
             f"Command: {command}\n"
-            f"Live trials at recorded configurations: {agree['n']}; equal to the recorded value: {agree['equal']:.3f}; "
-            f"absolute difference median {agree['median']:.4f}, 90th percentile {agree['p90']:.4f}\n"
+            f"Live trials at recorded configurations: {agree['n_at_recorded']}; equal to the recorded value: "
+            f"{agree['equal_share']:.3f}; absolute difference median {agree['median_abs_diff']:.4f}, "
+            f"90th percentile {agree['p90_abs_diff']:.4f}\n"
             f"Picks the held-out task had not recorded (scored as failures): "
             + ", ".join(f"{k} {v}" for k, v in missing.items()) + "\n\n")
     out.mkdir(parents=True, exist_ok=True)

@@ -3,8 +3,8 @@ held-out tasks: references computed on recorded values (``scripts/bench_warm.py 
 
 The live protocol (:mod:`metabo.benchmarks.warm_bench`) evaluates a configuration as the
 knowledge base recorded it (same split, same seed), so a held-out task's recorded value of
-a configuration is what a live trial of it returns (:func:`agreement_with_live` measures
-how often exactly). Every method that opens with recorded configurations (a portfolio, a
+a configuration is what a live trial of it returns
+(:func:`metabo.benchmarks.transfer_live.reproduced` measures how often exactly). Every method that opens with recorded configurations (a portfolio, a
 nearest task's best) is therefore bounded by what the recorded values allow, and these
 references can be computed without training a model:
 
@@ -166,30 +166,6 @@ def recorded_curves(past_all: PastRuns, space: CASHSpace, tasks: Sequence[str],
     return curves, missing
 
 
-def agreement_with_live(live_runs: Sequence[Mapping[str, Any]], past_all: PastRuns, space: CASHSpace
-                        ) -> dict[str, float]:
-    """Of the live trials at configurations their task recorded: how many, the share whose
-    validation error equals the recorded one, and the median and 90th percentile of the
-    absolute difference (0 when the live evaluation reproduces the knowledge base)."""
-    lookups: dict[str, dict[str, float]] = {}
-    diffs = []
-    for r in live_runs:
-        t = r["task"]
-        if t not in lookups:
-            lookups[t] = recorded_lookup(past_all, space, t)
-        for (a, p), v in zip(r["configs"], r["values"]):
-            if v is None or not math.isfinite(v):
-                continue
-            cid = config_id(*space.normalize(a, p))
-            if cid in lookups[t]:
-                diffs.append(abs(float(v) - lookups[t][cid]))
-    d = np.array(diffs)
-    if not len(d):
-        return {"n": 0, "equal": math.nan, "median": math.nan, "p90": math.nan}
-    return {"n": int(len(d)), "equal": float(np.mean(d < 1e-12)), "median": float(np.median(d)),
-            "p90": float(np.percentile(d, 90))}
-
-
 def bounds_table(runs: Sequence[Mapping[str, Any]], methods: Sequence[str], at: Sequence[int] = (1, 3, 5, 8)
                  ) -> tuple[dict[str, Any], str]:
     """Mean normalized regret (:func:`~metabo.benchmarks.compare.regret_table`: each task's
@@ -220,5 +196,5 @@ def bounds_table(runs: Sequence[Mapping[str, Any]], methods: Sequence[str], at: 
     return out, "\n".join(lines) + "\n"
 
 
-__all__ = ["agreement_with_live", "bounds_table", "hindsight_portfolio", "oracle_curve", "recorded_curves",
+__all__ = ["bounds_table", "hindsight_portfolio", "oracle_curve", "recorded_curves",
            "recorded_lookup", "run_on_recorded", "similarity_weights"]

@@ -146,8 +146,9 @@ def at(curve: Sequence[float], k: int) -> float:
 
 def reproduced(live_runs: Sequence[Mapping[str, Any]], past: PastRuns, space: Any) -> dict[str, Any]:
     """The live trials at configurations the knowledge base recorded on their dataset, and
-    the largest difference between the live and the recorded validation error (0 when the
-    live evaluation reproduces the knowledge base's)."""
+    how far the live validation error is from the recorded one: the largest difference, the
+    share of exact reproductions, the median and 90th percentile (0 when the live evaluation
+    reproduces the knowledge base's)."""
     from metabo.kb.canonical import config_id
 
     recorded: dict[str, dict[str, float]] = {}
@@ -158,10 +159,14 @@ def reproduced(live_runs: Sequence[Mapping[str, Any]], past: PastRuns, space: An
                                    for cid, v in zip(runs.config_ids, runs.values)}
         for (a, p), v in zip(r["configs"], r["values"]):
             cid = config_id(*space.normalize(a, p))
-            if cid in recorded[r["task"]] and math.isfinite(v):
+            if cid in recorded[r["task"]] and v is not None and math.isfinite(v):
                 diffs.append(abs(v - recorded[r["task"]][cid]))
+    d = np.array(diffs)
     return {"n_trials": int(sum(len(r["values"]) for r in live_runs)), "n_at_recorded": len(diffs),
-            "max_abs_diff": float(max(diffs)) if diffs else math.nan}
+            "max_abs_diff": float(d.max()) if len(d) else math.nan,
+            "equal_share": float(np.mean(d < 1e-12)) if len(d) else math.nan,
+            "median_abs_diff": float(np.median(d)) if len(d) else math.nan,
+            "p90_abs_diff": float(np.percentile(d, 90)) if len(d) else math.nan}
 
 
 # ----------------------------------------------------------------- agreement

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from metabo.benchmarks.recorded_bounds import (
-    agreement_with_live,
     bounds_table,
     hindsight_portfolio,
     oracle_curve,
@@ -18,6 +17,7 @@ from metabo.benchmarks.recorded_bounds import (
     run_on_recorded,
     similarity_weights,
 )
+from metabo.benchmarks.transfer_live import reproduced
 from metabo.exceptions import InputDataError
 from metabo.kb.canonical import config_id
 from metabo.strategies.portfolio import RegretMatrix
@@ -117,5 +117,5 @@ def test_agreement_counts_live_trials_at_recorded_configurations():
     past = past_runs({"t": [0.3, 0.1, 0.4, 0.2]})
     live = [{"task": "t", "configs": [list(A1), list(A2), ["a", {"u": 0.5, "k": "l1"}]],
              "values": [0.3, 0.15, 0.2]}]
-    out = agreement_with_live(live, past, s)
-    assert out["n"] == 2 and out["equal"] == 0.5 and out["median"] == pytest.approx(0.025)
+    out = reproduced(live, past, s)
+    assert out["n_at_recorded"] == 2 and out["equal_share"] == 0.5 and out["median_abs_diff"] == pytest.approx(0.025)
