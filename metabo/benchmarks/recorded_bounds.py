@@ -104,11 +104,8 @@ class _FixedPrior(PortfolioWarmStart):
         super().__init__(past, None, **kwargs)
         self._prior = prior
 
-    def matrix(self, space: CASHSpace) -> tuple[RegretMatrix, np.ndarray]:
-        if self._matrix is None or self._matrix[0] is not space:
-            m, _ = super().matrix(space)
-            self._matrix = (space, m, self._prior(m))
-        return self._matrix[1], self._matrix[2]
+    def prior(self, m: RegretMatrix) -> np.ndarray:
+        return self._prior(m)
 
 
 def run_on_recorded(strategy: Any, space: CASHSpace, lookup: Mapping[str, float], n: int, seed: int = 0

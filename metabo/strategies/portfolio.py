@@ -333,9 +333,14 @@ class PortfolioWarmStart:
         """The regret matrix of ``space`` and the prior task weights (built once per space)."""
         if self._matrix is None or self._matrix[0] is not space:
             m = RegretMatrix.from_past(self.past, space)
-            self._matrix = (space, m, prior_weights(self.past, m.tasks, self.meta_features, self.source_prior,
-                                                      self.bandwidth_k, self.unknown_prior))
+            self._matrix = (space, m, self.prior(m))
         return self._matrix[1], self._matrix[2]
+
+    def prior(self, m: RegretMatrix) -> np.ndarray:
+        """The prior task weights ``w0`` over ``m.tasks`` (:func:`prior_weights` with this
+        strategy's settings)."""
+        return prior_weights(self.past, m.tasks, self.meta_features, self.source_prior, self.bandwidth_k,
+                             self.unknown_prior)
 
     def column_costs(self, space: CASHSpace) -> dict[str, float]:
         """Canonical configuration id -> predicted fit seconds (the median over its stored
