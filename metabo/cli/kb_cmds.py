@@ -207,7 +207,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         raise InputDataError("give dataset specs and/or --keel balanced|imbalanced")
     grid = None
     if args.configs_from:
-        from metabo.ingest.build import grid_digest, read_grid
+        from metabo.ingest.build import read_grid
 
         if args.algorithms != ["all"]:
             raise InputDataError("--configs-from names the algorithms itself; leave out --algorithms")
@@ -220,7 +220,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     settings = BuildSettings(
         n_configs=args.configs, seed=args.seed, protocol=Holdout(max_train=args.max_train),
         time_limit=args.time_limit or None, memory_limit_mb=args.memory_limit or None,
-        keep_predictions=args.predictions, grid=None if grid is None else grid_digest(grid),
+        keep_predictions=args.predictions,
     )
     with open_kb(args) as kb:
         ds_bar = tqdm(total=len(specs), desc="datasets + meta-features", unit="ds")

@@ -24,7 +24,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -59,7 +59,8 @@ class BuildSettings:
     memory_limit_mb: int | None = 4096
     keep_predictions: bool = False
     #: :func:`grid_digest` of explicit configurations evaluated instead of ``n_configs``
-    #: seeded ones (None: the seeded ones)
+    #: seeded ones (None: the seeded ones); :func:`build_knowledge_base` sets it from the
+    #: configurations it is given
     grid: str | None = None
 
     def session_id(self) -> str:
@@ -220,17 +221,14 @@ def build_knowledge_base(
         on_plan: called with (evaluations to run, evaluations already stored).
         configurations: algorithm -> explicit configurations to evaluate instead of
             ``settings.n_configs`` seeded ones (:func:`read_grid`; ``algorithms`` must name
-            the same algorithms, and ``settings.grid`` must be their :func:`grid_digest`,
-            so that the build has a session of its own).
+            the same algorithms). Their :func:`grid_digest` becomes ``settings.grid``, so
+            that the build has a session of its own.
     """
     check_backend(backend, address=scheduler, n_jobs=n_jobs)
-    if configurations is not None:
-        if sorted(configurations) != sorted(algorithms):
-            raise InputDataError(f"the explicit configurations are of {sorted(configurations)}, "
-                                 f"the build names {sorted(algorithms)}")
-        if settings.grid != grid_digest(configurations):
-            raise InputDataError("settings.grid must be grid_digest(configurations): an explicit grid is a session "
-                                 "of its own")
+    if configurations is not None and sorted(configurations) != sorted(algorithms):
+        raise InputDataError(f"the explicit configurations are of {sorted(configurations)}, "
+                             f"the build names {sorted(algorithms)}")
+    settings = replace(settings, grid=None if configurations is None else grid_digest(configurations))
     start = time.monotonic()
     session = settings.session_id()
     configs = ({a: [dict(p) for p in plist] for a, plist in configurations.items()} if configurations is not None

@@ -62,14 +62,14 @@ def test_explicit_configurations_are_a_session_of_their_own_and_resume(tmp_path)
     explicit = BuildSettings(n_configs=2, time_limit=None, memory_limit_mb=None, grid=grid_digest(grid))
     assert explicit.session_id() != seeded.session_id()
     with KnowledgeBase(tmp_path / "kb.duckdb") as kb:
-        report = build_knowledge_base(kb, ["sklearn:iris"], list(grid), explicit, configurations=grid)
-        assert report.evaluated == 3 and report.session_id == explicit.session_id()
+        report = build_knowledge_base(kb, ["sklearn:iris"], list(grid), seeded, configurations=grid)
+        assert report.evaluated == 3 and report.session_id == explicit.session_id()  # the grid sets the session
         params = kb.query("SELECT c.params FROM runs r JOIN configurations c USING (config_id) "
                           "WHERE r.metric = 'error_rate' AND c.algorithm = 'knn'")["params"]
         assert sorted(json.loads(p)["n_neighbors"] for p in params) == [3, 7]
         assert build_knowledge_base(kb, ["sklearn:iris"], list(grid), explicit, configurations=grid).evaluated == 0
-        with pytest.raises(InputDataError, match="grid_digest"):
-            build_knowledge_base(kb, ["sklearn:iris"], list(grid), seeded, configurations=grid)
+        # a seeded build after it is a session of its own
+        assert build_knowledge_base(kb, ["sklearn:iris"], ["knn"], seeded).session_id == seeded.session_id()
         with pytest.raises(InputDataError, match="the build names"):
             build_knowledge_base(kb, ["sklearn:iris"], ["knn"], explicit, configurations=grid)
 
