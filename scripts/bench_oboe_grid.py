@@ -65,9 +65,9 @@ def main(argv: list[str] | None = None) -> int:
         knowledge["OBOE grid: KEEL + OBOE, equal sources"] = (grid_oboe, {"source_prior": "equal"})
         everything = PastRuns.from_kb(kb, also=also)
         ours = kb.query("SELECT dataset_id, config_id, avg(value) AS v FROM runs WHERE source = ? AND status = 'ok' "
-                        "AND metric = 'balanced_error_rate' GROUP BY 1, 2", [grid_s])
+                        "AND metric = 'balanced_error_rate' GROUP BY 1, 2 ORDER BY 1, 2", [grid_s])
         theirs = kb.query("SELECT dataset_id, config_id, avg(value) AS v FROM runs WHERE source = 'oboe' "
-                          "AND status = 'ok' GROUP BY 1, 2")
+                          "AND status = 'ok' GROUP BY 1, 2 ORDER BY 1, 2")
 
     # (1) one dataset, one grid, two measurements
     rows = []
@@ -75,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         a = ours[ours["dataset_id"] == d].set_index("config_id")["v"]
         b = theirs[theirs["dataset_id"] == d].set_index("config_id")["v"]
         j = a.index.intersection(b.index)
+        # ties among the 10 best are broken by configuration id (the rows come sorted by it)
         rows.append((d, len(j), float(spearmanr(a[j], b[j])[0]),
                      len(set(a[j].nsmallest(10).index) & set(b[j].nsmallest(10).index))))
     same = pd.DataFrame(rows, columns=["dataset", "configurations", "spearman", "shared of the 10 best"])
@@ -90,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     space = default_cash_space()
     live = load_runs(args.runs / "live_runs.jsonl")
     tasks = sorted({r["task"] for r in live})
-    lookups = {t: recorded_lookup(everything.only(tasks=[t]), space, t) for t in tasks}
+    lookups = {t: recorded_lookup(everything, space, t) for t in tasks}
     lo, hi = live_ranges(live, {t: (min(v.values()), max(v.values())) for t, v in lookups.items()})
 
     def regret(t: str, values: list[float]) -> np.ndarray:
