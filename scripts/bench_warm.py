@@ -104,6 +104,17 @@ def _live(method: str, task: str, seed: int, iterations: int, past_all: Any, sha
     return record
 
 
+def _recorded_ranges(past: Any, tasks: Any) -> dict[str, tuple[float, float]]:
+    """Each task's least and largest recorded value (tasks without runs left out): the
+    recorded part of the live protocol's normalization."""
+    out = {}
+    for t in tasks:
+        vals = [v for g in past.task_runs(t).values() for v in g.values]
+        if vals:
+            out[t] = (min(vals), max(vals))
+    return out
+
+
 def _report(protocol: str, out: Path, methods: list[str], iterations: int, kb_path: str, command: str) -> None:
     from metabo.benchmarks.transfer_methods import load_runs
     from metabo.benchmarks.warm_bench import live_regret, report
@@ -115,12 +126,7 @@ def _report(protocol: str, out: Path, methods: list[str], iterations: int, kb_pa
 
         with KnowledgeBase(kb_path, read_only=True) as kb:
             past = PastRuns.from_kb(kb)
-        recorded = {}
-        for t in {r["task"] for r in runs}:
-            vals = [v for g in past.task_runs(t).values() for v in g.values]
-            if vals:
-                recorded[t] = (min(vals), max(vals))
-        live_regret(runs, recorded)
+        live_regret(runs, _recorded_ranges(past, {r["task"] for r in runs}))
     title = {"surrogate": "Surrogate protocol (held-out task's objective = RF on its runs)",
              "live": "Live protocol (held-out tasks trained for real)"}[protocol]
     summary, text = report(runs, methods, iterations, out / f"{protocol}_curves.png", title)
@@ -152,10 +158,7 @@ def _bounds(runs_dir: Path, out: Path, kb_path: str, command: str) -> None:
     groups = same_content_groups(datasets, past.meta_features)
     space = default_cash_space()
     tasks = sorted({r["task"] for r in live})
-    recorded = {}
-    for t in tasks:
-        vals = [v for g in past.task_runs(t).values() for v in g.values]
-        recorded[t] = (min(vals), max(vals))
+    recorded = _recorded_ranges(past, tasks)
     lo, hi = live_ranges(live, recorded)
     curves, missing = recorded_curves(past, space, tasks, groups, lambda t: meta_of(past, t),
                                       ranges={t: (lo[t], hi[t]) for t in tasks})
@@ -227,17 +230,15 @@ def main(argv: list[str] | None = None) -> int:
         runs_path.unlink()
     with KnowledgeBase(kb_path, read_only=True) as kb:
         tasks = list(PastRuns.from_kb(kb).tasks)
-        if args.protocol == "live":
+        if args.task_ids:
+            unknown = [t for t in args.task_ids if t not in set(tasks)]
+            if unknown:
+                p.error(f"--task-ids: no runs of {unknown} in {kb_path}")
+            tasks = list(args.task_ids)
+        elif args.protocol == "live":
             from metabo.benchmarks.transfer_live import choose_datasets
 
             tasks = choose_datasets(kb, tasks, n=args.n_datasets, seed=args.dataset_seed)
-    if args.task_ids:
-        with KnowledgeBase(kb_path, read_only=True) as kb:
-            known = set(PastRuns.from_kb(kb).tasks)
-        unknown = [t for t in args.task_ids if t not in known]
-        if unknown:
-            p.error(f"--task-ids: no runs of {unknown} in {kb_path}")
-        tasks = list(args.task_ids)
     if args.tasks:
         tasks = tasks[: args.tasks]
     have = {(r["method"], r["task"], r["seed"]) for r in load_runs(runs_path)}

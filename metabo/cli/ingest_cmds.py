@@ -38,8 +38,10 @@ def cmd_metadataset(args: argparse.Namespace) -> int:
         from metabo.kb.canonical import canonical_json
 
         configs = source.configurations()
-        points = {(a, canonical_json(json.loads(p))): [a, json.loads(p)]
-                  for a, p in zip(configs["algorithm"], configs["params"])}
+        points = {}
+        for algorithm, text in zip(configs["algorithm"], configs["params"]):
+            params = json.loads(text)
+            points.setdefault((algorithm, canonical_json(params)), [algorithm, params])
         Path(args.export_grid).write_text(json.dumps(list(points.values()), indent=0))
         print(f"{len(points):,} distinct configurations of {source.name} ({len(configs):,} columns) "
               f"written to {args.export_grid}: metabo kb build --configs-from {args.export_grid} evaluates them")

@@ -67,8 +67,6 @@ def shared_past(space: CASHSpace, tasks: Mapping[str, Objective], n: int = 30, s
     return PastRuns.from_frame(frame.drop_duplicates(["dataset_id", "config_id"]))
 
 
-__all__ = ["Objective", "noise_objective", "shared_past", "quadratic_problem",
-           "two_algorithm_problem"]
 
 
 #: Four configurations of :func:`two_algorithm_problem`'s space: a(u=.2), a(u=.8), b(v=.5, n=5), b(v=.1, n=1).
@@ -88,3 +86,7 @@ def recorded_past(values: Mapping[str, Sequence[float]], meta_features: Mapping[
     frame["config_id"] = [config_id(a, p) for a, p in zip(frame["algorithm"], frame["params"])]
     meta = None if meta_features is None else pd.DataFrame({"f": dict(meta_features)})
     return PastRuns.from_frame(frame, meta_features=meta)
+
+
+__all__ = ["TWO_ALGORITHM_CONFIGS", "Objective", "noise_objective", "quadratic_problem", "recorded_past", "shared_past",
+           "two_algorithm_problem"]
