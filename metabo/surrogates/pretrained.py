@@ -54,19 +54,22 @@ def stacked_past(past: PastRuns, space: CASHSpace, *, warping: Warping = "yeo-jo
     rng = as_generator(seed)
     Xs, zs, gs = [], [], []
     group = 0
+    encoded: dict[tuple[str, str], np.ndarray | None] = {}  # a configuration recurs across tasks: encoded once
     for task in past.tasks:
         rows, values, labels = [], [], []
         for algorithm, runs in past.task_runs(task).items():
             if algorithm not in space:
                 continue
             ok = []
-            for params, value in zip(runs.params, runs.values):
-                if not np.isfinite(value):
-                    continue
-                try:
-                    ok.append((space.encode(*space.normalize(algorithm, params)), float(value)))
-                except (InvalidConfigurationError, UnknownAlgorithmError, InputDataError):
-                    continue
+            for stored, params, value in zip(runs.config_ids, runs.params, runs.values):  # values are finite
+                key = (algorithm, stored)
+                if key not in encoded:
+                    try:
+                        encoded[key] = space.encode(*space.normalize(algorithm, params))
+                    except (InvalidConfigurationError, UnknownAlgorithmError, InputDataError):
+                        encoded[key] = None
+                if encoded[key] is not None:
+                    ok.append((encoded[key], float(value)))
             if len(ok) < 2:
                 continue
             if len(ok) > max_per_block:
