@@ -63,6 +63,10 @@ def cmd_stats(args: argparse.Namespace) -> int:
     print("  runs by status  " + ", ".join(f"{k}={v:,}" for k, v in stats["runs_by_status"].items()))
     if stats["runs_by_source"]:
         print("  runs by source  " + ", ".join(f"{k}={v:,}" for k, v in stats["runs_by_source"].items()))
+    if stats["runs_by_protocol"]:
+        print("  runs by protocol (how they were measured):")
+        for protocol, n in stats["runs_by_protocol"].items():
+            print(f"    {n['runs']:>12,} runs on {n['datasets']:>5,} datasets  {protocol}")
     if by_algorithm is not None:
         print("\nevaluations by algorithm (one per run of the primary metric):")
         print(by_algorithm.to_string(index=False))
@@ -193,7 +197,7 @@ def cmd_similar(args: argparse.Namespace) -> int:
 def cmd_build(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from metabo.evaluation.protocols import Holdout
+    from metabo.evaluation.protocols import Holdout, parse_cv
     from metabo.ingest.build import BuildSettings, build_knowledge_base
     from metabo.space.algorithms import ALGORITHMS, get_algorithm
 
@@ -220,7 +224,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     settings = BuildSettings(
         n_configs=args.configs, seed=args.seed, protocol=Holdout(max_train=args.max_train),
         time_limit=args.time_limit or None, memory_limit_mb=args.memory_limit or None,
-        keep_predictions=args.predictions,
+        keep_predictions=args.predictions, cv=parse_cv(args.cv),
+        **({} if args.metrics is None else {"metrics": tuple(args.metrics)}),
     )
     with open_kb(args) as kb:
         ds_bar = tqdm(total=len(specs), desc="datasets + meta-features", unit="ds")
@@ -291,10 +296,17 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help="evaluate these configurations instead (a JSON list of [algorithm, params] pairs, "
                         "e.g. a published meta-dataset's grid): a session of its own")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--cv", default="auto",
+                   help="how each dataset is measured: auto (as `metabo tune` does: 5-fold CV of the 80%% not "
+                        "kept for test up to 3,000 rows, else a 60/20/20 hold-out), a number of folds, or none "
+                        "(the 60/20/20 hold-out everywhere)")
     p.add_argument("--max-train", type=int, help="subsample the training part to at most this many rows")
-    p.add_argument("--time-limit", type=float, default=60.0, help="seconds per evaluation (0: none)")
+    p.add_argument("--time-limit", type=float, default=60.0, help="seconds per fit (each fold; 0: none)")
     p.add_argument("--memory-limit", type=int, default=4096, help="MB per evaluation (0: none)")
     p.add_argument("--predictions", action="store_true", help="keep validation and test probabilities")
+    p.add_argument("--metrics", nargs="+", metavar="METRIC",
+                   help="metrics recorded on each fold's validation and test rows (default: error_rate "
+                        "balanced_error_rate log_loss one_minus_auc)")
     add_backend_arguments(p, n_jobs_help="evaluations at once (workers of a local cluster)")
     p.add_argument("--batch-size", type=int, default=25, help="evaluations recorded per transaction")
     p.set_defaults(func=cmd_build)

@@ -284,7 +284,8 @@ def evaluate(
 
 
 # ---------------------------------------------------------------------- to the knowledge base
-def _rows(evaluations: list[Evaluation], dataset_id: str, source: str) -> tuple[pd.DataFrame, list[tuple[int, int]]]:
+def _rows(evaluations: list[Evaluation], dataset_id: str, source: str,
+          protocol: str | None = None) -> tuple[pd.DataFrame, list[tuple[int, int]]]:
     """The run rows and, per evaluation, (evaluation index, row of its primary run)."""
     rows: list[dict[str, Any]] = []
     primary: list[tuple[int, int]] = []
@@ -294,7 +295,7 @@ def _rows(evaluations: list[Evaluation], dataset_id: str, source: str) -> tuple[
             "fold": ev.fold, "repeat": ev.repeat, "split_seed": ev.split_seed,
             "fidelity": float(ev.fidelity), "fit_seconds": ev.fit_seconds,
             "predict_seconds": ev.predict_seconds, "status": ev.status, "message": ev.message,
-            "source": source,
+            "source": source, "protocol": protocol,
         }
         named = list(ev.valid.items())
         named += [(TEST_PREFIX + m, v) for m, v in (ev.test or {}).items()]
@@ -311,20 +312,26 @@ def _rows(evaluations: list[Evaluation], dataset_id: str, source: str) -> tuple[
             primary.append((i, valid_rows[0]))
     columns = [
         "dataset_id", "algorithm", "params", "metric", "value", "fold", "repeat", "split_seed",
-        "fidelity", "fit_seconds", "predict_seconds", "status", "message", "source",
+        "fidelity", "fit_seconds", "predict_seconds", "status", "message", "source", "protocol",
     ]
     frame = pd.DataFrame(rows, columns=columns)
     frame["split_seed"] = frame["split_seed"].astype("Int64")
     return frame, primary
 
 
-def to_run_rows(evaluations: Iterable[Evaluation], *, dataset_id: str, source: str) -> pd.DataFrame:
+def to_run_rows(evaluations: Iterable[Evaluation], *, dataset_id: str, source: str,
+                protocol: str | None = None) -> pd.DataFrame:
     """The rows of ``evaluations`` for :meth:`KnowledgeBase.add_runs` (module docstring)."""
-    return _rows(list(evaluations), dataset_id, source)[0]
+    return _rows(list(evaluations), dataset_id, source, protocol)[0]
 
 
-def record(kb: KnowledgeBase, evaluations: Iterable[Evaluation], *, dataset_id: str, source: str) -> int:
+def record(kb: KnowledgeBase, evaluations: Iterable[Evaluation], *, dataset_id: str, source: str,
+           protocol: str | None = None) -> int:
     """Store the runs and predictions of ``evaluations`` in one transaction.
+
+    ``protocol``: how they were measured
+    (:func:`~metabo.evaluation.protocols.protocol_label`); None: the protocol of the
+    session ``source`` names, else the source's name (:mod:`metabo.kb.runs`).
 
     Algorithms not yet registered in ``kb`` are registered. Returns how many run rows
     were new (recording the same evaluations twice adds none; their predictions are
@@ -333,7 +340,7 @@ def record(kb: KnowledgeBase, evaluations: Iterable[Evaluation], *, dataset_id: 
     from metabo.kb.runs import insert_normalized, normalize_runs, run_ids
 
     evaluations = list(evaluations)
-    frame, primary = _rows(evaluations, dataset_id, source)
+    frame, primary = _rows(evaluations, dataset_id, source, protocol)
     if frame.empty:
         return 0
     with kb.transaction():

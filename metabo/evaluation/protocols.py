@@ -337,6 +337,15 @@ class RefitOnTrainValid:
 
 
 # ---------------------------------------------------------------------- a search's protocol
+def protocol_label(protocol: EvaluationProtocol) -> str:
+    """How a run was measured, as stored in ``runs.protocol``: the protocol's ``repr``
+    (kind, fractions or folds, test part, training-row cap), a reshuffled hold-out's
+    without its iteration (the run's ``repeat`` holds it)."""
+    if isinstance(protocol, ReshuffledHoldout):
+        protocol = replace(protocol, iteration=0)
+    return repr(protocol)
+
+
 def parse_cv(value: str) -> int | str | None:
     """``--cv`` as the command line gives it: ``auto``, ``none`` or a number of folds."""
     if value in ("auto", "none"):

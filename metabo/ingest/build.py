@@ -32,7 +32,7 @@ from metabo.data.dataset import Dataset
 from metabo.evaluation.backends import backend_context, check_backend
 from metabo.evaluation.evaluate import DEFAULT_METRICS, PRIMARY_METRIC, record
 from metabo.evaluation.parallel import EvalTask, TaskResult, evaluate_many
-from metabo.evaluation.protocols import EvaluationProtocol, Holdout
+from metabo.evaluation.protocols import EvaluationProtocol, Holdout, protocol_label, resolve_cv, search_protocol
 from metabo.exceptions import (
     DataQualityError,
     InputDataError,
@@ -62,6 +62,17 @@ class BuildSettings:
     #: seeded ones (None: the seeded ones); :func:`build_knowledge_base` sets it from the
     #: configurations it is given
     grid: str | None = None
+    #: ``metabo tune``'s rule instead of ``protocol``: each dataset measured by
+    #: :func:`~metabo.evaluation.protocols.search_protocol` (``"auto"``: 5-fold CV of the
+    #: 80% not kept for test up to 3,000 rows, else the 60/20/20 hold-out; a number of
+    #: folds; None: ``protocol`` on every dataset), capped at ``protocol.max_train`` rows
+    cv: int | str | None = None
+
+    def protocol_for(self, n_rows: int) -> EvaluationProtocol:
+        """The protocol a dataset of ``n_rows`` rows is measured by."""
+        if self.cv is None:
+            return self.protocol
+        return search_protocol(self.cv, n_rows, max_train=self.protocol.max_train)
 
     def session_id(self) -> str:
         """``build-<12 hex>`` of the settings that change what a run means."""
@@ -69,6 +80,8 @@ class BuildSettings:
                "metrics": list(self.metrics)}
         if self.grid is not None:  # an explicit grid is another build (its session keeps the seeded one's id)
             key = {**key, "grid": self.grid}
+        if self.cv is not None:  # tune's rule is another build (a build without it keeps its id)
+            key = {**key, "cv": self.cv}
         return "build-" + hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
 
 
@@ -225,6 +238,8 @@ def build_knowledge_base(
             that the build has a session of its own.
     """
     check_backend(backend, address=scheduler, n_jobs=n_jobs)
+    if settings.cv is not None:
+        resolve_cv(settings.cv, 0)  # a bad cv is refused before anything is stored
     if configurations is not None and sorted(configurations) != sorted(algorithms):
         raise InputDataError(f"the explicit configurations are of {sorted(configurations)}, "
                              f"the build names {sorted(algorithms)}")
@@ -234,6 +249,7 @@ def build_knowledge_base(
     configs = ({a: [dict(p) for p in plist] for a, plist in configurations.items()} if configurations is not None
                else {a: sample_configurations(a, settings.n_configs, settings.seed) for a in algorithms})
     train_sets: dict[str, tuple[str, tuple[tuple[str, Any], ...]]] = {}  # id -> (spec, load options)
+    protocols: dict[str, EvaluationProtocol] = {}  # id -> how its runs are measured
     without_runs: dict[str, str] = {}
     notes: dict[str, str] = {}
     for spec in datasets:
@@ -245,6 +261,7 @@ def build_knowledge_base(
             logger.warning("%s gets no runs: %s", spec, note)
         else:
             train_sets[ds_id] = (spec, options)
+            protocols[ds_id] = settings.protocol_for(trainable.n_instances)
             if note:
                 notes[ds_id] = note
                 logger.info("%s: %s", spec, note)
@@ -252,15 +269,22 @@ def build_knowledge_base(
             on_dataset(spec)
     settings_json = {**asdict(settings), "protocol": repr(settings.protocol), "algorithms": list(algorithms),
                      "datasets": list(datasets), "notes": notes}
+    if settings.cv is not None:
+        settings_json["protocols"] = {d: protocol_label(p) for d, p in protocols.items()}
     kb.add_session(session, strategy="build", settings=settings_json)
 
     done = _done(kb, session)
+    # round-robin over the algorithms' configuration lists: the i-th configuration of every
+    # algorithm on every dataset before any (i+1)-th, so a build stopped early holds a dense
+    # task x configuration matrix of the first configurations of every algorithm
     tasks = [
-        EvalTask(dataset_id=ds_id, dataset=ds_spec, algorithm=algo, params=params, protocol=settings.protocol,
+        EvalTask(dataset_id=ds_id, dataset=ds_spec, algorithm=algo, params=plist[i], protocol=protocols[ds_id],
                  seed=settings.seed, time_limit=settings.time_limit, memory_limit_mb=settings.memory_limit_mb,
                  metrics=settings.metrics, keep_predictions=settings.keep_predictions, load_options=options)
-        for algo, plist in configs.items() for params in plist for ds_id, (ds_spec, options) in train_sets.items()
-        if (ds_id, config_id(algo, params)) not in done
+        for i in range(max((len(p) for p in configs.values()), default=0))
+        for algo, plist in configs.items() if i < len(plist)
+        for ds_id, (ds_spec, options) in train_sets.items()
+        if (ds_id, config_id(algo, plist[i])) not in done
     ]
     skipped = sum(len(p) for p in configs.values()) * len(train_sets) - len(tasks)
     if on_plan is not None:
@@ -296,6 +320,7 @@ def _record_batch(kb: KnowledgeBase, batch: list[TaskResult], session: str, by_s
             if not result.ok:
                 raise MetaboError(f"task {result.task.algorithm} on {result.task.dataset_id} could not run: "
                                   f"{result.error}")
-            record(kb, result.evaluations, dataset_id=result.task.dataset_id, source=f"session:{session}")
+            record(kb, result.evaluations, dataset_id=result.task.dataset_id, source=f"session:{session}",
+                   protocol=protocol_label(result.task.protocol))
             for ev in result.evaluations:
                 by_status[ev.status] = by_status.get(ev.status, 0) + 1

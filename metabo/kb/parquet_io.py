@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from metabo.exceptions import InputDataError, KnowledgeBaseError, SchemaVersionError
-from metabo.kb.schema import SCHEMA_VERSION, TABLE_KEYS, TABLE_SINCE, TABLES
+from metabo.kb.schema import FILL_RUN_PROTOCOLS, SCHEMA_VERSION, TABLE_KEYS, TABLE_SINCE, TABLES
 
 if TYPE_CHECKING:
     from metabo.kb.store import KnowledgeBase
@@ -101,6 +101,8 @@ def import_parquet(kb: KnowledgeBase, folder: str | Path) -> dict[str, int]:
                         "UPDATE runs SET algorithm = c.algorithm FROM configurations c "
                         "WHERE runs.algorithm IS NULL AND c.config_id = runs.config_id"
                     )
+            for stmt in FILL_RUN_PROTOCOLS:  # an export from before v6 (needs the sessions: after every table)
+                con.execute(stmt)
     except duckdb.Error as e:
         raise KnowledgeBaseError(f"import of {src} failed, nothing was imported: {e}") from e
     logger.info("imported %s from %s", added, src)

@@ -5,7 +5,9 @@ table. Required: ``dataset_id``, ``metric``, ``source``, and either ``config_id`
 both ``algorithm`` and ``params`` (a mapping or JSON text). Optional, with defaults:
 ``value`` (NaN allowed only when status is not ``ok``), ``fold`` = 0, ``repeat`` = 0,
 ``split_seed``, ``fidelity``, ``fit_seconds``, ``predict_seconds``, ``status`` = ``ok``,
-``message``, ``created_at`` = now (UTC).
+``message``, ``created_at`` = now (UTC), ``protocol`` = how the run was measured (see
+:mod:`metabo.kb.schema`; missing: the protocol its session's settings name, else the
+source's name, so every stored run says how it was measured).
 
 The batch is validated as a whole, column by column on NumPy / pandas arrays (a
 DataFrame's per-operation overhead would dominate the one-row batches a service
@@ -35,7 +37,7 @@ if TYPE_CHECKING:
 
 RUN_COLUMNS: tuple[str, ...] = (
     "run_id", "dataset_id", "config_id", "metric", "value", "fold", "repeat", "split_seed",
-    "fit_seconds", "predict_seconds", "status", "message", "source", "created_at", "fidelity",
+    "fit_seconds", "predict_seconds", "status", "message", "source", "created_at", "fidelity", "protocol",
 )
 # The columns that identify a run (hashed into run_id by RUN_ID_SQL).
 IDENTITY_COLUMNS: tuple[str, ...] = (
@@ -88,7 +90,7 @@ def _as_strings(values: Any) -> Any:
 
 # The dtype of a column a batch leaves out (split_seed and text as Arrow-backed arrays:
 # cheap to fill, check and hand to Arrow for a million rows).
-_DEFAULT_DTYPES: dict[str, str] = {"split_seed": "Int64", "status": "str", "message": "str"}
+_DEFAULT_DTYPES: dict[str, str] = {"split_seed": "Int64", "status": "str", "message": "str", "protocol": "str"}
 
 
 def _constant(value: Any, n: int, column: str) -> Any:
@@ -185,6 +187,7 @@ def _normalize(kb: KnowledgeBase, runs: pd.DataFrame | Iterable[Mapping[str, Any
     message = cols["message"]
     if isinstance(message, np.ndarray):  # NaN as None (extension arrays have nulls)
         cols["message"] = np.where(pd.isna(message), None, message.astype(object))
+    cols["protocol"] = _protocols(kb, cols.get("protocol"), cols["source"])
 
     # configurations
     if "config_id" not in cols or pd.isna(cols["config_id"]).any():
@@ -195,6 +198,29 @@ def _normalize(kb: KnowledgeBase, runs: pd.DataFrame | Iterable[Mapping[str, Any
         _check_known(kb, cols["config_id"], "configurations", "config_id", InputDataError, "configuration")
     _check_known(kb, cols["dataset_id"], "datasets", "dataset_id", UnknownDatasetError, "dataset")
     return {c: cols[c] for c in _ARROW_TYPES}
+
+
+def _protocols(kb: KnowledgeBase, given: Any, sources: Any) -> Any:
+    """``runs.protocol`` of a batch: as given, else (module docstring) the protocol of the
+    run's session, else the source's name."""
+    missing = np.ones(len(sources), dtype=bool) if given is None else np.asarray(pd.isna(given), dtype=bool)
+    if not missing.any():
+        return _as_strings(given)
+    out = np.empty(len(sources), dtype=object)
+    if given is not None:
+        out[~missing] = np.asarray(given, dtype=object)[~missing]
+    src = np.asarray(sources, dtype=object)
+    for source in pd.unique(src[missing]):
+        source = str(source)
+        default = source.split(":", 1)[0]
+        if source.startswith("session:"):
+            row = kb.connection.execute(
+                "SELECT json_extract_string(settings, '$.protocol') FROM sessions WHERE session_id = ?",
+                [source.split(":", 1)[1]]).fetchone()
+            if row is not None and row[0] is not None:
+                default = str(row[0])
+        out[missing & (src == source)] = default
+    return out
 
 
 def _check_known(kb: KnowledgeBase, values: Any, table: str, column: str, exc: type, what: str) -> None:
@@ -215,7 +241,7 @@ _ARROW_TYPES: dict[str, pa.DataType] = {
     "fold": pa.int32(), "repeat": pa.int32(), "split_seed": pa.int64(), "fit_seconds": pa.float64(),
     "predict_seconds": pa.float64(), "status": pa.large_string(), "message": pa.large_string(),
     "source": pa.large_string(),
-    "created_at": pa.timestamp("us"), "fidelity": pa.float64(),
+    "created_at": pa.timestamp("us"), "fidelity": pa.float64(), "protocol": pa.large_string(),
 }
 
 

@@ -26,6 +26,13 @@ Tables (lower ``runs.value`` is better, always):
 - ``source_ids``: provenance of rows that came from an external collection: the
   ``original_id`` a ``source`` (``pmf``, ``lcdb``, ...) gives a dataset or
   configuration (``kind``), and the ``local_id`` it is stored under.
+- ``runs.protocol`` (v6): how the run was measured, the ``repr`` of its evaluation
+  protocol (:func:`metabo.evaluation.protocols.protocol_label`, e.g.
+  ``KFold(k=5, stratified=True, test=0.2, max_train=None)``: kind, folds, test part,
+  training-row cap; the run's ``fold``, ``split_seed`` and ``fidelity`` give the fold, the
+  seed and the rows trained on), or, for runs taken from elsewhere, the source's name
+  (``openml``, ``oboe``, ...: measured as that source measures). Migration 6 fills it for
+  stored runs from their session's settings, else from the source.
 - ``surrogate_bank`` (v5): a cache of fitted base GPs, one row per (task, algorithm,
   metric, settings) with the fingerprint of the task's runs they were fitted on and the
   GP as a checked, compressed float64 blob (:mod:`metabo.surrogates.bank_cache`). Derived
@@ -54,6 +61,19 @@ _RUNS_V4_COLUMNS = """
     split_seed BIGINT, fit_seconds DOUBLE, predict_seconds DOUBLE, status VARCHAR NOT NULL,
     message VARCHAR, source VARCHAR NOT NULL, created_at TIMESTAMP NOT NULL, fidelity DOUBLE,
     algorithm VARCHAR"""
+# ... and from version 6 on.
+_RUNS_V6_COLUMNS = _RUNS_V4_COLUMNS + ", protocol VARCHAR"
+
+#: Fill ``runs.protocol`` where it is NULL: the protocol of the run's session (its
+#: settings' ``protocol``), else the source's name (migration 6, and imports of exports
+#: from before it).
+FILL_RUN_PROTOCOLS: tuple[str, ...] = (
+    """UPDATE runs SET protocol = s.protocol FROM (
+           SELECT 'session:' || session_id AS source, json_extract_string(settings, '$.protocol') AS protocol
+           FROM sessions) s
+       WHERE runs.protocol IS NULL AND runs.source = s.source AND s.protocol IS NOT NULL""",
+    "UPDATE runs SET protocol = split_part(source, ':', 1) WHERE protocol IS NULL",
+)
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
@@ -180,12 +200,17 @@ MIGRATIONS: tuple[Migration, ...] = (
             )""",
         ),
     ),
+    Migration(
+        6,
+        "runs.protocol: how each run was measured, from its session's settings or its source",
+        ("ALTER TABLE runs ADD COLUMN protocol VARCHAR", *FILL_RUN_PROTOCOLS),
+    ),
 )
 
 #: Re-orders ``runs`` (algorithm, metric, dataset, configuration) in place: see
 #: :meth:`metabo.kb.store.KnowledgeBase.optimize`.
 CLUSTER_RUNS: tuple[str, ...] = (
-    f"CREATE TABLE runs_sorted ({_RUNS_V4_COLUMNS})",
+    f"CREATE TABLE runs_sorted ({_RUNS_V6_COLUMNS})",
     "INSERT INTO runs_sorted SELECT * FROM runs ORDER BY algorithm, metric, dataset_id, config_id",
     "DROP TABLE runs",
     "ALTER TABLE runs_sorted RENAME TO runs",

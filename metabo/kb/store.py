@@ -323,7 +323,8 @@ class KnowledgeBase:
 
     # ------------------------------------------------------------------ summary
     def stats(self) -> dict[str, Any]:
-        """Counts of what is stored: datasets, algorithms, configurations, runs by status."""
+        """Counts of what is stored: datasets, algorithms, configurations, runs by status,
+        by source and by protocol (how they were measured, with the datasets measured so)."""
         con = self.connection
         out: dict[str, Any] = {"path": str(self.path), "schema_version": self.schema_version()}
         for table in TABLES:
@@ -333,6 +334,12 @@ class KnowledgeBase:
         out["runs_by_source"] = {
             str(k): int(v) for k, v in con.execute(
                 "SELECT split_part(source, ':', 1) AS kind, count(*) FROM runs GROUP BY kind ORDER BY kind"
+            ).fetchall()
+        }
+        out["runs_by_protocol"] = {
+            str(p): {"runs": int(n), "datasets": int(d)} for p, n, d in con.execute(
+                "SELECT coalesce(protocol, '?'), count(*), count(DISTINCT dataset_id) FROM runs "
+                "GROUP BY 1 ORDER BY 2 DESC"
             ).fetchall()
         }
         return out

@@ -20,8 +20,9 @@ DATASETS = ["sklearn:iris", "sklearn:wine"]
 
 def _evaluations(path) -> int:
     with KnowledgeBase(path) as kb:
-        return int(kb.query(
-            "SELECT count(*) FROM runs WHERE metric = 'error_rate' AND source LIKE 'session:build-%'").iloc[0, 0])
+        return int(kb.query(  # an evaluation is one (dataset, configuration), whatever its folds
+            "SELECT count(DISTINCT (dataset_id, config_id)) FROM runs WHERE metric = 'error_rate' "
+            "AND source LIKE 'session:build-%'").iloc[0, 0])
 
 
 def test_configurations_are_seeded_distinct_and_shared():
@@ -47,6 +48,31 @@ def test_build_is_dense_and_idempotent(tmp_path):
         assert set(kb.query("SELECT DISTINCT metric FROM runs")["metric"]) >= {"error_rate", "test_error_rate"}
         assert kb.stats()["predictions"] == 60  # valid and test probabilities of each evaluation
         assert kb.stats()["datasets"] == 2 and kb.stats()["meta_features"] > 60
+
+
+def test_build_on_tunes_protocol_measures_each_dataset_as_tune_would_in_round_robin_order(tmp_path):
+    from metabo.evaluation.protocols import protocol_label, search_protocol
+
+    settings = BuildSettings(n_configs=2, time_limit=None, memory_limit_mb=None, cv="auto",
+                             metrics=("error_rate",))
+    assert settings.session_id() != BuildSettings(n_configs=2, time_limit=None, memory_limit_mb=None,
+                                                  metrics=("error_rate",)).session_id()
+    seen: list[tuple[str, str]] = []
+    with KnowledgeBase(tmp_path / "kb.duckdb") as kb:
+        report = build_knowledge_base(kb, ["sklearn:iris", "sklearn:digits"], ["knn", "decision_tree"], settings,
+                                      progress=lambda r: seen.append((r.task.algorithm, r.task.dataset_id)))
+        assert report.evaluated == 8
+        got = kb.query("SELECT d.n_instances, r.protocol, count(DISTINCT r.fold) AS folds, "
+                       "count(DISTINCT r.config_id) AS configs FROM runs r JOIN datasets d USING (dataset_id) "
+                       "WHERE metric = 'error_rate' GROUP BY ALL ORDER BY 1")
+        # iris (150 rows): 5-fold CV of the 80% not kept for test; digits (1,797): the same rule
+        assert got["protocol"].tolist() == [protocol_label(search_protocol("auto", n)) for n in got["n_instances"]]
+        assert got["folds"].tolist() == [5, 5] and got["configs"].tolist() == [4, 4]
+    # round robin: the first configuration of both algorithms on both datasets before any second one
+    assert sorted(seen[:4]) == sorted(seen[4:]) and {a for a, _ in seen[:4]} == {"knn", "decision_tree"}
+    with pytest.raises(InputDataError, match="cv"):
+        build_knowledge_base(KnowledgeBase(tmp_path / "other.duckdb"), ["sklearn:iris"], ["knn"],
+                             BuildSettings(cv=1))
 
 
 def test_explicit_configurations_are_a_session_of_their_own_and_resume(tmp_path):

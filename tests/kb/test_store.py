@@ -108,6 +108,44 @@ def test_migration_to_version_4_fills_runs_algorithm_and_optimize_keeps_every_ru
         assert store.query("SELECT algorithm FROM runs WHERE fold = 7")["algorithm"][0] == "knn"
 
 
+def test_migration_to_version_6_says_how_every_run_was_measured(tmp_path):
+    path = tmp_path / "v5.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, description VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL)")
+    for m in MIGRATIONS[:5]:
+        for stmt in m.statements:
+            con.execute(stmt)
+        con.execute("INSERT INTO schema_migrations VALUES (?, ?, now())", [m.version, m.description])
+    con.execute("INSERT INTO datasets (dataset_id, name, source, created_at) VALUES ('d1', 'd1', 't', now())")
+    con.execute("INSERT INTO algorithms VALUES ('knn', '', '', now())")
+    con.execute("INSERT INTO configurations VALUES ('c1', 'knn', '{}', now())")
+    con.execute("INSERT INTO sessions (session_id, strategy, settings, created_at, updated_at) VALUES "
+                "('s1', 'gp', '{\"protocol\": \"KFold(k=5, stratified=True, test=0.2, max_train=None)\"}', now(), now()),"
+                "('s2', 'gp', '{}', now(), now())")
+    for i, source in enumerate(["session:s1", "session:s2", "oboe", "openml:123"]):
+        con.execute(
+            "INSERT INTO runs (run_id, dataset_id, config_id, metric, value, fold, repeat, status, source, created_at,"
+            " algorithm) VALUES (?, 'd1', 'c1', 'error_rate', 0.1, 0, 0, 'ok', ?, now(), 'knn')", [f"r{i}", source])
+    con.close()
+    with KnowledgeBase(path) as store:
+        assert store.schema_version() == SCHEMA_VERSION
+        got = dict(store.connection.execute("SELECT run_id, protocol FROM runs").fetchall())
+        assert got == {"r0": "KFold(k=5, stratified=True, test=0.2, max_train=None)", "r1": "session",
+                       "r2": "oboe", "r3": "openml"}
+
+
+def test_a_run_stored_without_a_protocol_gets_its_sessions_or_its_sources(kb):
+    ds_id = "test-toy"
+    kb.add_session("s1", strategy="gp", settings={"protocol": "Holdout(train=0.6)"})
+    base = {"dataset_id": ds_id, "algorithm": "knn", "params": {"n_neighbors": 3}, "metric": "error_rate",
+            "value": 0.2}
+    kb.add_runs([{**base, "source": "session:s1"}, {**base, "source": "openml:9", "fold": 1},
+                 {**base, "source": "session:s1", "fold": 2, "protocol": "KFold(k=3)"}])
+    got = kb.query("SELECT fold, protocol FROM runs ORDER BY fold")["protocol"].tolist()
+    assert got == ["Holdout(train=0.6)", "openml", "KFold(k=3)"]
+    assert kb.stats()["runs_by_protocol"] == {p: {"runs": 1, "datasets": 1} for p in got}
+
+
 def test_newer_schema_is_refused(tmp_path):
     path = tmp_path / "new.duckdb"
     KnowledgeBase(path).close()
