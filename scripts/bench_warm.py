@@ -4,6 +4,8 @@ method in one run, under the protocols of :mod:`metabo.benchmarks.warm_bench`.
     python scripts/bench_warm.py surrogate [--seeds 5] [--iterations 50] [--jobs 2]
         [--methods random,gp,...] [--tasks N] [--task-ids a,b,...] [--resume] [--out reports/warm]
     python scripts/bench_warm.py live [--n-datasets 20] [--seeds 3] [--iterations 50] [--jobs 2] [--resume]
+        [--evaluation tune|kb]   (trials scored as `metabo tune` does, the default, or as the
+        earlier hold-out knowledge base was measured)
     python scripts/bench_warm.py report surrogate|live   (the report of the runs so far)
     python scripts/bench_warm.py bounds [--runs reports/warm/live5] [--out reports/warm/bounds]
         (what proposing recorded configurations can reach on the live runs' held-out tasks:
@@ -35,7 +37,7 @@ logger = logging.getLogger("bench_warm")
 _STATE: dict[str, Any] = {}
 
 
-def _load(kb_path: str, protocol: str, methods: list[str]) -> None:
+def _load(kb_path: str, protocol: str, methods: list[str], evaluation: str = "tune") -> None:
     """Worker state: the past, the same-content groups, the space, the bank if needed."""
     from metabo.benchmarks.warm_bench import BANK_METHODS
     from metabo.kb import KnowledgeBase
@@ -59,7 +61,7 @@ def _load(kb_path: str, protocol: str, methods: list[str]) -> None:
         from metabo.surrogates.bank import SurrogateBank, space_encoder
 
         shared["bank"] = SurrogateBank.fit(past, space_encoder(kb_space), seed=0)
-    _STATE.update(past=past, shared=shared, protocol=protocol)
+    _STATE.update(past=past, shared=shared, protocol=protocol, evaluation=evaluation)
 
 
 def _run(job: tuple[str, str, int, int, str]) -> dict[str, Any]:
@@ -97,7 +99,7 @@ def _live(method: str, task: str, seed: int, iterations: int, past_all: Any, sha
         spec = dataset_spec(kb, task)
     with KnowledgeBase(f"{scratch}-{os.getpid()}.duckdb") as store:
         record = live_run(method, task, seed, iterations, past_all, shared, store, spec, strategy=strategy,
-                          space=space)
+                          space=space, evaluation=_STATE["evaluation"])
     record["protocol"] = "live"
     record["algorithms"] = [a for a, _ in record["configs"]]
     record["seconds"] = []
@@ -200,6 +202,11 @@ def main(argv: list[str] | None = None) -> int:
                         "or the drawn ones (live): one task list across knowledge bases of different sizes")
     p.add_argument("--n-datasets", type=int, default=20, help="live: held-out datasets, drawn with --dataset-seed")
     p.add_argument("--dataset-seed", type=int, default=0)
+    p.add_argument("--evaluation", choices=["tune", "kb"], default="tune",
+                   help="live: score trials as `metabo tune` does (default: 5-fold CV of the 80%% not kept for "
+                        "test up to 3,000 rows, else the 60/20/20 hold-out; the knowledge base's split seed 0), "
+                        "or as the earlier hold-out knowledge base was measured (kb: 60/20/20, at most 2,000 "
+                        "training rows)")
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--resume", action="store_true")
     p.add_argument("--scratch", default=str(Path(tempfile.gettempdir()) / "metabo-bench-warm-live"))
@@ -249,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     # evaluations fork their own children (limits): workers must not be daemonic, as a
     # multiprocessing.Pool's are; a ProcessPoolExecutor's are not
     with ProcessPoolExecutor(args.jobs, mp_context=mp.get_context("fork"), initializer=_load,
-                             initargs=(kb_path, args.protocol, args.methods)) as pool:
+                             initargs=(kb_path, args.protocol, args.methods, args.evaluation)) as pool:
         futures = [pool.submit(_run, job) for job in jobs]
         for i, future in enumerate(as_completed(futures)):
             record = future.result()

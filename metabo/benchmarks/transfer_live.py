@@ -44,7 +44,7 @@ import numpy as np
 
 from metabo.benchmarks.transfer_methods import TRANSFER_ENSEMBLES, load_runs, make_method, run_one, shipped_kb_file
 from metabo.data.dataset import Dataset
-from metabo.evaluation.protocols import Holdout, Split
+from metabo.evaluation.protocols import EvaluationProtocol, Holdout, Split, search_protocol
 from metabo.exceptions import InputDataError
 from metabo.kb import KnowledgeBase
 from metabo.kb.past import PastRuns
@@ -75,6 +75,40 @@ class KBSplit:
 
     def splits(self, dataset: Dataset, seed: int) -> list[Split]:
         return self.protocol.splits(dataset, self.split_seed)
+
+
+@dataclass(frozen=True)
+class TuneSplit:
+    """``metabo tune``'s protocol (:func:`~metabo.evaluation.protocols.search_protocol` with
+    ``cv`` at the dataset's size: 5-fold CV of the 80% not kept for test up to 3,000 rows,
+    else the 60/20/20 hold-out, every row trained on) with its splits drawn from
+    ``split_seed`` whatever seed the trial gets: the splits ``kb build --cv auto`` measured
+    the knowledge base's runs on (seed 0), so a trial at a recorded configuration
+    reproduces the recorded value, and every method and seed of a task sees the same rows."""
+
+    cv: int | str | None = "auto"
+    split_seed: int = 0
+    max_train: int | None = None
+
+    def at_size(self, n_rows: int) -> EvaluationProtocol:
+        return search_protocol(self.cv, n_rows, max_train=self.max_train)
+
+    def splits(self, dataset: Dataset, seed: int) -> list[Split]:
+        return self.at_size(dataset.n_instances).splits(dataset, self.split_seed)
+
+
+#: How ``live_run`` scores trials: as ``metabo tune`` does (the default), or as the hold-out
+#: knowledge base of the earlier benchmarks was measured (60/20/20, at most 2,000 training rows)
+EVALUATIONS = ("tune", "kb")
+
+
+def evaluation_protocol(evaluation: str) -> EvaluationProtocol:
+    """The protocol of ``evaluation`` (:data:`EVALUATIONS`)."""
+    if evaluation == "tune":
+        return TuneSplit(split_seed=KB_EVALUATION["split_seed"])
+    if evaluation == "kb":
+        return KBSplit(split_seed=KB_EVALUATION["split_seed"])
+    raise InputDataError(f"unknown evaluation {evaluation!r}; use one of {EVALUATIONS}")
 
 
 # ----------------------------------------------------------------- datasets
@@ -110,16 +144,17 @@ def choose_datasets(kb: KnowledgeBase, tasks: Sequence[str], *, names: Sequence[
 # ----------------------------------------------------------------- one live run
 def live_run(method: str, task: str, seed: int, iterations: int, past_all: PastRuns, shared: Mapping[str, Any],
              scratch: KnowledgeBase, spec: str | Dataset, *, strategy: Any = None,
-             space: Any = None) -> dict[str, Any]:
+             space: Any = None, evaluation: str = "kb") -> dict[str, Any]:
     """``method`` tunes hidden ``task`` live for ``iterations`` trials recorded in ``scratch``
-    (``strategy``: the method's strategy if already made; ``space``: instead of the shared one)."""
+    (``strategy``: the method's strategy if already made; ``space``: instead of the shared one;
+    ``evaluation``: how trials are scored, :data:`EVALUATIONS`)."""
     from metabo.optimizer.tune import tune
 
     if strategy is None:
         strategy = make_method(method, past_all.without(task), task, seed, shared)
     start = time.perf_counter()
     result = tune(spec, budget=iterations, space=space if space is not None else shared["space"], strategy=strategy, kb=scratch, seed=seed,
-                  protocol=KBSplit(split_seed=KB_EVALUATION["split_seed"]), metric=KB_EVALUATION["metric"],
+                  protocol=evaluation_protocol(evaluation), metric=KB_EVALUATION["metric"],
                   time_limit=KB_EVALUATION["time_limit"], memory_limit_mb=KB_EVALUATION["memory_limit_mb"],
                   keep_predictions=False, meta_features=False, session_id=f"live-{task}-{method}-s{seed}")
     done = result.history.completed
@@ -130,7 +165,8 @@ def live_run(method: str, task: str, seed: int, iterations: int, past_all: PastR
             "configs": [[r.algorithm, dict(r.params)] for r in done],
             "selected": [result.algorithm, result.params], "valid_error": float(result.validation_error),
             "test_error": None if result.test_error is None else float(result.test_error),
-            "n_failed": int(sum(not r.ok for r in done)), "seconds": time.perf_counter() - start}
+            "n_failed": int(sum(not r.ok for r in done)), "seconds": time.perf_counter() - start,
+            "evaluation": evaluation}
 
 
 def best_so_far(values: Sequence[float]) -> np.ndarray:

@@ -8,10 +8,13 @@ content fingerprint, are removed from the past the methods transfer from):
   a random forest per algorithm fitted on all of ``t``'s recorded runs, queried anywhere in
   the space; candidates come from each method's own search, not the recorded grid. The
   space is the CASH space of the algorithms ``t`` has runs of.
-- ``live``: ``t`` tuned with models really trained and scored as the knowledge base's runs
-  were (:func:`metabo.benchmarks.transfer_live.live_run`: its 60/20/20 split, training capped
-  at the knowledge base's 2,000 rows so that the transferred knowledge and the target are at
-  one fidelity), over the full CASH space (algorithms the knowledge base never ran
+- ``live``: ``t`` tuned with models really trained (:func:`metabo.benchmarks.transfer_live.live_run`),
+  each trial scored as ``metabo tune`` scores it (``--evaluation tune``, the default:
+  :class:`~metabo.benchmarks.transfer_live.TuneSplit`, 5-fold CV of the 80% not kept for
+  test up to 3,000 rows, else the 60/20/20 hold-out, on the splits of seed 0 that
+  ``kb build --cv auto`` measured the knowledge base on) or as the earlier hold-out
+  knowledge base was measured (``--evaluation kb``: its 60/20/20 split, training capped at
+  2,000 rows), over the full CASH space (algorithms the knowledge base never ran
   included); the selected configuration's test error is recorded. Regret is normalized by
   the best and worst validation error seen on ``t`` by any method and seed together with
   ``t``'s recorded runs (the knowledge base's range).

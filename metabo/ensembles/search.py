@@ -254,7 +254,7 @@ def tune_ensemble(
     if isinstance(strategy, str):  # auto resolved here, for the result to say which and why
         from metabo.optimizer.tune import resolve_strategy
 
-        name, note, strategy = resolve_strategy(strategy, kb, setup.dataset_id, space, metric=metric)
+        name, note, strategy = resolve_strategy(strategy, kb, setup.dataset_id, space, metric=metric, cv=cv)
     else:
         name, note = getattr(strategy, "name", type(strategy).__name__), ""
     base = base_factory(strategy, kb, setup.dataset_id, space, metric=metric)

@@ -3,10 +3,22 @@ evaluated and their mean value, plus the tasks' meta-features.
 
 Notation: a task is a stored dataset (``dataset_id``); for metric ``M`` (lower is better)
 ``y_{t,c}`` is the mean of the successful runs (``status = 'ok'``) of configuration ``c`` on
-task ``t`` over folds, repeats and sources, at one fidelity (by default each task's highest:
-runs without a fidelity count as full; ``kb build`` records the training-set size). Failed runs are left out: a warm-start method learns where good
-configurations are, and a crash says nothing about the error surface. Loaded once, in one
-query; :meth:`PastRuns.without` gives the leave-one-task-out views the benchmarks need
+task ``t`` over folds, repeats and sources, under one protocol and at one fidelity.
+
+- **One protocol per task** (``runs.protocol``, how a run was measured): values measured
+  differently are never averaged, since they pick other best configurations
+  (``reports/warm/oboe-grid``). By default (``prefer_cv="auto"``) a task's runs are those of
+  the protocol ``metabo tune`` measures that task by
+  (:func:`~metabo.evaluation.protocols.search_protocol` at the task's size: what a warm
+  start is compared with), when the task has any; otherwise the protocol it has the most
+  runs of. :attr:`PastRuns.protocols` says which each task got.
+- **One fidelity**: by default the highest per task and fold (runs without a fidelity count
+  as full; ``kb build`` records the training-set size; the folds of a cross-validation train
+  on sizes that differ by a row, so each fold keeps its own highest).
+
+Failed runs are left out: a warm-start method learns where good
+configurations are, and a crash says nothing about the error surface. Loaded once;
+:meth:`PastRuns.without` gives the leave-one-task-out views the benchmarks need
 without reading the store again.
 """
 
@@ -49,6 +61,8 @@ class PastRuns:
     #: frequent): ``session`` for the project's own evaluations (``kb build``, tuning
     #: sessions), a published meta-dataset's name (``oboe``, ``pmf``, ...); where known
     sources: Mapping[str, str] = field(default_factory=dict, repr=False)
+    #: task -> the protocol its runs were measured by (``runs.protocol``), where known
+    protocols: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def tasks(self) -> tuple[str, ...]:
@@ -76,7 +90,8 @@ class PastRuns:
         drop = {tasks} if isinstance(tasks, str) else set(tasks)
         groups = {k: g for k, g in self.groups.items() if k[0] not in drop}
         return PastRuns(self.metric, groups, self.meta_features.drop(index=list(drop), errors="ignore"),
-                        {t: s for t, s in self.sources.items() if t not in drop})
+                        {t: s for t, s in self.sources.items() if t not in drop},
+                        {t: p for t, p in self.protocols.items() if t not in drop})
 
     def only(self, tasks: Iterable[str] | None = None, algorithms: Iterable[str] | None = None) -> PastRuns:
         """The runs of ``tasks`` and ``algorithms`` only (None: all)."""
@@ -87,14 +102,16 @@ class PastRuns:
         mf = self.meta_features if keep_t is None else self.meta_features.loc[
             [t for t in self.meta_features.index if t in keep_t]]
         return PastRuns(self.metric, groups, mf,
-                        {t: s for t, s in self.sources.items() if keep_t is None or t in keep_t})
+                        {t: s for t, s in self.sources.items() if keep_t is None or t in keep_t},
+                        {t: p for t, p in self.protocols.items() if keep_t is None or t in keep_t})
 
     @classmethod
     def from_frame(cls, frame: pd.DataFrame, *, metric: str = "error_rate",
                    meta_features: pd.DataFrame | None = None) -> PastRuns:
         """From rows with ``dataset_id``, ``algorithm``, ``config_id``, ``params`` (dict or
         JSON text) and ``value``; several rows of one (task, configuration) are averaged.
-        An optional ``source`` column gives :attr:`sources` (each task's most frequent family)."""
+        An optional ``source`` column gives :attr:`sources` (each task's most frequent
+        family), an optional ``protocol`` column :attr:`protocols` (each task's most frequent)."""
         need = {"dataset_id", "algorithm", "config_id", "params", "value"}
         if missing := need - set(frame.columns):
             raise InputDataError(f"past runs need the columns {sorted(need)}; missing {sorted(missing)}")
@@ -118,16 +135,23 @@ class PastRuns:
         if "source" in df.columns:
             family = df["source"].astype(str).str.split(":").str[0]
             sources = {str(t): str(part.mode().iloc[0]) for t, part in family.groupby(df["dataset_id"])}
-        return cls(metric, groups, mf.reindex(index=[t for t in tasks if t in mf.index]), sources)
+        protocols = {}
+        if "protocol" in df.columns:
+            protocols = {str(t): str(part.mode().iloc[0])
+                         for t, part in df["protocol"].astype(str).groupby(df["dataset_id"])}
+        return cls(metric, groups, mf.reindex(index=[t for t in tasks if t in mf.index]), sources, protocols)
 
     @classmethod
     def from_kb(
         cls, kb: KnowledgeBase, *, metric: str = "error_rate", tasks: Sequence[str] | None = None,
         algorithms: Sequence[str] | None = None, fidelity: float | None = None,
         sources: Sequence[str] | None = None, also: Sequence[str] = (),
+        prefer_cv: int | str | None = "auto",
     ) -> PastRuns:
         """The successful runs of ``metric`` at ``fidelity`` (None: each task's highest), for
-        the given ``tasks``, ``algorithms`` and ``sources`` (None: all), with meta-features.
+        the given ``tasks``, ``algorithms`` and ``sources`` (None: all), with meta-features,
+        one protocol per task (module docstring): the one ``metabo tune --cv prefer_cv``
+        measures the task by when it has runs of it, else its most frequent.
 
         ``also``: metrics read from the tasks that recorded no run of ``metric`` (each
         such task contributes the first of them it recorded, e.g.
@@ -138,32 +162,57 @@ class PastRuns:
         preference = list(dict.fromkeys([metric, *also]))
         where = ["r.status = 'ok'", "r.value IS NOT NULL", "isfinite(r.value)"]
         params: list[object] = []
-        if fidelity is None:  # each task's highest fidelity (no fidelity = full)
-            where.append(f"coalesce(r.fidelity, {inf}) = top.fidelity")
-        else:
-            where.append("r.fidelity = ?")
-            params.append(float(fidelity))
         for column, values in (("r.dataset_id", tasks), ("r.algorithm", algorithms), ("r.source", sources)):
             if values is not None:
                 where.append(f"{column} IN (SELECT unnest(?))")
                 params.append(list(values))
-        frame = kb.query(
+        chosen = (
             "WITH pref AS (SELECT unnest(?) AS metric, generate_subscripts(?, 1) AS rank), "
             "chosen AS (SELECT dataset_id, arg_min(metric, rank) AS metric FROM "
             "(SELECT DISTINCT dataset_id, metric FROM runs WHERE metric IN (SELECT metric FROM pref)) "
-            "JOIN pref USING (metric) GROUP BY dataset_id), "
-            f"top AS (SELECT dataset_id, max(coalesce(fidelity, {inf})) AS fidelity FROM runs "
-            "JOIN chosen USING (dataset_id, metric) GROUP BY dataset_id) "
-            "SELECT r.dataset_id, r.algorithm, r.config_id, avg(r.value) AS value, any_value(c.params) AS params, "
-            "mode(r.source) AS source "
-            "FROM runs r JOIN chosen USING (dataset_id, metric) JOIN top USING (dataset_id) "
-            "JOIN configurations c USING (config_id) WHERE "
-            + " AND ".join(where) + " GROUP BY r.dataset_id, r.algorithm, r.config_id",
+            "JOIN pref USING (metric) GROUP BY dataset_id)"
+        )
+        counts = kb.query(
+            chosen + " SELECT r.dataset_id, coalesce(r.protocol, '') AS protocol, count(*) AS n, "
+            "any_value(d.n_instances) AS n_rows FROM runs r JOIN chosen USING (dataset_id, metric) "
+            "LEFT JOIN datasets d USING (dataset_id) WHERE " + " AND ".join(where) + " GROUP BY 1, 2",
             [preference, preference, *params],
+        )
+        picked = _pick_protocols(counts, prefer_cv)
+        fid = ""
+        if fidelity is not None:
+            fid = " AND r.fidelity = ?"
+            params.append(float(fidelity))
+        frame = kb.query(
+            chosen + ", picked AS (SELECT unnest(?::VARCHAR[]) AS dataset_id, unnest(?::VARCHAR[]) AS protocol), "
+            "kept AS (SELECT r.* FROM runs r JOIN chosen USING (dataset_id, metric) "
+            "JOIN picked p ON p.dataset_id = r.dataset_id AND p.protocol = coalesce(r.protocol, '') "
+            "WHERE " + " AND ".join(where) + fid + "), "
+            f"top AS (SELECT dataset_id, fold, max(coalesce(fidelity, {inf})) AS fidelity FROM kept GROUP BY 1, 2) "
+            "SELECT r.dataset_id, r.algorithm, r.config_id, avg(r.value) AS value, any_value(c.params) AS params, "
+            "mode(r.source) AS source, any_value(coalesce(r.protocol, '')) AS protocol "
+            "FROM kept r JOIN top ON top.dataset_id = r.dataset_id AND top.fold = r.fold "
+            f"AND coalesce(r.fidelity, {inf}) = top.fidelity "
+            "JOIN configurations c USING (config_id) GROUP BY r.dataset_id, r.algorithm, r.config_id",
+            [preference, preference, list(picked), list(picked.values()), *params],
         )
         from metabo.kb.queries import meta_feature_matrix
 
         return cls.from_frame(frame, metric=metric, meta_features=meta_feature_matrix(kb))
+
+
+def _pick_protocols(counts: pd.DataFrame, prefer_cv: int | str | None) -> dict[str, str]:
+    """Task -> the protocol whose runs it contributes (module docstring), from its
+    (``protocol``, ``n`` runs, ``n_rows``) rows."""
+    from metabo.evaluation.protocols import protocol_label, search_protocol
+
+    out: dict[str, str] = {}
+    for task, part in counts.groupby("dataset_id", sort=True):
+        n_rows = part["n_rows"].iloc[0]
+        preferred = None if pd.isna(n_rows) else protocol_label(search_protocol(prefer_cv, int(n_rows)))
+        have = part.sort_values(["n", "protocol"], ascending=[False, True])["protocol"].tolist()
+        out[str(task)] = preferred if preferred in have else have[0]
+    return out
 
 
 def _as_dict(params: Any) -> dict[str, Any]:

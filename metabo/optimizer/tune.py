@@ -313,25 +313,27 @@ def prepare(
 
 
 def strategy_factory(name: str, kb: KnowledgeBase | None, dataset_id: str | None, space: CASHSpace | SearchSpace,
-                     *, metric: str) -> Callable[[int], Strategy]:
+                     *, metric: str, cv: int | str | None = "auto") -> Callable[[int], Strategy]:
     """Seed -> a fresh strategy ``name``: cold (:func:`~metabo.strategies.make_strategy`) or a
     warm start from ``kb`` for the stored ``dataset_id`` (:func:`~metabo.strategies.warm.warm_factory`,
     which reads what transfers once for every strategy it makes); ``auto``: the one
     :func:`~metabo.strategies.warm.choose_strategy` picks (:func:`resolve_strategy`)."""
-    return resolve_strategy(name, kb, dataset_id, space, metric=metric)[2]
+    return resolve_strategy(name, kb, dataset_id, space, metric=metric, cv=cv)[2]
 
 
 def resolve_strategy(name: str, kb: KnowledgeBase | None, dataset_id: str | None, space: CASHSpace | SearchSpace,
                      *, metric: str, time_budget: float | None = None, n_train: int | None = None,
-                     fits_per_trial: int = 1) -> tuple[str, str, Callable[[int], Strategy]]:
+                     fits_per_trial: int = 1, cv: int | str | None = "auto"
+                     ) -> tuple[str, str, Callable[[int], Strategy]]:
     """``(name, note, seed -> strategy)`` of :func:`strategy_factory`, with ``auto``
     resolved (:func:`~metabo.strategies.warm.choose`, its reason logged and returned as
     ``note``; empty for a named strategy) and the past it read passed on, not read twice.
     ``time_budget``, ``n_train`` and ``fits_per_trial`` make the warm start cost-aware
-    (:func:`~metabo.strategies.warm.warm_factory`)."""
+    (:func:`~metabo.strategies.warm.warm_factory`); ``cv``, the search's, picks the
+    protocol of each past task's runs (:func:`~metabo.strategies.warm.past_for`)."""
     note, past = "", None
     if name == AUTO:
-        name, note, past = choose(kb, dataset_id, space, metric=metric)
+        name, note, past = choose(kb, dataset_id, space, metric=metric, cv=cv)
         logger.info("strategy auto: %s", note)
     if name not in WARM_STRATEGIES:
         if name not in COLD_STRATEGIES:
@@ -344,7 +346,7 @@ def resolve_strategy(name: str, kb: KnowledgeBase | None, dataset_id: str | None
     if not isinstance(space, CASHSpace):
         raise InputDataError(f"strategy {name!r} needs a CASH space")
     return name, note, warm_factory(name, kb, dataset_id, space, metric=metric, past=past,
-                                    time_budget=time_budget, n_train=n_train, fits_per_trial=fits_per_trial)
+                                    time_budget=time_budget, n_train=n_train, fits_per_trial=fits_per_trial, cv=cv)
 
 
 def run_trials(
@@ -490,7 +492,8 @@ def tune(
         if isinstance(strategy, str):
             name, note, make = resolve_strategy(strategy, kb, setup.dataset_id, space, metric=metric,
                                                 time_budget=None if clock is None else clock.seconds,
-                                                n_train=train_rows, fits_per_trial=fits)
+                                                n_train=train_rows, fits_per_trial=fits,
+                                                cv=cv if protocol is None and not reshuffle else "auto")
             strategy = make(seed)
         else:
             name, note = getattr(strategy, "name", type(strategy).__name__), ""

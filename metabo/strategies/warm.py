@@ -50,9 +50,11 @@ OPENING_SHARE = 0.1
 
 
 def past_for(kb: KnowledgeBase, dataset_id: str, space: CASHSpace, *, metric: str = "error_rate",
-             other_metrics: bool = False) -> PastRuns:
+             other_metrics: bool = False, cv: int | str | None = "auto") -> PastRuns:
     """Every other stored task's runs of ``metric`` on the algorithms of ``space``, the
-    tasks with ``dataset_id``'s content left out (module docstring). ``other_metrics``:
+    tasks with ``dataset_id``'s content left out (module docstring), each task's runs of
+    one protocol: the one a search with ``cv`` (the target's) measures it by when stored
+    (:meth:`PastRuns.from_kb`'s ``prefer_cv``). ``other_metrics``:
     also the tasks that recorded only another error rate
     (:func:`~metabo.evaluation.metrics.transfer_metrics`; OBOE's meta-dataset). Off by
     default: on 20 held-out KEEL tasks, live, adding OBOE's 418 tasks to the 42 of the
@@ -64,7 +66,7 @@ def past_for(kb: KnowledgeBase, dataset_id: str, space: CASHSpace, *, metric: st
     same = kb.query("SELECT dataset_id FROM datasets WHERE fingerprint = "
                     "(SELECT fingerprint FROM datasets WHERE dataset_id = ?)", [dataset_id])["dataset_id"].tolist()
     also = transfer_metrics(metric)[1:] if other_metrics else ()
-    past = PastRuns.from_kb(kb, metric=metric, algorithms=list(space.algorithms), also=also)
+    past = PastRuns.from_kb(kb, metric=metric, algorithms=list(space.algorithms), also=also, prefer_cv=cv)
     past = past.without({dataset_id, *same})
     if not past.tasks:
         raise InputDataError(f"the knowledge base holds no other task with runs of {metric!r} on the algorithms "
@@ -72,17 +74,17 @@ def past_for(kb: KnowledgeBase, dataset_id: str, space: CASHSpace, *, metric: st
     return past
 
 
-def choose_strategy(kb: KnowledgeBase | None, dataset_id: str | None, space: Any, *, metric: str = "error_rate"
-                    ) -> tuple[str, str]:
+def choose_strategy(kb: KnowledgeBase | None, dataset_id: str | None, space: Any, *, metric: str = "error_rate",
+                    cv: int | str | None = "auto") -> tuple[str, str]:
     """What ``auto`` means for this dataset: ``(name, reason)``, :data:`DEFAULT_WARM` when
     the knowledge base holds other tasks' runs of ``metric`` on the algorithms of the CASH
     ``space`` (:func:`past_for`), cold ``gp`` otherwise; the reason is one line for the user."""
-    name, note, _ = choose(kb, dataset_id, space, metric=metric)
+    name, note, _ = choose(kb, dataset_id, space, metric=metric, cv=cv)
     return name, note
 
 
-def choose(kb: KnowledgeBase | None, dataset_id: str | None, space: Any, *, metric: str = "error_rate"
-           ) -> tuple[str, str, PastRuns | None]:
+def choose(kb: KnowledgeBase | None, dataset_id: str | None, space: Any, *, metric: str = "error_rate",
+           cv: int | str | None = "auto") -> tuple[str, str, PastRuns | None]:
     """:func:`choose_strategy`, with the past it read (None for ``gp``), for
     :func:`warm_factory` to take instead of reading it again."""
     if kb is None or dataset_id is None:
@@ -90,7 +92,7 @@ def choose(kb: KnowledgeBase | None, dataset_id: str | None, space: Any, *, metr
     if not isinstance(space, CASHSpace):
         return "gp", "cold GP-BO: warm starts need a CASH space (the algorithm is part of what transfers)", None
     try:
-        past = past_for(kb, dataset_id, space, metric=metric)
+        past = past_for(kb, dataset_id, space, metric=metric, cv=cv)
     except InputDataError as e:
         return "gp", f"cold GP-BO: {e}", None
     n_runs = sum(len(g.values) for t in past.tasks for g in past.task_runs(t).values())
@@ -127,7 +129,7 @@ def stored_meta_features(kb: KnowledgeBase, dataset_id: str) -> dict[str, float]
 
 def warm_factory(name: str, kb: KnowledgeBase, dataset_id: str, space: CASHSpace, *, metric: str = "error_rate",
                  past: PastRuns | None = None, time_budget: float | None = None, n_train: int | None = None,
-                 fits_per_trial: int = 1, **kw: Any) -> Callable[[int], Strategy]:
+                 fits_per_trial: int = 1, cv: int | str | None = "auto", **kw: Any) -> Callable[[int], Strategy]:
     """Seed -> a fresh warm-start strategy ``name`` for the stored dataset ``dataset_id``
     (module docstring); what transfers (the past runs, the meta-features, the surrogate
     bank) is read once and shared by every strategy made (ESMBO makes one per replicate).
@@ -140,7 +142,7 @@ def warm_factory(name: str, kb: KnowledgeBase, dataset_id: str, space: CASHSpace
         raise InputDataError(f"unknown warm-start strategy {name!r}; use one of {', '.join(WARM_STRATEGIES)}")
     if not isinstance(space, CASHSpace):
         raise InputDataError("warm-start strategies need a CASH space (the algorithm is part of what transfers)")
-    past = past_for(kb, dataset_id, space, metric=metric) if past is None else past
+    past = past_for(kb, dataset_id, space, metric=metric, cv=cv) if past is None else past
     meta = stored_meta_features(kb, dataset_id)
     if name in ("knn", "scot") and not meta:
         raise InputDataError(f"dataset {dataset_id!r} has no meta-features: {name} needs them (store them with "

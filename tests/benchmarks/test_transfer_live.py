@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from metabo.benchmarks import transfer_live
-from metabo.benchmarks.transfer_live import KBSplit, agreement, best_so_far, choose_datasets, dataset_spec
+from metabo.benchmarks.transfer_live import KBSplit, TuneSplit, agreement, best_so_far, choose_datasets, dataset_spec
 from metabo.data.loaders import load_dataset
 from metabo.evaluation.protocols import Holdout
 from metabo.exceptions import InputDataError
@@ -63,6 +63,22 @@ def test_kb_split_ignores_the_run_seed():
     for s in (a, b):
         assert np.array_equal(s.train_idx, ref.train_idx) and np.array_equal(s.valid_idx, ref.valid_idx)
         assert np.array_equal(s.test_idx, ref.test_idx) and s.n_train == 50
+
+
+def test_tune_split_is_tunes_protocol_on_the_knowledge_bases_splits_whatever_the_run_seed():
+    from metabo.evaluation.protocols import search_protocol
+
+    for spec in ("sklearn:iris", "sklearn:breast_cancer"):
+        data = load_dataset(spec)
+        ref = search_protocol("auto", data.n_instances).splits(data, 0)  # what kb build --cv auto measured
+        for seed in (0, 7):
+            got = TuneSplit(split_seed=0).splits(data, seed)
+            assert len(got) == len(ref) == 5
+            for s, r in zip(got, ref):
+                assert np.array_equal(s.train_idx, r.train_idx) and np.array_equal(s.valid_idx, r.valid_idx)
+                assert np.array_equal(s.test_idx, r.test_idx)
+    big = load_dataset("sklearn:digits")  # 1,797 rows: still cross-validated; a hold-out above 3,000
+    assert len(TuneSplit().at_size(3001).splits(big, 0)) == 1 and len(TuneSplit().splits(big, 3)) == 5
 
 
 def test_live_never_writes_the_source_and_records_in_scratch(source, tmp_path, capsys):

@@ -86,3 +86,34 @@ def test_from_frame_refuses_missing_columns_and_nan():
         PastRuns.from_frame(frame)
     with pytest.raises(InputDataError, match="missing"):
         PastRuns.from_frame(frame.drop(columns="params"))
+
+
+def test_each_task_contributes_one_protocol_the_one_tune_measures_it_by_when_stored(tmp_path):
+    from metabo.evaluation.protocols import protocol_label, search_protocol
+
+    small, large = (protocol_label(search_protocol("auto", n)) for n in (500, 5000))
+    holdout = "Holdout(train=0.6, valid=0.2, test=0.2, stratified=True, max_train=2000)"
+    with KnowledgeBase(tmp_path / "kb.duckdb") as kb:
+        kb.add_algorithms(["knn"])
+        both = kb.register_dataset(name="both", source="test", n_instances=500)
+        only_old = kb.register_dataset(name="old", source="test", n_instances=500)
+        big = kb.register_dataset(name="big", source="test", n_instances=5000)
+        base = {"algorithm": "knn", "params": {"n_neighbors": 3}, "metric": "error_rate", "source": "test"}
+        kb.add_runs([
+            {**base, "dataset_id": both, "value": 0.9, "protocol": holdout, "fidelity": 300.0},
+            # tune's 5 folds train on sizes a row apart: every fold counts
+            *({**base, "dataset_id": both, "value": v, "fold": i, "protocol": small, "fidelity": 320.0 + (i % 2)}
+              for i, v in enumerate([0.1, 0.2, 0.3, 0.4, 0.5])),
+            {**base, "dataset_id": only_old, "value": 0.7, "protocol": holdout},
+            {**base, "dataset_id": big, "value": 0.6, "protocol": holdout, "source": "session:old"},
+            {**base, "dataset_id": big, "value": 0.2, "protocol": large, "source": "session:new"},
+        ])
+        past = PastRuns.from_kb(kb)
+        assert past[(both, "knn")].values == pytest.approx([0.3])  # the mean of the 5 folds, not the hold-out
+        assert past[(only_old, "knn")].values.tolist() == [0.7]  # nothing else measured it
+        assert past[(big, "knn")].values.tolist() == [0.2]
+        assert past.protocols == {both: small, only_old: holdout, big: large}
+        assert past.without(big).protocols == {both: small, only_old: holdout}
+        # a target measured on the hold-out prefers each task's hold-out runs of that kind
+        assert PastRuns.from_kb(kb, prefer_cv=None)[(big, "knn")].values.tolist() == [0.2]  # tune's hold-out
+        assert PastRuns.from_kb(kb, prefer_cv=None)[(both, "knn")].values == pytest.approx([0.3])  # most runs
