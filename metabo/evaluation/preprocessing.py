@@ -52,11 +52,10 @@ class PreprocessingSpec:
 
 def nominal_as_strings(X: pd.DataFrame | np.ndarray) -> np.ndarray:
     """Nominal values as ``str`` (so 1 and "1" agree), a missing value as :data:`MISSING`."""
-    frame = pd.DataFrame(X)
-    out = np.empty(frame.shape, dtype=object)
-    for j in range(frame.shape[1]):
-        col = frame.iloc[:, j].astype(object)
-        out[:, j] = np.where(col.isna().to_numpy(), MISSING, col.map(str).to_numpy())
+    values = pd.DataFrame(X).astype(object)
+    missing = values.isna().to_numpy()
+    out = values.to_numpy().astype(str).astype(object)  # str() of each value, all columns at once
+    out[missing] = MISSING
     return out
 
 

@@ -129,6 +129,7 @@ class BuildReport:
     session_id: str
     evaluated: int
     skipped_done: int
+    #: evaluations by status: ``ok`` when every fold is, else the first failed fold's
     by_status: dict[str, int]
     datasets_without_runs: dict[str, str]
     seconds: float
@@ -322,5 +323,7 @@ def _record_batch(kb: KnowledgeBase, batch: list[TaskResult], session: str, by_s
                                   f"{result.error}")
             record(kb, result.evaluations, dataset_id=result.task.dataset_id, source=f"session:{session}",
                    protocol=protocol_label(result.task.protocol))
-            for ev in result.evaluations:
-                by_status[ev.status] = by_status.get(ev.status, 0) + 1
+            # an evaluation (every fold of one configuration on one dataset) is ok when every fold is,
+            # else it counts under its first failed fold's status
+            status = next((ev.status for ev in result.evaluations if not ev.ok), "ok")
+            by_status[status] = by_status.get(status, 0) + 1
