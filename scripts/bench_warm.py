@@ -61,20 +61,40 @@ def _load(kb_path: str, protocol: str, methods: list[str], evaluation: str = "tu
         from metabo.surrogates.bank import SurrogateBank, space_encoder
 
         shared["bank"] = SurrogateBank.fit(past, space_encoder(kb_space), seed=0)
-    _STATE.update(past=past, shared=shared, protocol=protocol, evaluation=evaluation)
+    from metabo.benchmarks.warm_bench import measured_of, measured_protocols
+
+    pasts = {}
+    for how in sorted({m for m in (measured_of(name)[1] for name in methods) if m is not None}):
+        with KnowledgeBase(kb_path, read_only=True) as kb:
+            pasts[how] = PastRuns.from_kb(kb, also=transfer_metrics("error_rate")[1:],
+                                          protocols=measured_protocols(how))
+    _STATE.update(past=past, pasts=pasts, shared=shared, protocol=protocol, evaluation=evaluation)
+
+
+def _past_of(method: str) -> tuple[str, Any]:
+    """The method's name without ``measured=``, and the past it transfers from."""
+    from metabo.benchmarks.warm_bench import measured_of
+
+    name, how = measured_of(method)
+    return name, (_STATE["past"] if how is None else _STATE["pasts"][how])
 
 
 def _run(job: tuple[str, str, int, int, str]) -> dict[str, Any]:
     method, task, seed, iterations, scratch = job
     from metabo.benchmarks.warm_bench import surrogate_run
 
-    past, shared = _STATE["past"], _STATE["shared"]
+    shared = _STATE["shared"]
     start = time.perf_counter()
     try:
+        name, past = _past_of(method)
+        if _STATE["protocol"] == "surrogate" and name != method:
+            raise ValueError("measured= is for the live protocol: the surrogate objective is fitted on the "
+                             "held-out task's runs, which would then differ between methods")
         if _STATE["protocol"] == "surrogate":
-            record = surrogate_run(method, task, seed, iterations, past, shared)
+            record = surrogate_run(name, task, seed, iterations, past, shared)
         else:
-            record = _live(method, task, seed, iterations, past, shared, scratch)
+            record = _live(name, task, seed, iterations, past, shared, scratch)
+        record["method"] = method
     except Exception as e:  # one failed run is reported, not the end of the benchmark
         import traceback
 

@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 KB="${1:-build/shipped.duckdb}"
 mkdir -p "$(dirname "$KB")"
 metabo kb build --keel balanced --algorithms all --configs 50 --seed 0 --cv auto \
-  --metrics error_rate balanced_error_rate --time-limit 30 --memory-limit 4096 --n-jobs 2 \
+  --metrics error_rate balanced_error_rate --time-limit 10 --memory-limit 4096 --n-jobs 2 \
   --kb "$KB" -v
 rm -rf data/kb
 metabo kb export data/kb --kb "$KB"

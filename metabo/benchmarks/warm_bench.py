@@ -29,6 +29,9 @@ task's own recorded configurations best first: the floor of proposing recorded o
 Variants for ablations: ``warm@key=value@...``, ``rlgp@key=value@...``, ``rgpe@...``
 (:func:`method_options`; ``rlgp@search=joint``: RLGP's acquisition searched over the whole
 CASH space at once).
+The option ``measured=kb|tune`` (any method) transfers from the runs measured that way only
+(:func:`measured_protocols`: the earlier hold-out knowledge base, or ``metabo tune``'s
+protocol), so the old and the new knowledge are compared in one run on one normalization.
 The option ``space=base`` (any method, live protocol) searches the space before the algorithms
 added for OBOE's grid (:func:`space_of`). ``oboe`` (not in the default list: it needs ``metabo ingest oboe``): OBOE's own selection (:class:`~metabo.strategies.matrix_completion.OBOESelection`)
 on the past tasks from OBOE's meta-dataset. The option ``knowledge=<source>+<source>`` (any
@@ -205,6 +208,29 @@ def knowledge_of(name: str, past: PastRuns, sources: Mapping[str, str] | None) -
     if not tasks:
         raise InputDataError(f"method {name!r}: no past task of the sources {sorted(wanted)}")
     return "@".join([parts[0], *keep]), past.only(tasks=tasks)
+
+
+def measured_protocols(measured: str) -> list[str]:
+    """The ``runs.protocol`` labels of the ``measured=`` option: ``kb``, the earlier hold-out
+    knowledge base's (60/20/20, at most 2,000 training rows); ``tune``, those ``metabo tune``
+    measures by (5-fold CV of the 80% not kept for test, or the 60/20/20 hold-out)."""
+    from metabo.evaluation.protocols import Holdout, protocol_label, search_protocol
+
+    if measured == "kb":
+        return [protocol_label(Holdout(max_train=2000))]
+    if measured == "tune":
+        return [protocol_label(search_protocol("auto", n)) for n in (1, 10**9)]
+    raise InputDataError(f"measured={measured!r}: use kb or tune")
+
+
+def measured_of(name: str) -> tuple[str, str | None]:
+    """``name`` without its ``measured=`` option, and the option's value (None: absent):
+    the method transfers from the runs measured that way only (:func:`measured_protocols`),
+    so that knowledge measured two ways can be compared in one run."""
+    parts = name.split("@")
+    chosen = [p.partition("=")[2] for p in parts[1:] if p.startswith("measured=")]
+    keep = [p for p in parts[1:] if not p.startswith("measured=")]
+    return "@".join([parts[0], *keep]), (chosen[-1] if chosen else None)
 
 
 def space_of(name: str, space: CASHSpace) -> tuple[str, CASHSpace]:
@@ -419,5 +445,6 @@ def _at(curve: Sequence[float], k: int) -> float:
 
 
 __all__ = ["BANK_METHODS", "METHODS", "OptunaTPE", "RecordedOrder", "held_out", "knowledge_of", "live_ranges",
+           "measured_of", "measured_protocols",
            "live_regret", "make_method", "method_options", "possible_copies", "report", "same_content_groups", "space_of",
            "surrogate_run"]

@@ -146,12 +146,13 @@ class PastRuns:
         cls, kb: KnowledgeBase, *, metric: str = "error_rate", tasks: Sequence[str] | None = None,
         algorithms: Sequence[str] | None = None, fidelity: float | None = None,
         sources: Sequence[str] | None = None, also: Sequence[str] = (),
-        prefer_cv: int | str | None = "auto",
+        prefer_cv: int | str | None = "auto", protocols: Sequence[str] | None = None,
     ) -> PastRuns:
         """The successful runs of ``metric`` at ``fidelity`` (None: each task's highest), for
         the given ``tasks``, ``algorithms`` and ``sources`` (None: all), with meta-features,
         one protocol per task (module docstring): the one ``metabo tune --cv prefer_cv``
-        measures the task by when it has runs of it, else its most frequent.
+        measures the task by when it has runs of it, else its most frequent; ``protocols``:
+        only runs of these protocols (``runs.protocol`` labels; None: any).
 
         ``also``: metrics read from the tasks that recorded no run of ``metric`` (each
         such task contributes the first of them it recorded, e.g.
@@ -162,7 +163,8 @@ class PastRuns:
         preference = list(dict.fromkeys([metric, *also]))
         where = ["r.status = 'ok'", "r.value IS NOT NULL", "isfinite(r.value)"]
         params: list[object] = []
-        for column, values in (("r.dataset_id", tasks), ("r.algorithm", algorithms), ("r.source", sources)):
+        for column, values in (("r.dataset_id", tasks), ("r.algorithm", algorithms), ("r.source", sources),
+                               ("r.protocol", protocols)):
             if values is not None:
                 where.append(f"{column} IN (SELECT unnest(?))")
                 params.append(list(values))

@@ -55,3 +55,16 @@ def test_summary_splits_tasks_by_a_similar_predecessor_and_counts_wins():
     assert summary["groups"]["all tasks"]["at"][1]["flywheel_better"] == 1
     assert summary["groups"]["all tasks"]["at"][1]["flywheel_worse"] == 0
     assert "preceded by a similar task (1 tasks)" in text
+
+
+def test_measured_option_names_the_protocols_of_the_old_and_the_new_knowledge():
+    from metabo.benchmarks.warm_bench import measured_of, measured_protocols
+
+    assert measured_of("warm@measured=kb@beta=2") == ("warm@beta=2", "kb")
+    assert measured_of("gp") == ("gp", None)
+    assert measured_protocols("kb") == ["Holdout(train=0.6, valid=0.2, test=0.2, stratified=True, max_train=2000)"]
+    assert sorted(measured_protocols("tune")) == [
+        "Holdout(train=0.6, valid=0.2, test=0.2, stratified=True, max_train=None)",
+        "KFold(k=5, stratified=True, test=0.2, max_train=None)"]
+    with pytest.raises(InputDataError, match="measured"):
+        measured_protocols("other")
