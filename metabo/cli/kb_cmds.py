@@ -81,7 +81,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     with open_kb(args, read_only=True) as kb:
-        counts = export_parquet(kb, args.folder)
+        counts = export_parquet(kb, args.folder, without=tuple(args.without))
     print(f"exported to {args.folder}: " + ", ".join(f"{k}={v:,}" for k, v in counts.items()))
     return 0
 
@@ -283,6 +283,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.set_defaults(func=cmd_stats)
     p = ks.add_parser("export", parents=[common], help="write every table as Parquet into FOLDER")
     p.add_argument("folder")
+    p.add_argument("--without", nargs="+", default=[], metavar="TABLE",
+                   help="tables written empty (e.g. predictions: large, and kept in the store instead)")
     p.set_defaults(func=cmd_export)
     p = ks.add_parser("import", parents=[common], help="import a Parquet export (idempotent)")
     p.add_argument("folder")

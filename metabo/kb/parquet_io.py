@@ -29,22 +29,29 @@ logger = logging.getLogger(__name__)
 MANIFEST = "manifest.json"
 
 
-def export_parquet(kb: KnowledgeBase, folder: str | Path, *, compression: str = "zstd") -> dict[str, int]:
-    """Write every table to ``folder/<table>.parquet``; return the row counts."""
+def export_parquet(kb: KnowledgeBase, folder: str | Path, *, compression: str = "zstd",
+                   without: tuple[str, ...] = ()) -> dict[str, int]:
+    """Write every table to ``folder/<table>.parquet``; return the row counts. The tables
+    named in ``without`` (``predictions``: large, and derived from the runs) are written
+    empty, with their columns, so the export imports as any other."""
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     if compression not in {"zstd", "snappy", "gzip", "uncompressed"}:
         raise InputDataError(f"unknown Parquet compression {compression!r}")
+    if unknown := set(without) - set(TABLES):
+        raise InputDataError(f"unknown table(s) {sorted(unknown)}; tables: {list(TABLES)}")
     counts: dict[str, int] = {}
     con = kb.connection
     for table in TABLES:
         order = ", ".join(TABLE_KEYS[table])
+        limit = " LIMIT 0" if table in without else ""
         con.execute(
-            f"COPY (SELECT * FROM {table} ORDER BY {order}) TO $1 "  # noqa: S608 - fixed names
+            f"COPY (SELECT * FROM {table} ORDER BY {order}{limit}) TO $1 "  # noqa: S608 - fixed names
             f"(FORMAT parquet, COMPRESSION {compression})",
             [str(out / f"{table}.parquet")],
         )
-        counts[table] = int(con.execute(f"SELECT count(*) FROM {table}").fetchone()[0])  # noqa: S608
+        counts[table] = 0 if table in without else int(
+            con.execute(f"SELECT count(*) FROM {table}").fetchone()[0])  # noqa: S608
     (out / MANIFEST).write_text(json.dumps({"schema_version": kb.schema_version(), "rows": counts}, indent=2))
     logger.info("exported %s to %s", counts, out)
     return counts

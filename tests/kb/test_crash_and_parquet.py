@@ -120,6 +120,22 @@ def test_parquet_round_trip_is_exact(tmp_path):
         pd.testing.assert_frame_equal(original[table], copy[table], check_exact=True, obj=table)
 
 
+def test_an_export_without_predictions_keeps_everything_else_and_imports(tmp_path):
+    with _rich_store(tmp_path / "a.duckdb") as src:
+        original = _dump(src)
+        counts = export_parquet(src, tmp_path / "export", without=("predictions",))
+        with pytest.raises(InputDataError, match="unknown table"):
+            export_parquet(src, tmp_path / "other", without=("nope",))
+    assert counts["predictions"] == 0 and counts["runs"] == len(original["runs"])
+    with KnowledgeBase(tmp_path / "b.duckdb") as dst:
+        import_parquet(dst, tmp_path / "export")
+        copy = _dump(dst)
+    assert copy["predictions"].empty
+    for table in TABLES:
+        if table != "predictions":
+            pd.testing.assert_frame_equal(original[table], copy[table], check_exact=True, obj=table)
+
+
 def test_import_of_truncated_or_foreign_folder_stores_nothing(tmp_path):
     with _rich_store(tmp_path / "a.duckdb") as src:
         export_parquet(src, tmp_path / "export")
