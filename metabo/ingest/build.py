@@ -277,14 +277,16 @@ def build_knowledge_base(
     done = _done(kb, session)
     # round-robin over the algorithms' configuration lists: the i-th configuration of every
     # algorithm on every dataset before any (i+1)-th, so a build stopped early holds a dense
-    # task x configuration matrix of the first configurations of every algorithm
+    # task x configuration matrix of the first configurations of every algorithm; within a
+    # round, dataset by dataset, so a worker's consecutive tasks load the same dataset (its
+    # loader cache holds a few)
     tasks = [
         EvalTask(dataset_id=ds_id, dataset=ds_spec, algorithm=algo, params=plist[i], protocol=protocols[ds_id],
                  seed=settings.seed, time_limit=settings.time_limit, memory_limit_mb=settings.memory_limit_mb,
                  metrics=settings.metrics, keep_predictions=settings.keep_predictions, load_options=options)
         for i in range(max((len(p) for p in configs.values()), default=0))
-        for algo, plist in configs.items() if i < len(plist)
         for ds_id, (ds_spec, options) in train_sets.items()
+        for algo, plist in configs.items() if i < len(plist)
         if (ds_id, config_id(algo, plist[i])) not in done
     ]
     skipped = sum(len(p) for p in configs.values()) * len(train_sets) - len(tasks)
