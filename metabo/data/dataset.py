@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Mapping
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -22,7 +23,12 @@ from metabo.exceptions import DataQualityError, InputDataError
 
 logger = logging.getLogger(__name__)
 
+T = TypeVar("T")
 FeatureKind = Literal["numeric", "nominal"]
+#: How many derived values :meth:`Dataset.memo` keeps per dataset, and their largest total
+#: size in bytes (a value's ``nbytes``): the least recently used are dropped first
+MEMO_ITEMS = 64
+MEMO_BYTES = 256 * 2**20
 TaskType = Literal["classification", "regression"]
 
 
@@ -174,6 +180,30 @@ class Dataset:
             "nominal" if isinstance(self.X[c].dtype, pd.CategoricalDtype) else "numeric"
             for c in self.X.columns
         )
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The instance without its :meth:`memo` (derived, possibly large: recomputed where
+        the copy is used)."""
+        return {k: v for k, v in self.__dict__.items() if k != "_memo"}
+
+    def memo(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """``compute()``, kept on this instance under ``key``: values derived from the data
+        that many evaluations reuse (the preprocessed rows of a protocol's splits, which do
+        not depend on the configuration). At most :data:`MEMO_ITEMS` values of at most
+        :data:`MEMO_BYTES` in all (a value's ``nbytes``, 0 when it has none) are kept, the
+        least recently used dropped first (a value larger than that alone is returned, not
+        kept); the data itself never changes, so nothing goes stale."""
+        store: OrderedDict[Hashable, Any] = self.__dict__.setdefault("_memo", OrderedDict())
+        if key in store:
+            store.move_to_end(key)
+            return store[key]  # type: ignore[no-any-return]
+        value = compute()
+        if int(getattr(value, "nbytes", 0)) > MEMO_BYTES:
+            return value
+        store[key] = value
+        while len(store) > MEMO_ITEMS or sum(int(getattr(v, "nbytes", 0)) for v in store.values()) > MEMO_BYTES:
+            store.popitem(last=False)
+        return value
 
     @property
     def key(self) -> str:

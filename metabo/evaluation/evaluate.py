@@ -38,6 +38,7 @@ evaluated when ``error_rate`` is not among them): ``valid_proba`` under split
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 import time
@@ -50,12 +51,13 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit, softmax
 from sklearn.base import clone
+from sklearn.pipeline import Pipeline
 from threadpoolctl import threadpool_limits
 
 from metabo.data.dataset import Dataset
 from metabo.evaluation.factories import Factory, registry_factory
 from metabo.evaluation.metrics import align_proba, get_metric
-from metabo.evaluation.preprocessing import make_pipeline
+from metabo.evaluation.preprocessing import make_preprocessor
 from metabo.evaluation.protocols import EvaluationProtocol, Holdout, Split, class_codes, class_labels
 from metabo.evaluation.runner import Ok, describe, run_with_limits
 from metabo.exceptions import EvaluationError, InputDataError, UnknownAlgorithmError
@@ -106,9 +108,10 @@ class _Fitted:
     warnings: str | None
 
 
-def _proba(pipeline: Any, X: pd.DataFrame, n_classes: int) -> np.ndarray:
-    """n x K class probabilities, aligned to the dataset's classes, rows summing to 1."""
-    classes = np.asarray(pipeline[-1].classes_)
+def _proba(pipeline: Any, X: pd.DataFrame | np.ndarray, n_classes: int) -> np.ndarray:
+    """n x K class probabilities, aligned to the dataset's classes, rows summing to 1
+    (``pipeline``: a fitted pipeline or a bare fitted estimator)."""
+    classes = np.asarray(pipeline[-1].classes_ if isinstance(pipeline, Pipeline) else pipeline.classes_)
     if hasattr(pipeline, "predict_proba"):
         p = np.asarray(pipeline.predict_proba(X), dtype=np.float64)
     elif hasattr(pipeline, "decision_function"):
@@ -141,19 +144,63 @@ def _summarize(caught: list[warnings.WarningMessage]) -> str | None:
     return "; ".join(shown) + more
 
 
-def _fit_predict(pipeline: Any, X: pd.DataFrame, codes: np.ndarray, split: Split, n_classes: int) -> _Fitted:
-    """Fit on the training rows, predict the validation (and test) rows (under the
-    thread limits :func:`evaluate` set before forking the worker)."""
+@dataclass(frozen=True, eq=False)
+class _Prepared:
+    """A split's rows after the preprocessing fitted on its training rows (module
+    docstring of :mod:`metabo.evaluation.preprocessing`), and the distinct warnings it raised."""
+
+    train: np.ndarray
+    valid: np.ndarray
+    test: np.ndarray | None
+    warnings: tuple[str, ...]
+
+    @property
+    def nbytes(self) -> int:
+        return self.train.nbytes + self.valid.nbytes + (0 if self.test is None else self.test.nbytes)
+
+
+def _prepare(spec: Any, dataset: Dataset, split: Split) -> _Prepared:
+    """The preprocessing of ``spec``'s needs fitted on ``split``'s training rows, applied to
+    its training, validation and test rows: what the pipeline's first step would compute,
+    the same for every configuration of algorithms with the same needs."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        pre = make_preprocessor(spec, dataset)
+        X = dataset.X
+        train = np.asarray(pre.fit_transform(X.iloc[split.train_idx]))
+        valid = np.asarray(pre.transform(X.iloc[split.valid_idx]))
+        test = None if split.test_idx is None else np.asarray(pre.transform(X.iloc[split.test_idx]))
+    summary = _summarize(caught)
+    return _Prepared(train, valid, test, () if summary is None else (summary,))
+
+
+def prepared_split(spec: Any, dataset: Dataset, split: Split) -> _Prepared:
+    """:func:`_prepare`, computed once per (needs, split) and kept on the dataset
+    (:meth:`~metabo.data.dataset.Dataset.memo`): every configuration evaluated on the same
+    folds reuses it (a search's trials, a build's algorithms with the same needs)."""
+    digest = hashlib.blake2b(digest_size=16)
+    for part in (split.train_idx, split.valid_idx, split.test_idx):
+        digest.update(b"|" if part is None else np.ascontiguousarray(part, dtype=np.int64).tobytes() + b"/")
+    key = ("prepared", bool(spec.needs_scaling), str(spec.encoding), bool(spec.handles_missing),
+           digest.hexdigest())
+    return dataset.memo(key, lambda: _prepare(spec, dataset, split))
+
+
+def _fit_predict(model: Any, prepared: _Prepared, codes: np.ndarray, split: Split, n_classes: int) -> _Fitted:
+    """Fit ``model`` on the split's preprocessed training rows, predict its validation (and
+    test) rows (under the thread limits :func:`evaluate` set before forking the worker)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         start = time.perf_counter()
-        pipeline.fit(X.iloc[split.train_idx], codes[split.train_idx])
+        model.fit(prepared.train, codes[split.train_idx])
         fit_seconds = time.perf_counter() - start
         start = time.perf_counter()
-        valid = _proba(pipeline, X.iloc[split.valid_idx], n_classes)
-        test = None if split.test_idx is None else _proba(pipeline, X.iloc[split.test_idx], n_classes)
+        valid = _proba(model, prepared.valid, n_classes)
+        test = None if prepared.test is None else _proba(model, prepared.test, n_classes)
         predict_seconds = time.perf_counter() - start
-    return _Fitted(valid, test, fit_seconds, predict_seconds, _summarize(caught))
+    fitted = _summarize(caught)
+    notes = [*prepared.warnings, *([] if fitted is None else [fitted])]
+    return _Fitted(valid, test, fit_seconds, predict_seconds, "; ".join(notes) if notes else None)
 
 
 # ---------------------------------------------------------------------- evaluate
@@ -257,9 +304,13 @@ def evaluate(
                     out.append(_failed(algorithm, params, split, "timeout", message, 0.0, metric_fns))
                     continue
                 limit = left if limit is None else min(limit, left)
-            pipeline = make_pipeline(spec, dataset, clone(estimator, safe=False))
+            try:
+                prepared = prepared_split(spec, dataset, split)
+            except Exception as e:  # noqa: BLE001 - a preprocessing failure is this split's outcome
+                out.append(_failed(algorithm, params, split, "crash", describe(e), 0.0, metric_fns))
+                continue
             outcome = run_with_limits(
-                _fit_predict, pipeline, dataset.X, codes, split, n_classes,
+                _fit_predict, clone(estimator, safe=False), prepared, codes, split, n_classes,
                 time_limit=limit, memory_limit_mb=memory_limit_mb,
             )
             if not isinstance(outcome, Ok):

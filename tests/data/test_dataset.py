@@ -84,3 +84,36 @@ def test_string_columns_must_be_nominal_columns_of_x():
     for bad in (("x",), ("absent",)):
         with pytest.raises(InputDataError, match="string_columns"):
             Dataset(name="x", X=X, y=y, source="s", string_columns=bad)
+
+
+def test_memo_computes_once_and_drops_the_least_recently_used(monkeypatch):
+    import numpy as np
+    import pandas as pd
+
+    import metabo.data.dataset as dataset_module
+    from metabo.data.dataset import Dataset
+
+    ds = Dataset.from_frame(pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "t": ["x", "y", "x", "y"]}), "t", name="m",
+                            source="test")
+    calls = []
+
+    def make(k, size=8):
+        def compute():
+            calls.append(k)
+            return np.zeros(size // 8)
+        return compute
+
+    monkeypatch.setattr(dataset_module, "MEMO_ITEMS", 2)
+    monkeypatch.setattr(dataset_module, "MEMO_BYTES", 64)
+    ds.memo("a", make("a"))
+    ds.memo("b", make("b"))
+    ds.memo("a", make("a"))  # kept: not computed again, and now the most recent
+    ds.memo("c", make("c"))  # drops b, the least recently used
+    ds.memo("a", make("a"))
+    ds.memo("b", make("b"))
+    assert calls == ["a", "b", "c", "b"]
+    ds.memo("big", make("big", size=128))  # larger than the bound alone: returned, not kept
+    ds.memo("big", make("big", size=128))
+    assert calls[-2:] == ["big", "big"] and list(ds.__dict__["_memo"]) == ["a", "b"]
+    ds.memo("d", make("d", size=56))  # a goes (two items at most); b (8 bytes) and d (56) fit in 64
+    assert list(ds.__dict__["_memo"]) == ["b", "d"]

@@ -305,3 +305,42 @@ def test_fits_run_within_the_thread_limit(mixed, time_limit):
                    factory=EstimatorFactory(_ThreadProbe, seed_param=None))
     assert [ev.status for ev in evs] == ["ok", "ok"]
     assert all("pool threads 1" in ev.message for ev in evs), [ev.message for ev in evs]
+
+
+@pytest.mark.parametrize("algorithm", ["logreg", "tree", "hgb"])
+def test_preprocessing_once_per_split_gives_what_the_whole_pipeline_gives(algorithm, mixed):
+    """evaluate fits each split's preprocessing once (kept on the dataset) and the
+    estimator on its output: the probabilities equal those of the pipeline fitted whole."""
+    protocol = KFold(k=3, test=0.2)
+    for _ in range(2):  # the second time from the dataset's memo
+        evs = evaluate(algorithm, {}, mixed, factory=toy_factory, protocol=protocol, seed=3)
+        for ev, split in zip(evs, protocol.splits(mixed, 3)):
+            spec, est = toy_factory(algorithm, {}, 3)
+            pipe = make_pipeline(spec, mixed, est).fit(mixed.X.iloc[split.train_idx],
+                                                       class_codes(mixed)[split.train_idx])
+            assert np.array_equal(ev.valid_proba, pipe.predict_proba(mixed.X.iloc[split.valid_idx]))
+            assert np.array_equal(ev.test_proba, pipe.predict_proba(mixed.X.iloc[split.test_idx]))
+    kept = [k for k in mixed.__dict__["_memo"] if k[0] == "prepared"]
+    assert len(kept) == 3  # one per split for this algorithm's needs, reused the second time
+
+
+def test_a_preprocessing_failure_is_a_crash_of_the_split(mixed, monkeypatch):
+    import importlib
+
+    ev_module = importlib.import_module("metabo.evaluation.evaluate")
+
+    def broken(spec, dataset, split):
+        raise ValueError("cannot encode")
+
+    monkeypatch.setattr(ev_module, "prepared_split", broken)
+    (ev,) = evaluate("logreg", {}, mixed, factory=toy_factory)
+    assert ev.status == "crash" and "cannot encode" in ev.message
+
+
+def test_a_pickled_dataset_leaves_its_memo_behind(mixed):
+    import pickle
+
+    evaluate("logreg", {}, mixed, factory=toy_factory)
+    assert mixed.__dict__.get("_memo")
+    copy = pickle.loads(pickle.dumps(mixed))
+    assert "_memo" not in copy.__dict__ and copy.X.equals(mixed.X)
