@@ -76,14 +76,20 @@ def test_migration_from_version_1_keeps_runs_and_their_ids(tmp_path):
         assert "fidelity" in store.query("DESCRIBE runs")["column_name"].tolist()
 
 
-def test_migration_to_version_4_fills_runs_algorithm_and_optimize_keeps_every_run(tmp_path):
-    path = tmp_path / "v3.duckdb"
+def _store_at(path, version: int) -> duckdb.DuckDBPyConnection:
+    """A connection to a new store at schema ``version`` (the migrations up to it applied)."""
     con = duckdb.connect(str(path))
     con.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, description VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL)")
-    for m in MIGRATIONS[:3]:
+    for m in MIGRATIONS[:version]:
         for stmt in m.statements:
             con.execute(stmt)
         con.execute("INSERT INTO schema_migrations VALUES (?, ?, now())", [m.version, m.description])
+    return con
+
+
+def test_migration_to_version_4_fills_runs_algorithm_and_optimize_keeps_every_run(tmp_path):
+    path = tmp_path / "v3.duckdb"
+    con = _store_at(path, 3)
     con.execute("INSERT INTO datasets (dataset_id, name, source, created_at) VALUES ('d1', 'd1', 't', now())")
     con.execute("INSERT INTO algorithms VALUES ('knn', '', '', now()), ('svm', '', '', now())")
     con.execute("INSERT INTO configurations VALUES ('c1', 'knn', '{}', now()), ('c2', 'svm', '{}', now())")
@@ -110,12 +116,7 @@ def test_migration_to_version_4_fills_runs_algorithm_and_optimize_keeps_every_ru
 
 def test_migration_to_version_6_says_how_every_run_was_measured(tmp_path):
     path = tmp_path / "v5.duckdb"
-    con = duckdb.connect(str(path))
-    con.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, description VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL)")
-    for m in MIGRATIONS[:5]:
-        for stmt in m.statements:
-            con.execute(stmt)
-        con.execute("INSERT INTO schema_migrations VALUES (?, ?, now())", [m.version, m.description])
+    con = _store_at(path, 5)
     con.execute("INSERT INTO datasets (dataset_id, name, source, created_at) VALUES ('d1', 'd1', 't', now())")
     con.execute("INSERT INTO algorithms VALUES ('knn', '', '', now())")
     con.execute("INSERT INTO configurations VALUES ('c1', 'knn', '{}', now())")
