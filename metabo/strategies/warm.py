@@ -99,7 +99,17 @@ def choose(kb: KnowledgeBase | None, dataset_id: str | None, space: Any, *, metr
     fidelity = past_fidelity(kb, past.tasks, metric)
     trained = "" if fidelity is None else f", trained on at most {fidelity:,.0f} rows"
     return DEFAULT_WARM, (f"warm start ({DEFAULT_WARM}): {n_runs} runs of {len(past.tasks)} other tasks on "
-                          f"{len(past.algorithms)} of the space's {len(space.algorithms)} algorithms{trained}"), past
+                          f"{len(past.algorithms)} of the space's {len(space.algorithms)} algorithms "
+                          f"({measured_alike(past, cv)} of the tasks measured as this search measures){trained}"), past
+
+
+def measured_alike(past: PastRuns, cv: int | str | None) -> int:
+    """How many of ``past``'s tasks contribute runs measured by ``metabo tune``'s protocol
+    for ``cv`` (:attr:`PastRuns.protocols`; the rest were measured another way)."""
+    from metabo.evaluation.protocols import protocol_label, search_protocol
+
+    alike = {protocol_label(search_protocol(cv, n)) for n in (1, 10**9)}
+    return sum(past.protocols.get(t) in alike for t in past.tasks)
 
 
 def past_fidelity(kb: KnowledgeBase, tasks: Sequence[str], metric: str) -> float | None:
@@ -187,5 +197,6 @@ def warm_strategy(name: str, kb: KnowledgeBase, dataset_id: str, space: CASHSpac
     return warm_factory(name, kb, dataset_id, space, metric=metric, **kw)(seed)
 
 
-__all__ = ["AUTO", "DEFAULT_WARM", "WARM_STRATEGIES", "choose", "choose_strategy", "past_fidelity", "past_for",
+__all__ = ["AUTO", "DEFAULT_WARM", "WARM_STRATEGIES", "choose", "choose_strategy", "measured_alike", "past_fidelity",
+           "past_for",
            "stored_meta_features", "warm_factory", "warm_strategy"]

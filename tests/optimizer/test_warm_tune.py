@@ -125,6 +125,10 @@ def test_auto_is_the_default_and_warm_starts_whenever_the_knowledge_base_has_kno
         # the fidelity of what transfers: the largest training part of wine's and cancer's runs
         largest = kb.query("SELECT max(fidelity) AS f FROM runs WHERE dataset_id <> ?", [result.dataset_id])["f"]
         assert result.strategy_note.endswith(f"trained on at most {largest.item():,.0f} rows")
+        # how the transferred runs were measured: this store's build measured as tune does
+        assert "(2 of the tasks measured as this search measures)" in result.strategy_note
+        hold_out = choose_strategy(kb, result.dataset_id, default_cash_space(ALGS), cv=None)[1]
+        assert "(0 of the tasks measured as this search measures)" in hold_out  # iris is small: CV, not this
         # a space the past never ran: cold, and why
         name, note = choose_strategy(kb, result.dataset_id, default_cash_space(["lda"]))
         assert name == "gp" and "nothing to warm-start from" in note
