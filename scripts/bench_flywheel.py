@@ -3,7 +3,7 @@
 (metabo.benchmarks.flywheel).
 
     python scripts/bench_flywheel.py [--kb FILE] [--n-tasks 20] [--per-family 2] [--task-seed 0]
-        [--seeds 1] [--budget 25] [--jobs 2] [--resume] [--out reports/warm/flywheel]
+        [--seeds 1] [--budget 25] [--jobs 2] [--resume] [--out reports/warm/flywheel] [--scratch DIR]
     python scripts/bench_flywheel.py --report [--out ...]   (the report of the runs so far)
 
 Tasks: KEEL's imbalanced datasets (none of them is in the shipped knowledge base), two of
@@ -20,6 +20,7 @@ import json
 import logging
 import multiprocessing as mp
 import sys
+import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -28,7 +29,7 @@ from typing import Any
 logger = logging.getLogger("bench_flywheel")
 
 
-def _arm(arm: str, kb_path: str, specs: list[str], seeds: int, budget: int, out: Path,
+def _arm(arm: str, kb_path: str, specs: list[str], seeds: int, budget: int, out: Path, scratch: Path,
          done: set[tuple[str, int, int]]) -> int:
     """One arm, every seed: records appended to ``out/runs-<arm>.jsonl`` (merged by the report)."""
     import os
@@ -40,7 +41,7 @@ def _arm(arm: str, kb_path: str, specs: list[str], seeds: int, budget: int, out:
 
     n = 0
     for seed in range(seeds):
-        for record in run_arm(arm, Path(kb_path), specs, seed=seed, budget=budget, work=out / "stores", done=done):
+        for record in run_arm(arm, Path(kb_path), specs, seed=seed, budget=budget, work=scratch, done=done):
             with open(out / f"runs-{arm}.jsonl", "a") as f:
                 f.write(json.dumps(record, default=float) + "\n")
             n += 1
@@ -80,6 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--resume", action="store_true")
     p.add_argument("--report", action="store_true", help="only the report of the runs so far")
     p.add_argument("--out", type=Path, default=Path("reports/warm/flywheel"))
+    p.add_argument("--scratch", type=Path, default=Path(tempfile.gettempdir()) / "metabo-flywheel",
+                   help="where the stores the tasks are tuned into live (kept for --resume)")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     command = "python scripts/bench_flywheel.py " + " ".join(argv if argv is not None else sys.argv[1:])
@@ -97,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.resume:
         for arm in ARMS:
             (args.out / f"runs-{arm}.jsonl").unlink(missing_ok=True)
-        for store in (args.out / "stores").glob("*.duckdb*"):
+        for store in args.scratch.glob("*.duckdb*"):
             store.unlink()
     done = {(r["arm"], r["seed"], r["position"]) for arm in ARMS for r in load_records(args.out / f"runs-{arm}.jsonl")}
     kb_path = shipped_kb_file(args.kb)
@@ -107,10 +110,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.jobs >= 2:
         # tune's evaluations fork their own children: the workers must not be daemonic
         with ProcessPoolExecutor(2, mp_context=mp.get_context("fork")) as pool:
-            futures = [pool.submit(_arm, arm, kb_path, specs, args.seeds, args.budget, args.out, done) for arm in ARMS]
+            futures = [pool.submit(_arm, arm, kb_path, specs, args.seeds, args.budget, args.out, args.scratch, done)
+                       for arm in ARMS]
             n = sum(f.result() for f in futures)
     else:
-        n = sum(_arm(arm, kb_path, specs, args.seeds, args.budget, args.out, done) for arm in ARMS)
+        n = sum(_arm(arm, kb_path, specs, args.seeds, args.budget, args.out, args.scratch, done) for arm in ARMS)
     logger.info(f"{n} runs in {time.perf_counter() - start:.0f} s")
     _report(args.out, args.budget, command)
     return 0
