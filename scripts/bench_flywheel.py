@@ -8,7 +8,7 @@
 
 Tasks: KEEL's imbalanced datasets (none of them is in the shipped knowledge base), two of
 each of ten families by default, in a seeded order. The two arms run side by side
-(``--jobs 2``: one process per arm); runs are appended to ``<out>/runs.jsonl`` as they
+(``--jobs 2``: one process per arm); runs are appended to ``<out>/runs-<arm>.jsonl`` as they
 finish, so a killed run resumes with ``--resume``. Writes ``summary.txt``,
 ``summary.json`` and ``curves.png``.
 """
