@@ -36,7 +36,7 @@ from metabo.exceptions import InputDataError
 from metabo.kb.canonical import config_id
 from metabo.space.cash import CASHSpace
 from metabo.strategies.base import Config, random_configuration, thread_limits
-from metabo.surrogates.warping import WARPINGS, Warping, warp
+from metabo.surrogates.warping import WARPINGS, Warping, WarpingCache
 
 if TYPE_CHECKING:
     from metabo.optimizer.history import History, TrialRecord
@@ -52,6 +52,7 @@ class ModelCache:
                  warping: Warping = "none") -> None:
         self.make, self.seed, self.refit_every, self.warm = make, seed, refit_every, warm
         self.warping = warping
+        self._warp = WarpingCache(warping)
         self._entry: tuple[np.ndarray, np.ndarray, np.ndarray | None, int, Any] | None = None
 
     def model(self, X: np.ndarray, y: np.ndarray, groups: np.ndarray | None, *,
@@ -63,7 +64,7 @@ class ModelCache:
         m = n if refit else n - n % self.refit_every
         if m < 2:
             m = n
-        z = warp(y, m, self.warping)
+        z = self._warp(y, m)
         if self._entry is not None:
             eX, ez, eg, em, model = self._entry
             k = len(ez)

@@ -19,7 +19,7 @@ from metabo.exceptions import InputDataError
 from metabo.space.cash import CASHSpace
 from metabo.strategies.base import Config, random_configuration
 from metabo.strategies.gp import GPSettings, ModelCache, make_gp, top_configurations
-from metabo.surrogates.warping import Warping, warp
+from metabo.surrogates.warping import Warping, WarpingCache
 
 if TYPE_CHECKING:
     from metabo.optimizer.history import History
@@ -42,6 +42,7 @@ class PerAlgorithmGPBO(GPSettings):
                          refit_every=refit_every, warm_refit=warm_refit, xi=xi, n_random=n_random,
                          n_local=n_local, n_starts=n_starts, seed=seed, threads=threads, warping=warping)
         self._caches: dict[str, ModelCache] = {}
+        self._warp = WarpingCache(warping)
 
     def __repr__(self) -> str:
         return (f"PerAlgorithmGPBO(n_init_per_algorithm={self.n_init}, gp_kernel={self.gp_kernel!r}, "
@@ -53,7 +54,7 @@ class PerAlgorithmGPBO(GPSettings):
         """All values warped by one transform (fitted on the prefix of the last refit from
         scratch), so that log EI is comparable across the algorithms' GPs."""
         m = len(y) if refit else len(y) - len(y) % self.refit_every
-        return warp(y, m, self.warping)
+        return self._warp(y, m)
 
     def _models(self, history: History, space: CASHSpace, *, refit: bool = False) -> dict[str, tuple[Any, list[int]]]:
         """Per algorithm with >= 2 completed trials: (GP on its block, rows of those trials)."""

@@ -86,6 +86,7 @@ from metabo.kb.canonical import config_id
 from metabo.kb.past import PastRuns
 from metabo.space.cash import CASHSpace
 from metabo.strategies.base import Config
+from metabo.surrogates.warping import WarpingCache
 
 if TYPE_CHECKING:
     from metabo.optimizer.history import History
@@ -577,17 +578,16 @@ class ResidualGP:
         self.settings = settings
         self._cache = ModelCache(make_gp(True, settings.gp_kernel, settings.noise, settings.n_restarts),
                                  settings.seed, settings.refit_every, settings.warm_refit, "none")
+        self._warp = WarpingCache(settings.warping)
 
     def _fit(self, history: History, space: CASHSpace, mean: Callable[[np.ndarray], np.ndarray], *,
              refit: bool = False) -> tuple[Any, float, float, float]:
         """(residual GP, a, b, best warped value)."""
-        from metabo.surrogates.warping import warp
-
         X, y = history.X(space), history.y
         n = len(y)
         r_every = self.settings.refit_every
         m = n if refit or n < max(r_every, 3) else n - n % r_every
-        z = warp(y, m, self.settings.warping)
+        z = self._warp(y, m)
         m0 = mean(X)
         a, b = float(z[:m].mean()), 0.0
         if m >= 2 and np.ptp(m0[:m]) > 1e-9:  # a slope only where m0 varies

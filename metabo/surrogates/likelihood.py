@@ -92,3 +92,39 @@ def block_log_likelihood(
     g[d + 1] = 0.5 * nu * float(W.trace())  # dK/dlog nu = nu I
     g[d + 2] = float(alpha.sum())  # d/dm of -1/2 r^T K^-1 r
     return mll, g, L, alpha, jitter
+
+
+def masked_log_likelihood(
+    kernel: Kernel, theta: np.ndarray, X: np.ndarray, z: np.ndarray, same: np.ndarray, grad: bool = False
+) -> tuple[float, np.ndarray | None] | None:
+    """The summed ``block_log_likelihood`` of every block at once: ``K`` is the whole gram
+    matrix times ``same`` (``same_ij``: rows i and j lie in one block), which is the
+    conditional kernel's block-diagonal covariance (thesis eq. 5.10), and ``W`` of eq. 5.9
+    is masked the same way, so value and gradient are the sums over the blocks (the
+    Cholesky factor and ``K^-1`` of a block-diagonal matrix are block-diagonal, with exact
+    zeros). One factorization of the n rows costs less than one call per block while n is
+    small. None when ``K`` needs jitter: the caller then factors block by block, each
+    block with its own jitter."""
+    n, d = X.shape
+    ls, amp, nu, m = unpack_theta(theta, d)
+    K0, contract = kernel.gram(X, ls)
+    K0 *= same
+    K = amp * K0
+    K.flat[:: n + 1] += nu
+    L = _potrf(K)
+    if L is None:
+        return None
+    r = z - m
+    alpha, _ = _POTRS(L, r, lower=1)
+    mll = -0.5 * float(r @ alpha) - float(np.log(L.diagonal()).sum()) - 0.5 * n * _LOG_2PI
+    if not grad:
+        return mll, None
+    W = np.outer(alpha, alpha)
+    W *= same
+    W -= _cho_inverse(L)
+    g = np.empty(d + 3)
+    g[:d] = 0.5 * amp * contract(W)
+    g[d] = 0.5 * amp * float((W * K0).sum())
+    g[d + 1] = 0.5 * nu * float(W.trace())
+    g[d + 2] = float(alpha.sum())
+    return mll, g

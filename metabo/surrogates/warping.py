@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import warnings
+from collections.abc import Callable
 from typing import Literal
 
 import numpy as np
@@ -40,33 +41,84 @@ def warp(y: np.ndarray, m: int | None = None, kind: Warping = "yeo-johnson") -> 
     """``y`` transformed as in the module docstring, the transform fitted on ``y[:m]``
     (all of ``y`` when ``m`` is None); ``kind="none"`` returns ``y`` unchanged."""
     y = np.asarray(y, dtype=float)
-    if kind not in WARPINGS:
-        raise InputDataError(f"unknown output warping {kind!r}; use one of {list(WARPINGS)}")
-    if kind == "none":
-        return y
-    if y.ndim != 1 or not np.all(np.isfinite(y)):
-        raise InputDataError("warping needs a finite 1-d array of values")
     m = len(y) if m is None else int(m)
     if not 0 <= m <= len(y):
         raise InputDataError(f"m must be in 0..{len(y)}, got {m}")
-    head = y[:m]
-    if m < 3 or np.ptp(head) == 0.0:
-        return y.copy()
+    return fit_warping(y[:m], kind)(y)
+
+
+def fit_warping(head: np.ndarray, kind: Warping = "yeo-johnson") -> Callable[[np.ndarray], np.ndarray]:
+    """The transform of the module docstring fitted on ``head``, as a function of ``y``
+    (``warp(y, m) == fit_warping(y[:m])(y)``): fitted once, applied as values arrive."""
+    head = np.asarray(head, dtype=float)
+    if kind not in WARPINGS:
+        raise InputDataError(f"unknown output warping {kind!r}; use one of {list(WARPINGS)}")
+    if kind == "none":
+        return _identity
+    if head.ndim != 1 or not np.all(np.isfinite(head)):
+        raise InputDataError("warping needs a finite 1-d array of values")
+    if len(head) < 3 or np.ptp(head) == 0.0:
+        return _copy
+    shift, scale = float(head.mean()), float(head.std())
     with np.errstate(all="ignore"):
-        u = (y - head.mean()) / head.std()
-    if not np.all(np.isfinite(u)):  # a spread below the float range
-        return y.copy()
+        uh = (head - shift) / scale
+    if not np.all(np.isfinite(uh)):  # a spread below the float range
+        return _copy
     from sklearn.preprocessing import PowerTransformer
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # overflow while searching lambda
-        pt = PowerTransformer(method="yeo-johnson", standardize=True).fit(u[:m, None])
-        z = pt.transform(u[:, None])[:, 0]
-    if not np.all(np.isfinite(z)):
-        logger.warning("Yeo-Johnson warping (lambda %.3g) overflowed; using standardized values",
-                       float(pt.lambdas_[0]))
-        return u
-    return z
+        pt = PowerTransformer(method="yeo-johnson", standardize=True).fit(uh[:, None])
+
+    def transform(y: np.ndarray) -> np.ndarray:
+        y = np.asarray(y, dtype=float)
+        if y.ndim != 1 or not np.all(np.isfinite(y)):
+            raise InputDataError("warping needs a finite 1-d array of values")
+        with np.errstate(all="ignore"):
+            u = (y - shift) / scale
+        if not np.all(np.isfinite(u)):
+            return y.copy()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            z = pt.transform(u[:, None])[:, 0]
+        if not np.all(np.isfinite(z)):
+            logger.warning("Yeo-Johnson warping (lambda %.3g) overflowed; using standardized values",
+                           float(pt.lambdas_[0]))
+            return u
+        return z
+
+    return transform
 
 
-__all__ = ["WARPINGS", "Warping", "warp"]
+class WarpingCache:
+    """``warp(y, m, kind)`` that refits the transform only when ``y[:m]`` changes: a
+    search warps every suggestion's values, and the prefix changes only at a refit from
+    scratch."""
+
+    def __init__(self, kind: Warping = "yeo-johnson") -> None:
+        self.kind = kind
+        self._fitted: tuple[bytes, Callable[[np.ndarray], np.ndarray]] | None = None
+
+    def __call__(self, y: np.ndarray, m: int | None = None) -> np.ndarray:
+        y = np.asarray(y, dtype=float)
+        m = len(y) if m is None else int(m)
+        if not 0 <= m <= len(y):
+            raise InputDataError(f"m must be in 0..{len(y)}, got {m}")
+        key = y[:m].tobytes()
+        if self._fitted is None or self._fitted[0] != key:
+            self._fitted = (key, fit_warping(y[:m], self.kind))
+        return self._fitted[1](y)
+
+
+def _identity(y: np.ndarray) -> np.ndarray:
+    return np.asarray(y, dtype=float)
+
+
+def _copy(y: np.ndarray) -> np.ndarray:
+    y = np.asarray(y, dtype=float)
+    if y.ndim != 1 or not np.all(np.isfinite(y)):
+        raise InputDataError("warping needs a finite 1-d array of values")
+    return y.copy()
+
+
+__all__ = ["WARPINGS", "Warping", "WarpingCache", "fit_warping", "warp"]

@@ -81,6 +81,23 @@ def test_gradient_is_the_sum_over_blocks() -> None:
         sum(_block_mll(gp, X[g == k], y[g == k]) for k in range(4)), rel=1e-10)
 
 
+@pytest.mark.parametrize("kernel", ["matern52", "laplace"])
+def test_one_masked_factorization_equals_block_by_block(kernel: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Below ``JOINT_MAX_ROWS`` the likelihood is one masked n x n factorization; value
+    and gradient equal the sum over the blocks computed one by one."""
+    from metabo.surrogates import gp as gp_module
+
+    X, y, g = data(6, 60, 4, 7)
+    gp = ConditionalGP(kernel).fit(X, y, g, hyperparameters=GPHyperparameters(np.full(4, 0.7), 1.3, 0.02, 0.5))
+    theta = gp.theta_ + np.random.default_rng(0).normal(scale=0.3, size=gp.theta_.size)
+    joint = gp.log_posterior(theta, grad=True)
+    monkeypatch.setattr(gp_module, "JOINT_MAX_ROWS", 0)
+    gp._joint_cache = None
+    blockwise = gp.log_posterior(theta, grad=True)
+    assert joint[0] == pytest.approx(blockwise[0], rel=1e-12)
+    assert_allclose(joint[1], blockwise[1], rtol=1e-9, atol=1e-12)
+
+
 def _block_mll(gp: ConditionalGP, X: np.ndarray, y: np.ndarray) -> float:
     """A block's mll in the conditional GP's standardization."""
     z = (y - gp.y_shift_) / gp.y_scale_

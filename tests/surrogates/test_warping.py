@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from scipy.stats import skew, yeojohnson
 
 from metabo.exceptions import InputDataError
-from metabo.surrogates.warping import warp
+from metabo.surrogates.warping import WarpingCache, warp
 
 VALUES = st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=3, max_size=40)
 
@@ -66,3 +66,14 @@ def test_bad_values_are_refused(bad):
         warp(np.array([1.0, 2.0, 3.0]), kind="box-cox")
     with pytest.raises(InputDataError):
         warp(np.array([1.0, 2.0, 3.0]), 4)
+
+
+def test_cached_warping_equals_warp_and_refits_when_the_prefix_changes() -> None:
+    rng = np.random.default_rng(0)
+    y = rng.lognormal(size=40)
+    cache = WarpingCache()
+    for n, m in [(20, 20), (25, 20), (30, 30), (31, 30), (40, 30)]:
+        assert np.array_equal(cache(y[:n], m), warp(y[:n], m))
+    other = y.copy()
+    other[0] += 1.0  # same length, another prefix: refitted
+    assert np.array_equal(cache(other, 30), warp(other, 30))
