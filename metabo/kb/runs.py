@@ -19,6 +19,8 @@ the same run ingested twice is one row and a batch is all-or-nothing.
 
 from __future__ import annotations
 
+import json
+
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -187,7 +189,7 @@ def _normalize(kb: KnowledgeBase, runs: pd.DataFrame | Iterable[Mapping[str, Any
     message = cols["message"]
     if isinstance(message, np.ndarray):  # NaN as None (extension arrays have nulls)
         cols["message"] = np.where(pd.isna(message), None, message.astype(object))
-    cols["protocol"] = _protocols(kb, cols.get("protocol"), cols["source"])
+    cols["protocol"] = _protocols(kb, cols.get("protocol"), cols["source"], cols["dataset_id"])
 
     # configurations
     if "config_id" not in cols or pd.isna(cols["config_id"]).any():
@@ -200,9 +202,10 @@ def _normalize(kb: KnowledgeBase, runs: pd.DataFrame | Iterable[Mapping[str, Any
     return {c: cols[c] for c in _ARROW_TYPES}
 
 
-def _protocols(kb: KnowledgeBase, given: Any, sources: Any) -> Any:
+def _protocols(kb: KnowledgeBase, given: Any, sources: Any, datasets: Any) -> Any:
     """``runs.protocol`` of a batch: as given, else (module docstring) the protocol of the
-    run's session, else the source's name."""
+    run's session (for a build that measured each dataset its own way, the dataset's entry
+    of its settings' ``protocols``), else the source's name."""
     missing = np.ones(len(sources), dtype=bool) if given is None else np.asarray(pd.isna(given), dtype=bool)
     if not missing.any():
         return _as_strings(given)
@@ -210,16 +213,25 @@ def _protocols(kb: KnowledgeBase, given: Any, sources: Any) -> Any:
     if given is not None:
         out[~missing] = np.asarray(given, dtype=object)[~missing]
     src = np.asarray(sources, dtype=object)
+    dst = np.asarray(datasets, dtype=object)
     for source in pd.unique(src[missing]):
         source = str(source)
-        default = source.split(":", 1)[0]
-        if source.startswith("session:"):
-            row = kb.connection.execute(
-                "SELECT json_extract_string(settings, '$.protocol') FROM sessions WHERE session_id = ?",
-                [source.split(":", 1)[1]]).fetchone()
-            if row is not None and row[0] is not None:
-                default = str(row[0])
-        out[missing & (src == source)] = default
+        rows = missing & (src == source)
+        out[rows] = source.split(":", 1)[0]
+        if not source.startswith("session:"):
+            continue
+        row = kb.connection.execute(
+            "SELECT json_extract_string(settings, '$.protocol'), json_extract(settings, '$.protocols') "
+            "FROM sessions WHERE session_id = ?", [source.split(":", 1)[1]]).fetchone()
+        if row is None:
+            continue
+        if row[0] is not None:
+            out[rows] = str(row[0])
+        per_dataset = json.loads(row[1]) if isinstance(row[1], str) else (row[1] or {})
+        for i in np.flatnonzero(rows):
+            label = per_dataset.get(str(dst[i])) if isinstance(per_dataset, dict) else None
+            if label is not None:
+                out[i] = str(label)
     return out
 
 

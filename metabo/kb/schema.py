@@ -65,9 +65,14 @@ _RUNS_V4_COLUMNS = """
 _RUNS_V6_COLUMNS = _RUNS_V4_COLUMNS + ", protocol VARCHAR"
 
 #: Fill ``runs.protocol`` where it is NULL: the protocol of the run's session (its
-#: settings' ``protocol``), else the source's name (migration 6, and imports of exports
+#: settings' entry for the run's dataset in ``protocols``, for a build measuring each
+#: dataset its own way, else its ``protocol``), else the source's name (migration 6, and imports of exports
 #: from before it).
 FILL_RUN_PROTOCOLS: tuple[str, ...] = (
+    """UPDATE runs SET protocol = json_extract_string(s.settings -> '$.protocols', runs.dataset_id)
+       FROM sessions s
+       WHERE runs.protocol IS NULL AND runs.source = 'session:' || s.session_id
+         AND json_extract_string(s.settings -> '$.protocols', runs.dataset_id) IS NOT NULL""",
     """UPDATE runs SET protocol = s.protocol FROM (
            SELECT 'session:' || session_id AS source, json_extract_string(settings, '$.protocol') AS protocol
            FROM sessions) s

@@ -147,6 +147,14 @@ def test_a_run_stored_without_a_protocol_gets_its_sessions_or_its_sources(kb):
     assert kb.stats()["runs_by_protocol"] == {p: {"runs": 1, "datasets": 1} for p in got}
 
 
+def test_a_run_of_a_build_measuring_each_dataset_its_own_way_gets_its_datasets_protocol(kb):
+    kb.add_session("b1", strategy="build", settings={"protocol": "Holdout(train=0.6)",
+                                                     "protocols": {"test-toy": "KFold(k=5)"}})
+    kb.add_runs([{"dataset_id": "test-toy", "algorithm": "knn", "params": {"n_neighbors": 3},
+                  "metric": "error_rate", "value": 0.2, "source": "session:b1"}])
+    assert kb.query("SELECT protocol FROM runs")["protocol"].tolist() == ["KFold(k=5)"]
+
+
 def test_newer_schema_is_refused(tmp_path):
     path = tmp_path / "new.duckdb"
     KnowledgeBase(path).close()
