@@ -191,7 +191,11 @@ class PastRuns:
             "JOIN picked p ON p.dataset_id = r.dataset_id AND p.protocol = coalesce(r.protocol, '') "
             "WHERE " + " AND ".join(where) + fid + "), "
             f"top AS (SELECT dataset_id, fold, max(coalesce(fidelity, {inf})) AS fidelity FROM kept GROUP BY 1, 2) "
-            "SELECT r.dataset_id, r.algorithm, r.config_id, avg(r.value) AS value, any_value(c.params) AS params, "
+            "SELECT r.dataset_id, r.algorithm, r.config_id, "
+            # the folds summed in one order: avg() adds them in whatever order its threads
+            # meet them, and a last-bit difference would break ties between configurations
+            # differently from one call to the next
+            "list_avg(list(r.value ORDER BY r.fold, r.repeat, r.run_id)) AS value, any_value(c.params) AS params, "
             "mode(r.source) AS source, any_value(coalesce(r.protocol, '')) AS protocol "
             "FROM kept r JOIN top ON top.dataset_id = r.dataset_id AND top.fold = r.fold "
             f"AND coalesce(r.fidelity, {inf}) = top.fidelity "

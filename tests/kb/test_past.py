@@ -117,3 +117,21 @@ def test_each_task_contributes_one_protocol_the_one_tune_measures_it_by_when_sto
         # a target measured on the hold-out prefers each task's hold-out runs of that kind
         assert PastRuns.from_kb(kb, prefer_cv=None)[(big, "knn")].values.tolist() == [0.2]  # tune's hold-out
         assert PastRuns.from_kb(kb, prefer_cv=None)[(both, "knn")].values == pytest.approx([0.3])  # most runs
+
+
+def test_a_configurations_mean_adds_its_folds_in_fold_order_whatever_order_they_were_stored_in(tmp_path):
+    """Equal configurations must tie exactly on every call (a last-bit difference breaks
+    the warm start's ties one way or the other): the mean is the folds' values summed in
+    fold order, not in the order the store happens to scan them. (On the shipped store,
+    DuckDB's avg() gave last-bit differences from one call to the next, combining its
+    threads' partial sums in varying order; a store this small is scanned by one thread,
+    so this pins the contract on the storage order, which a scan-order sum would break.)"""
+    values = {0: 0.1, 1: 0.2, 2: 0.6}
+    assert (0.1 + 0.6) + 0.2 != (0.1 + 0.2) + 0.6  # the order is visible in the last bit
+    with KnowledgeBase(tmp_path / "kb.duckdb") as kb:
+        kb.add_algorithms(["knn"])
+        t = kb.register_dataset(name="t", source="test")
+        kb.add_runs([{"dataset_id": t, "algorithm": "knn", "params": {"n_neighbors": 3}, "metric": "error_rate",
+                      "value": values[fold], "fold": fold, "source": "test"} for fold in (0, 2, 1)])
+        got = PastRuns.from_kb(kb)[(t, "knn")].values[0]
+    assert got == ((0.1 + 0.2) + 0.6) / 3
