@@ -20,7 +20,6 @@ the same run ingested twice is one row and a batch is all-or-nothing.
 from __future__ import annotations
 
 import json
-
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 

@@ -55,8 +55,7 @@ def fit_warping(head: np.ndarray, kind: Warping = "yeo-johnson") -> Callable[[np
         raise InputDataError(f"unknown output warping {kind!r}; use one of {list(WARPINGS)}")
     if kind == "none":
         return _identity
-    if head.ndim != 1 or not np.all(np.isfinite(head)):
-        raise InputDataError("warping needs a finite 1-d array of values")
+    head = _finite(head)
     if len(head) < 3 or np.ptp(head) == 0.0:
         return _copy
     shift, scale = float(head.mean()), float(head.std())
@@ -71,9 +70,7 @@ def fit_warping(head: np.ndarray, kind: Warping = "yeo-johnson") -> Callable[[np
         pt = PowerTransformer(method="yeo-johnson", standardize=True).fit(uh[:, None])
 
     def transform(y: np.ndarray) -> np.ndarray:
-        y = np.asarray(y, dtype=float)
-        if y.ndim != 1 or not np.all(np.isfinite(y)):
-            raise InputDataError("warping needs a finite 1-d array of values")
+        y = _finite(y)
         with np.errstate(all="ignore"):
             u = (y - shift) / scale
         if not np.all(np.isfinite(u)):
@@ -115,10 +112,15 @@ def _identity(y: np.ndarray) -> np.ndarray:
 
 
 def _copy(y: np.ndarray) -> np.ndarray:
+    return _finite(y).copy()
+
+
+def _finite(y: np.ndarray) -> np.ndarray:
+    """``y`` as floats, checked to be a finite 1-d array."""
     y = np.asarray(y, dtype=float)
     if y.ndim != 1 or not np.all(np.isfinite(y)):
         raise InputDataError("warping needs a finite 1-d array of values")
-    return y.copy()
+    return y
 
 
 __all__ = ["WARPINGS", "Warping", "WarpingCache", "fit_warping", "warp"]
