@@ -19,7 +19,6 @@ the same run ingested twice is one row and a batch is all-or-nothing.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +30,7 @@ import pyarrow.compute as pc
 from metabo.exceptions import InputDataError, UnknownDatasetError
 from metabo.kb._sql import SMALL_BATCH, in_list
 from metabo.kb._time import utcnow
-from metabo.kb.schema import RUN_ID_SQL, RUN_STATUSES
+from metabo.kb.schema import RUN_ID_SQL, RUN_STATUSES, protocol_sql
 
 if TYPE_CHECKING:
     from metabo.kb.store import KnowledgeBase
@@ -188,7 +187,9 @@ def _normalize(kb: KnowledgeBase, runs: pd.DataFrame | Iterable[Mapping[str, Any
     message = cols["message"]
     if isinstance(message, np.ndarray):  # NaN as None (extension arrays have nulls)
         cols["message"] = np.where(pd.isna(message), None, message.astype(object))
-    cols["protocol"] = _protocols(kb, cols.get("protocol"), cols["source"], cols["dataset_id"])
+    given = cols.get("protocol")  # missing ones are filled in the insert (schema.protocol_sql)
+    cols["protocol"] = (np.full(n, None, dtype=object) if given is None
+                        else np.where(pd.isna(given), None, np.asarray(given, dtype=object)))
 
     # configurations
     if "config_id" not in cols or pd.isna(cols["config_id"]).any():
@@ -199,39 +200,6 @@ def _normalize(kb: KnowledgeBase, runs: pd.DataFrame | Iterable[Mapping[str, Any
         _check_known(kb, cols["config_id"], "configurations", "config_id", InputDataError, "configuration")
     _check_known(kb, cols["dataset_id"], "datasets", "dataset_id", UnknownDatasetError, "dataset")
     return {c: cols[c] for c in _ARROW_TYPES}
-
-
-def _protocols(kb: KnowledgeBase, given: Any, sources: Any, datasets: Any) -> Any:
-    """``runs.protocol`` of a batch: as given, else (module docstring) the protocol of the
-    run's session (for a build that measured each dataset its own way, the dataset's entry
-    of its settings' ``protocols``), else the source's name."""
-    missing = np.ones(len(sources), dtype=bool) if given is None else np.asarray(pd.isna(given), dtype=bool)
-    if not missing.any():
-        return _as_strings(given)
-    out = np.empty(len(sources), dtype=object)
-    if given is not None:
-        out[~missing] = np.asarray(given, dtype=object)[~missing]
-    src = np.asarray(sources, dtype=object)
-    dst = np.asarray(datasets, dtype=object)
-    for source in pd.unique(src[missing]):
-        source = str(source)
-        rows = missing & (src == source)
-        out[rows] = source.split(":", 1)[0]
-        if not source.startswith("session:"):
-            continue
-        row = kb.connection.execute(
-            "SELECT json_extract_string(settings, '$.protocol'), json_extract(settings, '$.protocols') "
-            "FROM sessions WHERE session_id = ?", [source.split(":", 1)[1]]).fetchone()
-        if row is None:
-            continue
-        if row[0] is not None:
-            out[rows] = str(row[0])
-        per_dataset = json.loads(row[1]) if isinstance(row[1], str) else (row[1] or {})
-        for i in np.flatnonzero(rows):
-            label = per_dataset.get(str(dst[i])) if isinstance(per_dataset, dict) else None
-            if label is not None:
-                out[i] = str(label)
-    return out
 
 
 def _check_known(kb: KnowledgeBase, values: Any, table: str, column: str, exc: type, what: str) -> None:
@@ -306,7 +274,8 @@ def insert_normalized(kb: KnowledgeBase, frame: pd.DataFrame) -> int:
 def _insert(kb: KnowledgeBase, batch: pa.Table) -> int:
     """:func:`insert_normalized` of a batch as :func:`_arrow_batch` gives it."""
     con = kb.connection
-    cols = [c for c in RUN_COLUMNS if c != "run_id"]
+    cols = [protocol_sql("_run_batch") + " AS protocol" if c == "protocol" else c
+            for c in RUN_COLUMNS if c != "run_id"]
     con.register("_run_batch", batch)
     try:
         repeated = _may_repeat(kb, batch)

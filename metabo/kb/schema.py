@@ -64,20 +64,21 @@ _RUNS_V4_COLUMNS = """
 # ... and from version 6 on.
 _RUNS_V6_COLUMNS = _RUNS_V4_COLUMNS + ", protocol VARCHAR"
 
-#: Fill ``runs.protocol`` where it is NULL: the protocol of the run's session (its
-#: settings' entry for the run's dataset in ``protocols``, for a build measuring each
-#: dataset its own way, else its ``protocol``), else the source's name (migration 6, and imports of exports
-#: from before it).
+def protocol_sql(alias: str) -> str:
+    """The protocol of a run of table ``alias`` (one SQL expression, the one rule every
+    write uses): its own ``protocol`` when given, else its session's (the session's
+    settings' entry for the run's dataset in ``protocols``, for a build measuring each
+    dataset its own way, else their ``protocol``), else the source's name."""
+    return (f"coalesce({alias}.protocol, (SELECT coalesce("
+            f"json_extract_string(s.settings -> '$.protocols', {alias}.dataset_id), "
+            f"json_extract_string(s.settings, '$.protocol')) FROM sessions s "
+            f"WHERE 'session:' || s.session_id = {alias}.source), split_part({alias}.source, ':', 1))")
+
+
+#: Fill ``runs.protocol`` where it is NULL by :func:`protocol_sql` (migration 6, and
+#: imports of exports from before it).
 FILL_RUN_PROTOCOLS: tuple[str, ...] = (
-    """UPDATE runs SET protocol = json_extract_string(s.settings -> '$.protocols', runs.dataset_id)
-       FROM sessions s
-       WHERE runs.protocol IS NULL AND runs.source = 'session:' || s.session_id
-         AND json_extract_string(s.settings -> '$.protocols', runs.dataset_id) IS NOT NULL""",
-    """UPDATE runs SET protocol = s.protocol FROM (
-           SELECT 'session:' || session_id AS source, json_extract_string(settings, '$.protocol') AS protocol
-           FROM sessions) s
-       WHERE runs.protocol IS NULL AND runs.source = s.source AND s.protocol IS NOT NULL""",
-    "UPDATE runs SET protocol = split_part(source, ':', 1) WHERE protocol IS NULL",
+    f"UPDATE runs SET protocol = {protocol_sql('runs')} WHERE protocol IS NULL",
 )
 
 MIGRATIONS: tuple[Migration, ...] = (
