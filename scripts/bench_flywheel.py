@@ -5,12 +5,16 @@
     python scripts/bench_flywheel.py [--kb FILE] [--n-tasks 20] [--per-family 2] [--task-seed 0]
         [--seeds 1] [--budget 25] [--jobs 2] [--resume] [--out reports/warm/flywheel] [--scratch DIR]
     python scripts/bench_flywheel.py --report [--out ...]   (the report of the runs so far)
+    python scripts/bench_flywheel.py --incumbents [--out ...] [--kb FILE]   (the incumbent check)
 
 Tasks: KEEL's imbalanced datasets (none of them is in the shipped knowledge base), two of
 each of ten families by default, in a seeded order. The two arms run side by side
 (``--jobs 2``: one process per arm); runs are appended to ``<out>/runs-<arm>.jsonl`` as they
 finish, so a killed run resumes with ``--resume``. Writes ``summary.txt``,
-``summary.json`` and ``curves.png``.
+``summary.json`` and ``curves.png``. ``--incumbents``: is the best configuration of the
+earlier task of the same family good on the later one (what a user would carry over by
+hand)? Each is scored on its later task as ``tune`` scores a trial, against the
+``shipped`` arm's first pick (``incumbents.txt``).
 """
 
 from __future__ import annotations
@@ -80,6 +84,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=2, help="1: the arms one after the other; 2: side by side")
     p.add_argument("--resume", action="store_true")
     p.add_argument("--report", action="store_true", help="only the report of the runs so far")
+    p.add_argument("--incumbents", action="store_true",
+                   help="only the incumbent check of the runs so far: each task preceded by a similar one, scored "
+                        "on the best configuration of that earlier task (writes incumbents.txt)")
     p.add_argument("--out", type=Path, default=Path("reports/warm/flywheel"))
     p.add_argument("--scratch", type=Path, default=Path(tempfile.gettempdir()) / "metabo-flywheel",
                    help="where the stores the tasks are tuned into live (kept for --resume)")
@@ -89,6 +96,16 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     if args.report:
         _report(args.out, args.budget, command)
+        return 0
+    if args.incumbents:
+        from metabo.benchmarks.flywheel import ARMS, incumbent_check, load_records
+        from metabo.benchmarks.transfer_methods import shipped_kb_file
+
+        records = [r for arm in ARMS for r in load_records(args.out / f"runs-{arm}.jsonl")]
+        args.scratch.mkdir(parents=True, exist_ok=True)
+        _, text = incumbent_check(records, Path(shipped_kb_file(args.kb)), args.scratch)
+        (args.out / "incumbents.txt").write_text(f"Command: {command}\n\n{text}\n")
+        print(text)
         return 0
     from metabo.benchmarks.flywheel import ARMS, choose_tasks, load_records
     from metabo.benchmarks.transfer_methods import shipped_kb_file

@@ -8,9 +8,12 @@ evaluated on the KEEL tasks the project's way (``metabo ingest oboe --export-gri
 
     python scripts/bench_oboe_grid.py --kb STORE --keel-session build-c1dbb51445bb \\
         --grid-session build-df8e9f670376 [--runs reports/warm/live5] [--picks 10]
+        [--agreement-only] [--measured TEXT] [--csv FILE] [--previous FILE]
 
 Prints (1) for the datasets both OBOE and the project measured on the same 203
-configurations, the rank agreement of the two measurements; (2) the mean normalized
+configurations, the rank agreement of the two measurements (``--previous``: against the
+agreement another measurement of the grid reached, dataset by dataset, for instance
+``reports/warm/oboe-grid/agreement.csv``, the hold-out's); (2) the mean normalized
 regret at 1, 3, 5, 8, 10 of the default warm start's portfolio (no search phase) with
 several knowledges, every pick a configuration the held-out task recorded (its KEEL grid or
 OBOE's grid measured on it), normalized as the live runs of ``--runs`` are
@@ -34,6 +37,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--grid-session", required=True, help="the build session of OBOE's grid on the KEEL tasks")
     p.add_argument("--runs", type=Path, default=Path("reports/warm/live5"))
     p.add_argument("--picks", type=int, default=10)
+    p.add_argument("--agreement-only", action="store_true",
+                   help="only (1): the grid was measured on the datasets OBOE shares, not on the held-out tasks")
+    p.add_argument("--measured", default="60/20/20, at most 2,000 training rows",
+                   help="how the grid session measured, for the printout")
+    p.add_argument("--csv", type=Path, help="write (1)'s per-dataset table here")
+    p.add_argument("--previous", type=Path,
+                   help="another measurement's (1) table (--csv of an earlier run): paired comparison over datasets")
     args = p.parse_args(argv)
 
     import pandas as pd
@@ -79,12 +89,25 @@ def main(argv: list[str] | None = None) -> int:
         rows.append((d, len(j), float(spearmanr(a[j], b[j])[0]),
                      len(set(a[j].nsmallest(10).index) & set(b[j].nsmallest(10).index))))
     same = pd.DataFrame(rows, columns=["dataset", "configurations", "spearman", "shared of the 10 best"])
-    print("Balanced error of OBOE's configurations on the same datasets: the project's measurement "
-          "(60/20/20, at most 2,000 training rows) against OBOE's (5-fold CV)")
+    print(f"Balanced error of OBOE's configurations on the same datasets: the project's measurement "
+          f"({args.measured}) against OBOE's (5-fold CV)")
     print(same.to_string(index=False))
     if len(same):
         print(f"median Spearman {same['spearman'].median():.2f}, median shared of the 10 best "
               f"{same['shared of the 10 best'].median():.0f}\n")
+    if args.csv:
+        same.to_csv(args.csv, index=False)
+    if args.previous:
+        before = pd.read_csv(args.previous).set_index("dataset")
+        both = same.set_index("dataset").join(before, rsuffix=" before", how="inner")
+        for col in ("spearman", "shared of the 10 best"):
+            now, old = both[col], both[f"{col} before"]
+            print(f"{col} on {len(both)} datasets: median {now.median():.2f} now against {old.median():.2f} "
+                  f"before (mean {now.mean():.3f} against {old.mean():.3f}); higher now on {(now > old).sum()}, "
+                  f"lower on {(now < old).sum()}; Wilcoxon p {wilcoxon_p(now.to_numpy(), old.to_numpy()):.3g}")
+        print()
+    if args.agreement_only:
+        return 0
 
     # (2) the portfolio with each knowledge, on recorded values
     groups = same_content_groups(datasets, everything.meta_features)

@@ -225,6 +225,89 @@ def plot(records: Sequence[Mapping[str, Any]], budget: int, path: Path) -> None:
     plt.close(fig)
 
 
+class _Given:
+    """A strategy that asks one given configuration (the incumbent check)."""
+
+    name = "given"
+
+    def __init__(self, config: tuple[str, dict[str, Any]]) -> None:
+        self.config = config
+
+    def suggest(self, history: Any, space: Any, rng: Any) -> tuple[str, dict[str, Any]]:
+        return self.config
+
+
+def predecessor_incumbents(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """For every ``flywheel`` record preceded by a similar task: the latest earlier task
+    of its family and that task's best configuration in the ``flywheel`` arm (what a
+    user would carry over by hand)."""
+    fly = sorted((r for r in records if r["arm"] == "flywheel"), key=lambda r: (r["seed"], r["position"]))
+    out = []
+    for r in fly:
+        if not r["similar_before"]:
+            continue
+        before = [q for q in fly if q["seed"] == r["seed"] and q["position"] < r["position"]
+                  and q["family"] == r["family"] and any(v is not None and math.isfinite(v) for v in q["values"])]
+        if not before:
+            continue
+        q = before[-1]
+        best = int(np.nanargmin([v if v is not None and math.isfinite(v) else np.nan for v in q["values"]]))
+        out.append({"spec": r["spec"], "seed": r["seed"], "from": q["spec"], "config": q["configs"][best]})
+    return out
+
+
+def incumbent_check(records: list[dict[str, Any]], base_kb: Path, work: Path, *,
+                    time_limit: float = 30.0) -> tuple[list[dict[str, Any]], str]:
+    """Is a similar earlier task's best configuration good on the later one? Each of
+    :func:`predecessor_incumbents` evaluated on its task as ``tune`` scores a trial (the
+    same seed's splits), its regret normalized like the arms' (:func:`add_regret`, the
+    range widened to include it), against the ``shipped`` arm's regret after 1 and 5
+    trials. Returns the rows and a printable table."""
+    from metabo.kb import KnowledgeBase
+    from metabo.optimizer.tune import tune
+
+    add_regret(records)
+    shipped = {(r["spec"], r["seed"]): r for r in records if r["arm"] == "shipped"}
+    rows = []
+    with tempfile.TemporaryDirectory(dir=work) as tmp:
+        store = Path(tmp) / "kb.duckdb"
+        shutil.copyfile(base_kb, store)
+        for item in predecessor_incumbents(records):
+            base = shipped.get((item["spec"], item["seed"]))
+            if base is None:
+                continue
+            with KnowledgeBase(store) as kb:
+                result = tune(item["spec"], kb=kb, budget=1, seed=item["seed"], strategy=_Given(tuple(item["config"])),
+                              time_limit=time_limit, keep_predictions=False,
+                              session_id=f"incumbent-s{item['seed']}-{family(item['spec'])}-{len(rows)}")
+            trial = result.history.completed[0]
+            value = float(trial.value) if trial.ok else math.nan
+            seen = [v for r in records if r["spec"] == item["spec"] and r["seed"] == item["seed"]
+                    for v in r["values"] if v is not None and math.isfinite(v)]
+            if math.isfinite(value):
+                seen.append(value)
+            lo, hi = min(seen), max(seen)
+            v = np.array([x if x is not None and math.isfinite(x) else hi for x in base["values"]])
+            best = np.minimum.accumulate(v)
+
+            def regret(x: float) -> float:
+                return 0.0 if hi <= lo else (x - lo) / (hi - lo)
+
+            rows.append({**item, "value": value, "regret": regret(value if math.isfinite(value) else hi),
+                         "shipped_at_1": regret(best[0]), "shipped_at_5": regret(best[min(4, len(best) - 1)])})
+    lines = [f"{'task':30s} {'earlier task of its family':30s} {'algorithm':22s} incumbent  shipped@1  shipped@5"]
+    for r in rows:
+        lines.append(f"{r['spec'].split('/')[-1]:30s} {r['from'].split('/')[-1]:30s} {r['config'][0]:22s} "
+                     f"{r['regret']:9.3f}  {r['shipped_at_1']:9.3f}  {r['shipped_at_5']:9.3f}")
+    if rows:
+        a = np.array([[r["regret"], r["shipped_at_1"], r["shipped_at_5"]] for r in rows])
+        lines.append(f"{'mean':84s}{a[:, 0].mean():9.3f}  {a[:, 1].mean():9.3f}  {a[:, 2].mean():9.3f}")
+        lines.append(f"incumbent better than the shipped first pick on {int((a[:, 0] < a[:, 1]).sum())}, worse on "
+                     f"{int((a[:, 0] > a[:, 1]).sum())} of {len(rows)} tasks; Wilcoxon p "
+                     f"{wilcoxon_p(a[:, 0], a[:, 1]):.3g}")
+    return rows, "\n".join(lines)
+
+
 def load_records(path: Path) -> list[dict[str, Any]]:
     """The records of a runs file (one JSON object per line; none when absent)."""
     if not path.exists():
@@ -232,5 +315,5 @@ def load_records(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-__all__ = ["ARMS", "add_regret", "choose_tasks", "family", "load_records", "plot", "run_arm", "similar_before",
-           "summarize"]
+__all__ = ["ARMS", "add_regret", "choose_tasks", "family", "incumbent_check", "load_records", "plot",
+           "predecessor_incumbents", "run_arm", "similar_before", "summarize"]

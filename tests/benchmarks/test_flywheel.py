@@ -6,7 +6,14 @@ import math
 
 import pytest
 
-from metabo.benchmarks.flywheel import add_regret, choose_tasks, family, similar_before, summarize
+from metabo.benchmarks.flywheel import (
+    add_regret,
+    choose_tasks,
+    family,
+    predecessor_incumbents,
+    similar_before,
+    summarize,
+)
 from metabo.exceptions import InputDataError
 
 
@@ -55,6 +62,24 @@ def test_summary_splits_tasks_by_a_similar_predecessor_and_counts_wins():
     assert summary["groups"]["all tasks"]["at"][1]["flywheel_better"] == 1
     assert summary["groups"]["all tasks"]["at"][1]["flywheel_worse"] == 0
     assert "preceded by a similar task (1 tasks)" in text
+
+
+def test_the_incumbent_carried_over_is_the_latest_family_members_best_of_the_same_seed():
+    def fly(spec, position, values, configs, *, seed=0, similar=False):
+        return {**_record("flywheel", spec, values, seed=seed, similar=similar), "position": position,
+                "family": family(spec), "configs": configs}
+
+    a, b, c = ["knn", {"k": 1}], ["knn", {"k": 2}], ["svm", {"C": 1.0}]
+    records = [
+        fly("ecoli1", 0, [0.3, 0.1], [a, b]),
+        fly("yeast1", 1, [0.2, math.nan], [c, a]),
+        fly("ecoli2", 2, [0.05, 0.2], [c, a], similar=True),
+        fly("ecoli3", 3, [0.4], [a], similar=True),
+        fly("ecoli4", 0, [0.4], [a], seed=1, similar=True),  # another seed's sequence: nothing before it
+        _record("shipped", "ecoli2", [0.1]),
+    ]
+    got = predecessor_incumbents(records)
+    assert [(g["spec"], g["from"], g["config"]) for g in got] == [("ecoli2", "ecoli1", b), ("ecoli3", "ecoli2", c)]
 
 
 def test_measured_option_names_the_protocols_of_the_old_and_the_new_knowledge():
