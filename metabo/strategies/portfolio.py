@@ -16,7 +16,9 @@ Task weights ``w_p`` (a posterior over "which past task is the new one like"):
   ``bandwidth_k = k`` the distance of the ``k``-th nearest task (an adaptive bandwidth, as
   in k-nearest-neighbour kernel density estimates: the prior keeps its mass on about the
   same number of nearest tasks however many the knowledge base holds, where the median
-  spreads it over half of them);
+  spreads it over half of them); times the task's coverage ``r_p`` (:func:`coverage_weights`:
+  a task that recorded fewer than half the configurations of the best-covered one, such as
+  a tuning session beside a dense build, counts in proportion);
 - evidence: the target's completed trials at recorded configurations ``c_1..c_n`` with
   values ``v_i`` (failures at the worst observed value, as :attr:`History.y`); Kendall's
   ``tau_p = (A_p - D_p) / (A_p + D_p)`` over the pairs ``v_i < v_j`` that task ``p`` orders
@@ -159,6 +161,29 @@ UNKNOWN_PRIORS = ("median", "min", "zero")
 #: A task's meta-feature distance counts when it was computed on at least this share of
 #: the features of the best-described task; otherwise the task gets the median weight.
 MIN_FEATURE_SHARE = 0.5
+#: A task counts fully in the prior when it recorded at least this share of the
+#: configurations the best-covered task recorded; below it, in proportion
+#: (:func:`coverage_weights`).
+MIN_COVERAGE_SHARE = 0.5
+
+
+def coverage_weights(Q: np.ndarray) -> np.ndarray:
+    """``r_p = min(1, n_p / (s max_q n_q))``, ``n_p`` the configurations task ``p``
+    recorded (finite entries of its row of ``Q``), ``s`` :data:`MIN_COVERAGE_SHARE`.
+
+    A task's row ranks only what it recorded, normalized over it: a tuning session's 25
+    searched configurations, mostly good ones, spread on ``[0, 1]`` the differences that a
+    dense build of random configurations puts near 0, and its best configuration is what
+    won its own validation noise: on new tasks preceded by a tuned task of the same family,
+    that session's best configuration did worse than the portfolio's first pick more often
+    than not (``reports/warm/flywheel-tune``). So a thinly covered task is a
+    weaker witness, in proportion to its coverage (as a distance on few meta-features is,
+    :data:`MIN_FEATURE_SHARE`), while every task of a dense build counts fully: the
+    weights of a knowledge base without thinly covered tasks are unchanged."""
+    n = np.isfinite(np.asarray(Q, dtype=float)).sum(axis=1).astype(float)
+    if len(n) == 0 or n.max() <= 0:
+        return np.ones(len(n))
+    return np.minimum(1.0, n / (MIN_COVERAGE_SHARE * n.max()))
 
 
 def prior_weights(past: PastRuns, tasks: Sequence[str], meta_features: Mapping[str, float] | None,
@@ -338,10 +363,11 @@ class PortfolioWarmStart:
         return self._matrix[1], self._matrix[2]
 
     def prior(self, m: RegretMatrix) -> np.ndarray:
-        """The prior task weights ``w0`` over ``m.tasks`` (:func:`prior_weights` with this
-        strategy's settings)."""
-        return prior_weights(self.past, m.tasks, self.meta_features, self.source_prior, self.bandwidth_k,
-                             self.unknown_prior)
+        """The prior task weights ``w0`` over ``m.tasks``: :func:`prior_weights` with this
+        strategy's settings, times :func:`coverage_weights` (renormalized)."""
+        w = prior_weights(self.past, m.tasks, self.meta_features, self.source_prior, self.bandwidth_k,
+                          self.unknown_prior) * coverage_weights(m.Q)
+        return w / w.sum()
 
     def column_costs(self, space: CASHSpace) -> dict[str, float]:
         """Canonical configuration id -> predicted fit seconds (the median over its stored
@@ -635,4 +661,4 @@ class ResidualGP:
         return a + b * mean(Xc) + mu
 
 
-__all__ = ["PortfolioWarmStart", "ResidualGP", "RegretMatrix", "prior_weights", "rank_agreement"]
+__all__ = ["PortfolioWarmStart", "RegretMatrix", "ResidualGP", "coverage_weights", "prior_weights", "rank_agreement"]

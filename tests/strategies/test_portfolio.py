@@ -20,6 +20,7 @@ from metabo.strategies.portfolio import (
     PortfolioWarmStart,
     RegretMatrix,
     balance_sources,
+    coverage_weights,
     prior_weights,
     rank_agreement,
 )
@@ -154,6 +155,20 @@ def test_a_task_described_by_few_shared_features_gets_the_median_weight():
     assert strategy.weights(history, space)[list(strategy.matrix(space)[0].tasks).index("t3")] == 0.0
     with pytest.raises(InputDataError):
         PortfolioWarmStart(past, mine, unknown_prior="max")
+
+
+def test_a_thinly_covered_task_counts_in_proportion_to_its_coverage():
+    Q = np.array([[0.0, 0.5, 1.0, 0.2], [0.1, 0.2, np.nan, 0.3], [0.0, np.nan, np.nan, np.nan],
+                  [np.nan] * 4])
+    # best-covered: 4 configurations, so 2 or more count fully; 1 counts 1/2, none 0
+    assert coverage_weights(Q) == pytest.approx([1.0, 1.0, 0.5, 0.0])
+    assert coverage_weights(np.full((3, 5), 0.3)) == pytest.approx([1.0] * 3)  # a dense build: unchanged
+    # in the strategy's prior: t2 recorded 1 of the 4 configurations (a short session), so half its weight
+    space, _ = two_algorithm_problem()
+    past = past_runs({"t0": [0.1, 0.2, 0.3, 0.4], "t1": [0.4, 0.3, 0.2, 0.1],
+                      "t2": [0.1, np.nan, np.nan, np.nan]})
+    _, w0 = PortfolioWarmStart(past).matrix(space)
+    assert w0 == pytest.approx(np.array([1.0, 1.0, 0.5]) / 2.5)
 
 
 def test_balanced_sources_hold_equal_shares_and_keep_the_order_within_each():
