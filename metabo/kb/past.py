@@ -124,11 +124,17 @@ class PastRuns:
         first = df.drop_duplicates("config_id")
         # each configuration's params parsed once (a configuration recurs across tasks)
         params_of = {c: _as_dict(p) for c, p in zip(first["config_id"].to_numpy(), first["params"].to_numpy())}
+        # the sorted (task, algorithm) blocks cut by index, not by a pandas group-by per block
+        keys = mean.index
+        t = np.asarray(keys.get_level_values(0).astype(str), dtype=object)
+        a = np.asarray(keys.get_level_values(1).astype(str), dtype=object)
+        c = np.asarray(keys.get_level_values(2), dtype=object)
+        v = mean.to_numpy(dtype=float)
+        cut = np.flatnonzero((t[1:] != t[:-1]) | (a[1:] != a[:-1])) + 1
         groups: dict[tuple[str, str], TaskAlgorithmRuns] = {}
-        for (task, algorithm), part in mean.groupby(level=[0, 1], sort=True):
-            cids = tuple(part.index.get_level_values(2))
-            params = tuple(dict(params_of[c]) for c in cids)
-            groups[(str(task), str(algorithm))] = TaskAlgorithmRuns(cids, params, part.to_numpy(dtype=float))
+        for lo, hi in zip(np.r_[0, cut], np.r_[cut, len(t)]):
+            cids = tuple(c[lo:hi])
+            groups[(t[lo], a[lo])] = TaskAlgorithmRuns(cids, tuple(dict(params_of[x]) for x in cids), v[lo:hi].copy())
         mf = meta_features if meta_features is not None else pd.DataFrame(dtype=float)
         tasks = sorted({t for t, _ in groups})
         sources = {}
