@@ -50,6 +50,20 @@ def test_build_is_dense_and_idempotent(tmp_path):
         assert kb.stats()["datasets"] == 2 and kb.stats()["meta_features"] > 60
 
 
+def test_an_algorithm_added_later_joins_the_build_and_only_its_configurations_run(tmp_path):
+    settings = BuildSettings(n_configs=3, time_limit=None, memory_limit_mb=None, metrics=("error_rate",))
+    with KnowledgeBase(tmp_path / "kb.duckdb") as kb:
+        first = build_knowledge_base(kb, DATASETS, ALGOS[:2], settings)
+        assert first.evaluated == 12
+        before = kb.query("SELECT run_id FROM runs ORDER BY 1")["run_id"].tolist()
+        later = build_knowledge_base(kb, DATASETS, ALGOS, settings)  # the space grew by one algorithm
+        assert later.evaluated == 6 and later.skipped_done == 12
+        runs = kb.query("SELECT DISTINCT source, algorithm FROM runs")
+        assert set(runs["source"]) == {f"session:{settings.session_id()}"}  # one build, grown
+        assert set(runs["algorithm"]) == set(ALGOS)
+        assert set(before) <= set(kb.query("SELECT run_id FROM runs")["run_id"])  # nothing measured again
+
+
 def test_build_on_tunes_protocol_measures_each_dataset_as_tune_would_in_round_robin_order(tmp_path):
     from metabo.evaluation.protocols import protocol_label, search_protocol
 
