@@ -29,6 +29,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
@@ -137,7 +138,8 @@ def _recorded_ranges(past: Any, tasks: Any) -> dict[str, tuple[float, float]]:
     return out
 
 
-def _report(protocol: str, out: Path, methods: list[str], iterations: int, kb_path: str, command: str) -> None:
+def _report(protocol: str, out: Path, methods: list[str], iterations: int, kb_path: str, command: str,
+            references: Sequence[str] = ("gp", "knn")) -> None:
     from metabo.benchmarks.transfer_methods import load_runs
     from metabo.benchmarks.warm_bench import live_regret, report
 
@@ -151,7 +153,7 @@ def _report(protocol: str, out: Path, methods: list[str], iterations: int, kb_pa
         live_regret(runs, _recorded_ranges(past, {r["task"] for r in runs}))
     title = {"surrogate": "Surrogate protocol (held-out task's objective = RF on its runs)",
              "live": "Live protocol (held-out tasks trained for real)"}[protocol]
-    summary, text = report(runs, methods, iterations, out / f"{protocol}_curves.png", title)
+    summary, text = report(runs, methods, iterations, out / f"{protocol}_curves.png", title, references)
     seeds = sorted({r["seed"] for r in runs})
     head = (f"{title}\nCommand: {command}\nRuns: {len(runs)}; seeds {seeds}; tasks every method finished: "
             f"{len(summary['tasks'])}\n\n")
@@ -232,6 +234,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--scratch", default=str(Path(tempfile.gettempdir()) / "metabo-bench-warm-live"))
     p.add_argument("--out", type=Path, default=None, help="default: reports/warm (reports/warm/bounds for bounds)")
     p.add_argument("--runs", type=Path, default=Path("reports/warm/live5"), help="bounds: the live runs' folder")
+    p.add_argument("--references", default="gp,knn",
+                   help="report: the methods every other one is tested against (Wilcoxon), comma-separated")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     for name in ("metabo", "optuna", "distributed"):
@@ -250,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.protocol == "report":
         if not args.which:
             p.error("report needs the protocol: report surrogate|live")
-        _report(args.which, args.out, args.methods, args.iterations, kb_path, command)
+        _report(args.which, args.out, args.methods, args.iterations, kb_path, command, args.references.split(","))
         return 0
     runs_path = args.out / f"{args.protocol}_runs.jsonl"
     if not args.resume and runs_path.exists():

@@ -373,16 +373,17 @@ def live_regret(runs: list[dict[str, Any]], recorded: Mapping[str, tuple[float, 
         r["regret"] = (np.zeros(len(best)) if span <= 0 else (best - lo[r["task"]]) / span).tolist()
 
 
-def report(runs: Sequence[Mapping[str, Any]], methods: Sequence[str], iterations: int, out: Path, title: str
-           ) -> tuple[dict[str, Any], str]:
-    """The figures of the module docstring for ``runs`` of one protocol; writes the plot."""
+def report(runs: Sequence[Mapping[str, Any]], methods: Sequence[str], iterations: int, out: Path, title: str,
+           references: Sequence[str] = ("gp", "knn")) -> tuple[dict[str, Any], str]:
+    """The figures of the module docstring for ``runs`` of one protocol, the Wilcoxon tests
+    against each of ``references`` that ran; writes the plot."""
     from metabo.benchmarks.compare import regret_table
 
     methods = [m for m in methods if any(r["method"] == m for r in runs)]
     tasks, R = regret_table(runs, methods, iterations)
     if not tasks:
         raise InputDataError("no task has runs of every method yet")
-    refs = [m for m in ("gp", "knn") if m in methods]
+    refs = [m for m in references if m in methods]
     summary = summarize(R, methods, references=refs)
     text = format_table(summary, methods, title)
     # Wilcoxon over runs (task x seed) present for every method
