@@ -132,7 +132,7 @@ class PastRuns:
         v = mean.to_numpy(dtype=float)
         cut = np.flatnonzero((t[1:] != t[:-1]) | (a[1:] != a[:-1])) + 1
         groups: dict[tuple[str, str], TaskAlgorithmRuns] = {}
-        for lo, hi in zip(np.r_[0, cut], np.r_[cut, len(t)]):
+        for lo, hi in zip(np.r_[0, cut], np.r_[cut, len(t)]) if len(t) else ():
             cids = tuple(c[lo:hi])
             groups[(t[lo], a[lo])] = TaskAlgorithmRuns(cids, tuple(dict(params_of[x]) for x in cids), v[lo:hi].copy())
         mf = meta_features if meta_features is not None else pd.DataFrame(dtype=float)
