@@ -98,8 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.csv:
         same.to_csv(args.csv, index=False)
     if args.previous:
-        before = pd.read_csv(args.previous).set_index("dataset")
-        both = same.set_index("dataset").join(before, rsuffix=" before", how="inner")
+        before = pd.read_csv(args.previous)
+        both = same.merge(before, on="dataset", suffixes=("", " before"))
         for col in ("spearman", "shared of the 10 best"):
             now, old = both[col], both[f"{col} before"]
             print(f"{col} on {len(both)} datasets: median {now.median():.2f} now against {old.median():.2f} "
