@@ -188,8 +188,12 @@ def _normalize(kb: KnowledgeBase, runs: pd.DataFrame | Iterable[Mapping[str, Any
     if isinstance(message, np.ndarray):  # NaN as None (extension arrays have nulls)
         cols["message"] = np.where(pd.isna(message), None, message.astype(object))
     given = cols.get("protocol")  # missing ones are filled in the insert (schema.protocol_sql)
-    cols["protocol"] = (np.full(n, None, dtype=object) if given is None
-                        else np.where(pd.isna(given), None, np.asarray(given, dtype=object)))
+    if given is None:
+        cols["protocol"] = np.full(n, None, dtype=object)
+    else:
+        missing = np.asarray(pd.isna(given), dtype=bool)
+        cols["protocol"] = np.asarray(_as_strings(given), dtype=object)
+        cols["protocol"][missing] = None
 
     # configurations
     if "config_id" not in cols or pd.isna(cols["config_id"]).any():

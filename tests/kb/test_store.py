@@ -145,6 +145,8 @@ def test_a_run_stored_without_a_protocol_gets_its_sessions_or_its_sources(kb):
     got = kb.query("SELECT fold, protocol FROM runs ORDER BY fold")["protocol"].tolist()
     assert got == ["Holdout(train=0.6)", "openml", "KFold(k=3)"]
     assert kb.stats()["runs_by_protocol"] == {p: {"runs": 1, "datasets": 1} for p in got}
+    kb.add_runs([{**base, "source": "openml:9", "fold": 3, "protocol": 7}])  # not text: stored as text
+    assert kb.query("SELECT protocol FROM runs WHERE fold = 3")["protocol"].tolist() == ["7"]
 
 
 def test_a_run_of_a_build_measuring_each_dataset_its_own_way_gets_its_datasets_protocol(kb):
