@@ -266,7 +266,6 @@ def incumbent_check(records: list[dict[str, Any]], base_kb: Path, work: Path, *,
     from metabo.kb import KnowledgeBase
     from metabo.optimizer.tune import tune
 
-    add_regret(records)
     shipped = {(r["spec"], r["seed"]): r for r in records if r["arm"] == "shipped"}
     rows = []
     with tempfile.TemporaryDirectory(dir=work) as tmp:
