@@ -27,7 +27,12 @@ whose listing has no order.
 
 Test hooks: :meth:`FakeOpenMLServer.fail_next` (the next K responses are HTTP 500, or
 412 with an OpenML error code), :meth:`FakeOpenMLServer.malform` (truncated XML for an
-endpoint) and :attr:`FakeOpenMLServer.requests` (the request log).
+endpoint), :meth:`FakeOpenMLServer.hang` (requests read and never answered),
+:attr:`FakeOpenMLServer.page_limit` (short pages), :attr:`FakeOpenMLServer.listing_orders`
+(an evaluation listing whose order changes between pages), ``deleted`` datasets and
+setups (runs still list them, their endpoints answer "unknown"), a setup answering with
+another flow's parameters (``FakeSetup.parameters_from``) and
+:attr:`FakeOpenMLServer.requests` (the request log).
 
 Modules: :mod:`.dataset` and :mod:`.model` (the content and its builders),
 :mod:`.xml`, :mod:`.xml_data`, :mod:`.xml_flows` and :mod:`.xml_runs` (each endpoint's

@@ -25,7 +25,9 @@ class FakeDataset:
 
     ``qualities=None``: the server has none and answers ``data/qualities/{id}`` with
     OpenML error ``qualities_code`` (:data:`NO_QUALITIES`; 364 carries
-    ``processing_error`` as its additional information).
+    ``processing_error`` as its additional information). ``deleted``: runs still list it,
+    its own endpoints answer "Unknown dataset" (111, 361 for qualities) and ``data/list``
+    leaves it out.
     """
 
     did: int
@@ -36,6 +38,7 @@ class FakeDataset:
     version: int = 1
     qualities_code: int = 362
     processing_error: str | None = None
+    deleted: bool = False
 
     @property
     def file_id(self) -> int:

@@ -24,13 +24,15 @@ class LoggedRequest:
 
 @dataclass
 class Fault:
-    """The next ``remaining`` matching responses (``None``: all) fail or come malformed."""
+    """The next ``remaining`` matching responses (``None``: all) fail, come malformed or
+    never come (``hang``: the request is read, no answer is sent)."""
 
     remaining: int | None
     status: int
     code: int
     prefix: str | None
     malformed: bool = False
+    hang: bool = False
 
     def matches(self, endpoint: str, path: str) -> bool:
         if self.prefix is None:

@@ -91,11 +91,18 @@ class FakeSetup:
 
     Values are Python values (encoded as the flow stores them) or, for non-sklearn
     flows, text; parameters not given take the flow's default.
+
+    ``parameters_from``: the flow whose parameters the setup answers with (default
+    ``flow_id``); another flow's id reproduces a setup listed under one flow that carries
+    another flow's parameters. ``deleted``: runs still list it, ``setup/{id}`` answers
+    "Unknown setup" (281) and ``setup/list`` leaves it out.
     """
 
     sid: int
     flow_id: int
     values: dict[str, Any] = field(default_factory=dict)
+    parameters_from: int | None = None
+    deleted: bool = False
 
 
 @dataclass

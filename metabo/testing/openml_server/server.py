@@ -36,8 +36,15 @@ class FakeOpenMLServer:
         #: The body of the HTTP 404 for a path outside the API (and the ARFF downloads).
         self.not_found_page: str = HTML_NOT_FOUND
         self.requests: list[LoggedRequest] = []
+        #: The most rows a listing answers per request (``None``: all the ``limit`` asks
+        #: for); a smaller number makes short pages in the middle of a listing.
+        self.page_limit: int | None = None
+        #: The order of successive ``evaluation/list`` answers: ``"asc"`` or ``"desc"`` by
+        #: run id, one entry per request, then ``"asc"`` (a listing that has no order).
+        self.listing_orders: list[str] = []
         self._faults: list[Fault] = []
         self._lock = threading.RLock()
+        self._released = threading.Event()
         self._httpd: FakeHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -45,6 +52,7 @@ class FakeOpenMLServer:
     def start(self) -> FakeOpenMLServer:
         """Bind a free port on 127.0.0.1 and serve in a daemon thread."""
         if self._httpd is None:
+            self._released.clear()
             self._httpd = FakeHTTPServer(("127.0.0.1", 0), Handler)
             self._httpd.fake = self
             self._thread = threading.Thread(
@@ -55,7 +63,8 @@ class FakeOpenMLServer:
         return self
 
     def stop(self) -> None:
-        """Stop serving and release the port (idempotent)."""
+        """Stop serving, let hanging requests go and release the port (idempotent)."""
+        self._released.set()
         if self._httpd is not None:
             self._httpd.shutdown()
             self._httpd.server_close()
@@ -127,6 +136,22 @@ class FakeOpenMLServer:
         with self._lock:
             self._faults.append(Fault(count, 200, 0, endpoint, malformed=True))
 
+    def hang(self, endpoint: str | None = None, count: int | None = None) -> None:
+        """Accept matching requests and never answer them (``None``: until :meth:`release`).
+
+        The request is read and logged with status 0; its connection stays open without
+        a byte of answer until :meth:`release` or :meth:`stop`, then closes unanswered.
+        """
+        with self._lock:
+            self._released.clear()
+            self._faults.append(Fault(count, 0, 0, endpoint, hang=True))
+
+    def release(self) -> None:
+        """Drop the :meth:`hang` faults and close the connections they hold."""
+        with self._lock:
+            self._faults = [f for f in self._faults if not f.hang]
+        self._released.set()
+
     def clear_faults(self) -> None:
         with self._lock:
             self._faults.clear()
@@ -144,6 +169,8 @@ class FakeOpenMLServer:
     def _respond(self, method: str, path: str, endpoint: str) -> tuple[int, str, str]:
         with self._lock:
             fault = take_fault(self._faults, endpoint, path)
+            if fault is not None and fault.hang:
+                return 0, "", ""
             if fault is not None and not fault.malformed:
                 if fault.status >= 500:
                     return fault.status, "text/html", HTML_ERROR.format(status=fault.status)
@@ -175,4 +202,8 @@ class FakeOpenMLServer:
             status, ctype, body = 500, "text/plain", f"fake server error: {e}"
         with self._lock:
             self.requests.append(LoggedRequest(method, path, endpoint, status))
+        if status == 0:  # hang: hold the connection, then close it unanswered
+            self._released.wait()
+            handler.close_connection = True
+            return
         send(handler, status, ctype, body)

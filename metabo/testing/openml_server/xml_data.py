@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 
 def _dataset(s: FakeOpenMLServer, did: int, code: int = 111) -> FakeDataset:
     dataset: FakeDataset = lookup(s.datasets, did, code, "dataset")
+    if dataset.deleted:
+        raise ApiError(code, "Unknown dataset")
     return dataset
 
 
@@ -68,7 +70,7 @@ def data_qualities(s: FakeOpenMLServer, did: int) -> str:
 
 def data_list(s: FakeOpenMLServer, filters: Mapping[str, str]) -> str:
     ids = parse_ids(filters.get("data_id"))
-    items = [d for k, d in sorted(s.datasets.items()) if ids is None or k in ids]
+    items = [d for k, d in sorted(s.datasets.items()) if (ids is None or k in ids) and not d.deleted]
     parts = []
     for d in page(items, filters, "data"):
         quals = "".join(

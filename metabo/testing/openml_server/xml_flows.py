@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from metabo.testing.openml_server.api import lookup, page, parse_ids
+from metabo.testing.openml_server.api import ApiError, lookup, page, parse_ids
 from metabo.testing.openml_server.model import FakeFlow, FakeSetup
 from metabo.testing.openml_server.xml import NS, el
 
@@ -50,7 +50,7 @@ def flow_list(s: FakeOpenMLServer, filters: Mapping[str, str]) -> str:
 
 
 def _setup_parameters(s: FakeOpenMLServer, setup_: FakeSetup) -> str:
-    top: FakeFlow = lookup(s.flows, setup_.flow_id, 281, "flow of setup")
+    top: FakeFlow = lookup(s.flows, setup_.parameters_from or setup_.flow_id, 281, "flow of setup")
     out = []
     for prefix, f in top.walk():
         for i, (name, default) in enumerate(f.parameters.items()):
@@ -67,13 +67,15 @@ def _setup_parameters(s: FakeOpenMLServer, setup_: FakeSetup) -> str:
 
 def setup(s: FakeOpenMLServer, sid: int) -> str:
     found: FakeSetup = lookup(s.setups, sid, 281, "setup")
+    if found.deleted:
+        raise ApiError(281, "Unknown setup")
     return f"<oml:setup_parameters {NS}>{_setup_parameters(s, found)}</oml:setup_parameters>"
 
 
 def setup_list(s: FakeOpenMLServer, filters: Mapping[str, str]) -> str:
     ids, flows = parse_ids(filters.get("setup")), parse_ids(filters.get("flow"))
     items = [x for k, x in sorted(s.setups.items())
-             if (ids is None or k in ids) and (flows is None or x.flow_id in flows)]
+             if (ids is None or k in ids) and (flows is None or x.flow_id in flows) and not x.deleted]
     parts = "".join(
         f"<oml:setup>{_setup_parameters(s, x)}</oml:setup>"
         for x in page(items, filters, "setup")

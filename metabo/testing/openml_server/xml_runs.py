@@ -86,6 +86,10 @@ def evaluation_list(s: FakeOpenMLServer, filters: Mapping[str, str]) -> str:
     if order in ("asc", "desc"):
         rows.sort(key=lambda x: (x[0].evaluations[function] is None, x[0].evaluations[function] or 0.0),
                   reverse=order == "desc")
+    elif s.listing_orders and s.listing_orders.pop(0) == "desc":
+        rows.reverse()  # a listing without order: this request lists by descending run id
+    if s.page_limit is not None:
+        filters = {**filters, "limit": str(min(int(filters.get("limit", s.page_limit)), s.page_limit))}
     parts = []
     for r, t, x, f, d in page(rows, filters, "evaluation"):
         value = fmt(r.evaluations[function])
