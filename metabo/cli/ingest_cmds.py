@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from tqdm import tqdm
 
@@ -11,18 +12,36 @@ from metabo.exceptions import InputDataError
 from metabo.metadatasets import SOURCES
 
 
+#: Exit status of ``metabo ingest openml`` when the listing ended early (what was stored is kept).
+LISTING_INCOMPLETE = 3
+
+
 def cmd_openml(args: argparse.Namespace) -> int:
     from metabo.ingest.openml import ingest_openml
+    from metabo.ingest.openml_client import RetryPolicy
 
     if not args.task and not args.flow:
         raise InputDataError("give at least one --task or --flow")
+    retry = RetryPolicy(attempts=args.attempts, timeout=args.timeout, deadline=args.deadline)
     with open_kb(args) as kb, tqdm(desc="OpenML runs", unit="run") as bar:
         report = ingest_openml(
             kb, task_ids=args.task, flow_ids=args.flow, metric=args.metric, server=args.server,
             cache_dir=args.cache_dir, page_size=args.page_size, max_runs=args.max_runs,
-            progress=bar.update,
+            progress=bar.update, retry=retry,
         )
     print(report)
+    missing = [f"setups OpenML did not return: {list(report.missing_setups)}"] if report.missing_setups else []
+    if report.missing_datasets:
+        missing.append(f"datasets OpenML does not know: {list(report.missing_datasets)}")
+    if missing:
+        print(f"warning: {report.runs_unavailable} runs not stored: {'; '.join(missing)}", file=sys.stderr)
+    if report.wrong_flow_setups:
+        print(f"warning: {report.runs_wrong_flow} runs not stored: setups whose parameters are another "
+              f"flow's: {list(report.wrong_flow_setups)}", file=sys.stderr)
+    if report.listing_incomplete is not None:
+        print(f"warning: the listing ended early ({report.listing_incomplete}); {report.runs_new} new runs "
+              "stored and kept: run the same command again for the rest", file=sys.stderr)
+        return LISTING_INCOMPLETE
     return 0
 
 
@@ -65,7 +84,11 @@ def cmd_metadataset(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     ing = sub.add_parser("ingest", help="ingest runs from external sources")
     isub = ing.add_subparsers(dest="ingest_command", required=True)
-    p = isub.add_parser("openml", parents=[common], help="evaluations of OpenML tasks/flows")
+    p = isub.add_parser(
+        "openml", parents=[common], help="evaluations of OpenML tasks/flows",
+        epilog=f"exit status: 0 done, 2 error (what was stored is kept), {LISTING_INCOMPLETE} the "
+               "listing ended early (what was stored is kept; run again for the rest)",
+    )
     p.add_argument("--task", type=int, action="append", default=[], help="task id (repeatable)")
     p.add_argument("--flow", type=int, action="append", default=[], help="flow id (repeatable)")
     p.add_argument("--metric", default="predictive_accuracy", help="OpenML evaluation measure")
@@ -73,6 +96,14 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--cache-dir", help="the openml client's cache folder")
     p.add_argument("--page-size", type=int, default=1000)
     p.add_argument("--max-runs", type=int)
+    p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+                   help="seconds each request waits to connect and for each read of its answer "
+                        "(default %(default)s)")
+    p.add_argument("--deadline", type=float, default=300.0, metavar="SECONDS",
+                   help="seconds all tries of one request take together, waits included: a server "
+                        "that stops answering ends the command by then (default %(default)s)")
+    p.add_argument("--attempts", type=int, default=4,
+                   help="tries of a request that fails transiently (default %(default)s)")
     p.set_defaults(func=cmd_openml)
     for name in SOURCES:
         p = isub.add_parser(name, parents=[common], help=f"the published {name} meta-dataset (fetched first)")

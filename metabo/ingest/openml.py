@@ -15,6 +15,18 @@ were added or deleted before it. A run already stored costs its row of the listi
 nothing else; one that a call missed (the order changed under its paging) is found by
 the next.
 
+A listing ends at its first empty page (OpenML's "no results"), not at a short one: a
+server may answer fewer rows than asked for in the middle of a listing. A run listed
+twice in one call means the listing's order changed between pages, so as many rows may
+have been missed: the call stops listing when a page brings nothing new and says so
+(:attr:`IngestReport.listing_incomplete`); the next call finds what it missed.
+
+What OpenML cannot give costs only the runs that need it: a setup it does not return
+(deleted), a dataset it does not know (error 111) or keep private (112), and a setup
+whose parameters are another flow's (:func:`~metabo.ingest.openml_flows.setup_flow_mismatch`)
+leave their runs out; the report counts and names them, and the ingestion's state
+(``missing``) lists the setups and datasets still missing.
+
 A dataset without OpenML qualities (errors 362, 363 and 364, see
 :mod:`~metabo.ingest.openml_fetch`) is stored without meta-features and flagged:
 ``flags["openml_qualities"]`` names the reason (``metabo kb datasets`` shows it) and
@@ -40,7 +52,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from metabo.exceptions import InputDataError
+from metabo.exceptions import FetchError, InputDataError
 from metabo.ingest.openml_client import (
     DEFAULT_RETRY,
     RetryPolicy,
@@ -50,6 +62,7 @@ from metabo.ingest.openml_client import (
 )
 from metabo.ingest.openml_fetch import (
     OpenMLDatasetInfo,
+    OpenMLSetupInfo,
     fetch_dataset,
     fetch_setups,
     list_evaluations_page,
@@ -62,6 +75,7 @@ from metabo.ingest.openml_flows import (
     decode_value,
     flow_base_name,
     map_flow,
+    setup_flow_mismatch,
     sklearn_algorithm,
     split_flow_name,
 )
@@ -117,6 +131,15 @@ class IngestReport:
             meta-features, OpenML having no qualities for them (flagged
             ``openml_qualities``).
         pages: evaluation pages whose runs this call stored.
+        missing_setups: setups OpenML did not return (deleted); their runs not stored.
+        missing_datasets: OpenML ids of datasets OpenML does not know (error 111) or
+            does not show (112); their runs not stored.
+        runs_unavailable: fetched runs not stored for a missing setup or dataset.
+        wrong_flow_setups: setups whose parameters are not their run's flow's; their
+            runs not stored.
+        runs_wrong_flow: fetched runs of those setups.
+        listing_incomplete: why the listing may have left runs out (its order changed
+            between pages); ``None``: it was read to its end (or to ``max_runs``).
     """
 
     runs_listed: int = 0
@@ -129,6 +152,12 @@ class IngestReport:
     runs_skipped: int = 0
     datasets_without_qualities: tuple[int, ...] = ()
     pages: int = 0
+    missing_setups: tuple[int, ...] = ()
+    missing_datasets: tuple[int, ...] = ()
+    runs_unavailable: int = 0
+    wrong_flow_setups: tuple[int, ...] = ()
+    runs_wrong_flow: int = 0
+    listing_incomplete: str | None = None
 
 
 @dataclass
@@ -145,8 +174,21 @@ class _Progress:
     runs_skipped: int = 0
     without_qualities: set[int] = field(default_factory=set)
     pages: int = 0
-    setups: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    setups: dict[int, OpenMLSetupInfo] = field(default_factory=dict)
     dataset_ids: dict[int, str] = field(default_factory=dict)  # OpenML id -> stored id
+    missing_setups: set[int] = field(default_factory=set)
+    missing_datasets: set[int] = field(default_factory=set)
+    runs_unavailable: int = 0
+    wrong_flow: set[int] = field(default_factory=set)
+    runs_wrong_flow: int = 0
+    listed: set[int] = field(default_factory=set)  # run ids the listing gave this call
+    repeated: int = 0  # rows of a run listed before in this call
+
+    def incomplete(self) -> str | None:
+        if not self.repeated:
+            return None
+        return (f"the listing's order changed between pages: {self.repeated} rows repeated, so at "
+                "least as many were not listed; the next call lists them")
 
     def report(self) -> IngestReport:
         return IngestReport(
@@ -154,7 +196,10 @@ class _Progress:
             datasets=len(self.datasets), configurations=len(self.configurations),
             unmapped_flows=tuple(sorted(self.unmapped_flows)), unmapped_runs=self.unmapped_runs,
             runs_skipped=self.runs_skipped, datasets_without_qualities=tuple(sorted(self.without_qualities)),
-            pages=self.pages,
+            pages=self.pages, missing_setups=tuple(sorted(self.missing_setups)),
+            missing_datasets=tuple(sorted(self.missing_datasets)), runs_unavailable=self.runs_unavailable,
+            wrong_flow_setups=tuple(sorted(self.wrong_flow)), runs_wrong_flow=self.runs_wrong_flow,
+            listing_incomplete=self.incomplete(),
         )
 
 
@@ -251,7 +296,8 @@ def ingest_openml(
         progress: called with the number of evaluations of each listed page
             (``tqdm(...).update`` fits).
         lower_is_better: direction of a metric outside :data:`METRICS`.
-        retry: tries and backoff for transient server failures.
+        retry: tries, backoff, per-request timeout and per-call deadline for transient
+            server failures (a server that stops answering ends the call by then).
 
     Returns:
         The :class:`IngestReport`. Calling again stores only what is not stored yet.
@@ -259,8 +305,9 @@ def ingest_openml(
     Raises:
         InputDataError: an unknown metric without ``lower_is_better``, or bad arguments.
         OpenMLResponseError: a server URL that is not an OpenML API, a malformed
-            response, or a server failing every try; the page being fetched is not
-            stored, earlier pages are.
+            response, a server that cannot be reached, keeps silent past the deadline or
+            fails every try; the page being fetched is not stored, earlier pages are
+            (the message says how many runs this call stored).
         FetchError: an error the server states (an unknown id, ...).
     """
     mapping = metric_mapping(metric, lower_is_better)
@@ -274,25 +321,43 @@ def ingest_openml(
     with openml_config(server, cache_dir):
         check_server(retry)
         key = state_key(current_server(), metric, tasks or (), flows or ())
-        offset = 0
-        while max_runs is None or prog.runs_new < max_runs:
-            page = list_evaluations_page(metric, offset, page_size, tasks, flows, retry)
-            if len(page) == 0:
-                break
-            offset += len(page)
-            prog.runs_listed += len(page)
-            new = _with_value(_unstored(kb, page, mapping.name), prog)
-            if max_runs is not None:
-                new = new.iloc[: max_runs - prog.runs_new]
-            if len(new):
-                _store_page(kb, new, mapping, prog, key, retry)
-            if progress is not None:
-                progress(len(page))
-            if len(page) < page_size:
-                break
+        try:
+            _list_and_store(kb, prog, key, metric, mapping, tasks, flows, page_size, max_runs, progress, retry)
+        except FetchError as e:
+            if not prog.runs_new:
+                raise
+            raise type(e)(f"{e}; the {prog.runs_new} new runs stored by this call are kept") from e
     report = prog.report()
     logger.info("OpenML ingestion %s: %s", key, report)
     return report
+
+
+def _list_and_store(
+    kb: KnowledgeBase, prog: _Progress, key: str, metric: str, mapping: MetricMapping, tasks: list[int] | None,
+    flows: list[int] | None, page_size: int, max_runs: int | None,
+    progress: Callable[[int], None] | None, retry: RetryPolicy,
+) -> None:
+    """Page through the listing to its end (an empty page), storing each page's new runs."""
+    offset = 0
+    while max_runs is None or prog.runs_new < max_runs:
+        page = list_evaluations_page(metric, offset, page_size, tasks, flows, retry)
+        if len(page) == 0:
+            break
+        offset += len(page)
+        prog.runs_listed += len(page)
+        ids = [int(r) for r in page["run_id"]]
+        fresh = len(set(ids) - prog.listed)
+        prog.repeated += len(ids) - fresh
+        prog.listed.update(ids)
+        new = _with_value(_unstored(kb, page, mapping.name), prog)
+        if max_runs is not None:
+            new = new.iloc[: max_runs - prog.runs_new]
+        if len(new):
+            _store_page(kb, new, mapping, prog, key, retry)
+        if progress is not None:
+            progress(len(page))
+        if not fresh:  # nothing this call had not listed: the listing does not advance
+            break
 
 
 def _with_value(page: pd.DataFrame, prog: _Progress) -> pd.DataFrame:
@@ -308,51 +373,100 @@ def _store_page(
     kb: KnowledgeBase, page: pd.DataFrame, mapping: MetricMapping, prog: _Progress, key: str,
     retry: RetryPolicy,
 ) -> None:
-    """Fetch what a page's new runs need, then write them and the state in one transaction."""
-    prog.setups.update(fetch_setups(set(page["setup_id"].astype(int)) - set(prog.setups), retry))
+    """Fetch what a page's new runs need, then write them and the state in one transaction.
+
+    Runs whose setup or dataset OpenML cannot give, or whose setup holds another flow's
+    parameters, are left out and counted.
+    """
+    setup_ids = set(page["setup_id"].astype(int))
+    wanted = setup_ids - set(prog.setups) - prog.missing_setups
+    found = fetch_setups(wanted, retry)
+    prog.setups.update(found)
+    gone_setups = wanted - set(found)
+    if gone_setups:
+        logger.warning("OpenML did not return setups %s (deleted?); their runs are not stored", sorted(gone_setups))
     dids = sorted(set(page["data_id"].astype(int)))
     prog.dataset_ids.update(_known_datasets(kb, [d for d in dids if d not in prog.dataset_ids]))
-    fetched = {did: fetch_dataset(did, retry) for did in dids if did not in prog.dataset_ids}
+    fetched: dict[int, OpenMLDatasetInfo] = {}
+    gone_datasets: set[int] = set()
+    for did in dids:
+        if did not in prog.dataset_ids and did not in prog.missing_datasets:
+            info = fetch_dataset(did, retry)
+            if info is None:
+                gone_datasets.add(did)
+            else:
+                fetched[did] = info
+    missing_setups = prog.missing_setups | gone_setups
+    missing_datasets = prog.missing_datasets | gone_datasets
 
     rows, unmapped_runs, unmapped, configs = [], 0, set(), set()
+    unavailable, wrong_runs, wrong = 0, 0, set()
     for ev in page.itertuples(index=False):
-        algorithm, params, mapped = map_flow(str(ev.flow_name), prog.setups[int(ev.setup_id)])
+        sid, did = int(ev.setup_id), int(ev.data_id)
+        if sid in missing_setups or did in missing_datasets:
+            unavailable += 1
+            continue
+        setup = prog.setups[sid]
+        reason = setup_flow_mismatch(int(ev.flow_id), str(ev.flow_name), setup.flow_id, setup.parameters)
+        if reason is not None:
+            if sid not in prog.wrong_flow | wrong:
+                logger.warning("OpenML setup %d: %s; its runs are not stored", sid, reason)
+            wrong.add(sid)
+            wrong_runs += 1
+            continue
+        algorithm, params, mapped = map_flow(str(ev.flow_name), setup.parameters)
         if not mapped:
             unmapped_runs += 1
             unmapped.add(algorithm.removeprefix(UNMAPPED_PREFIX))
         configs.add(config_id(algorithm, params))
         rows.append({
-            "data_id": int(ev.data_id), "algorithm": algorithm, "params": params,
+            "data_id": did, "algorithm": algorithm, "params": params,
             "value": mapping.convert(float(ev.value)),
             "source": f"openml-run:{int(ev.run_id)}",
-            "message": f"task={int(ev.task_id)} flow={int(ev.flow_id)} setup={int(ev.setup_id)}",
+            "message": f"task={int(ev.task_id)} flow={int(ev.flow_id)} setup={sid}",
         })
-    with kb.transaction():
-        stored_ids = {did: _store_dataset(kb, did, info) for did, info in fetched.items()}
-        ids = {**prog.dataset_ids, **stored_ids}
-        algos = {r["algorithm"] for r in rows}
-        kb.add_algorithms(sorted(a for a in algos if not a.startswith(UNMAPPED_PREFIX)))
-        kb.add_algorithms(
-            sorted(a for a in algos if a.startswith(UNMAPPED_PREFIX)), family="openml-flow",
-            description="OpenML flow kept under its own name (not mapped to a metabo algorithm)",
-        )
-        frame = pd.DataFrame(rows, columns=["data_id", "algorithm", "params", "value", "source", "message"])
-        frame.insert(0, "dataset_id", [ids[d] for d in frame.pop("data_id")])
-        frame["metric"] = mapping.name
-        frame["fold"], frame["repeat"], frame["status"] = 0, 0, "ok"
-        new = kb.add_runs(frame)
-        state = {k: v for k, v in (kb.get_state(key, {}) or {}).items() if k != "offset"}
-        kb.set_state(key, {
-            **state, "runs": int(state.get("runs", 0)) + new, "pages": int(state.get("pages", 0)) + 1,
-            "last_run_id": max(int(state.get("last_run_id", 0)), int(page["run_id"].max())),
-        })
+    state = {k: v for k, v in (kb.get_state(key, {}) or {}).items() if k != "offset"}
+    before = state.get("missing", {"setups": [], "datasets": []})
+    missing = {  # what is still missing: earlier calls' and this page's, less what this page found
+        "setups": sorted((set(before.get("setups", [])) - setup_ids) | (missing_setups & setup_ids)),
+        "datasets": sorted((set(before.get("datasets", [])) - set(dids)) | (missing_datasets & set(dids))),
+    }
+    stored_ids: dict[int, str] = {}
+    new = 0
+    if rows or fetched or missing != before:
+        with kb.transaction():
+            stored_ids = {did: _store_dataset(kb, did, info) for did, info in fetched.items()}
+            ids = {**prog.dataset_ids, **stored_ids}
+            algos = {r["algorithm"] for r in rows}
+            kb.add_algorithms(sorted(a for a in algos if not a.startswith(UNMAPPED_PREFIX)))
+            kb.add_algorithms(
+                sorted(a for a in algos if a.startswith(UNMAPPED_PREFIX)), family="openml-flow",
+                description="OpenML flow kept under its own name (not mapped to a metabo algorithm)",
+            )
+            if rows:
+                frame = pd.DataFrame(rows, columns=["data_id", "algorithm", "params", "value", "source", "message"])
+                frame.insert(0, "dataset_id", [ids[d] for d in frame.pop("data_id")])
+                frame["metric"] = mapping.name
+                frame["fold"], frame["repeat"], frame["status"] = 0, 0, "ok"
+                new = kb.add_runs(frame)
+            kb.set_state(key, {
+                **state, "runs": int(state.get("runs", 0)) + new,
+                "pages": int(state.get("pages", 0)) + bool(rows),
+                "last_run_id": max(int(state.get("last_run_id", 0)), int(page["run_id"].max())),
+                "missing": missing,
+            })
     # the page counts only once committed
     prog.dataset_ids.update(stored_ids)
     prog.without_qualities.update(did for did, info in fetched.items() if info.missing is not None)
+    prog.missing_setups |= gone_setups
+    prog.missing_datasets |= gone_datasets
+    prog.runs_unavailable += unavailable
+    prog.wrong_flow |= wrong
+    prog.runs_wrong_flow += wrong_runs
     prog.runs_fetched += len(page)
     prog.runs_new += new
     prog.unmapped_runs += unmapped_runs
-    prog.pages += 1
+    prog.pages += bool(rows)
     prog.datasets.update(dids)
     prog.configurations.update(configs)
     prog.unmapped_flows.update(unmapped)

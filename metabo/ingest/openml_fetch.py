@@ -7,11 +7,15 @@ client's ``openml._api_calls._perform_api_call`` returns, parsed here) instead o
 account was deleted (OpenML leaves it out of ``user/list``). Uploaders are not needed.
 That private function is the reason for the ``openml`` version pin in ``pyproject.toml``.
 
+:func:`fetch_setups` returns the setups OpenML answers with; one it leaves out (a
+deleted setup) is simply not in the result, for the caller to flag.
+
 :func:`fetch_dataset` reads a dataset's description and qualities; a dataset whose
 qualities OpenML does not have (:data:`NO_QUALITIES`: codes 362, 363, 364) comes back
 with empty qualities and the reason, matched on the error code (openml-python 0.15.1
 compares the whole message of 362, which begins with the URL, so its own check never
-matches).
+matches). A dataset OpenML does not know (error 111) or does not show (112, private)
+comes back as ``None``.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ import numpy as np
 import openml
 import openml._api_calls
 import pandas as pd
-from openml.exceptions import OpenMLServerException, OpenMLServerNoResult
+from openml.exceptions import OpenMLPrivateDatasetError, OpenMLServerException, OpenMLServerNoResult
 
 from metabo.exceptions import OpenMLResponseError
 from metabo.ingest.openml_client import RetryPolicy, call_openml
@@ -41,6 +45,8 @@ NO_QUALITIES: frozenset[int] = frozenset({
     363,  # Dataset not processed yet
     364,  # Dataset processed with error (the error is the additional information)
 })
+#: OpenML errors of ``data/{id}`` that mean "no such dataset" (unknown, or private).
+UNAVAILABLE: frozenset[int] = frozenset({111, 112})
 #: Columns of an evaluation page.
 EVALUATION_COLUMNS: tuple[str, ...] = (
     "run_id", "task_id", "setup_id", "flow_id", "flow_name", "data_id", "function", "value",
@@ -57,6 +63,14 @@ class OpenMLDatasetInfo:
     target: str | None
     qualities: dict[str, float] = field(default_factory=dict)
     missing: str | None = None
+
+
+@dataclass(frozen=True)
+class OpenMLSetupInfo:
+    """A setup's flow (as the setup states it) and its parameter records."""
+
+    flow_id: int
+    parameters: list[dict[str, Any]] = field(default_factory=list)
 
 
 def evaluations_endpoint(
@@ -125,10 +139,13 @@ def _evaluation_row(ev: ET.Element) -> dict[str, Any]:
     }
 
 
-def fetch_setups(ids: Iterable[int], retry: RetryPolicy) -> dict[int, list[dict[str, Any]]]:
-    """Setup id -> its parameter records, :data:`_SETUP_CHUNK` ids per request."""
+def fetch_setups(ids: Iterable[int], retry: RetryPolicy) -> dict[int, OpenMLSetupInfo]:
+    """Setup id -> its flow and parameters, :data:`_SETUP_CHUNK` ids per request.
+
+    A setup OpenML does not return (deleted) is left out of the result.
+    """
     ids = sorted({int(i) for i in ids})
-    out: dict[int, list[dict[str, Any]]] = {}
+    out: dict[int, OpenMLSetupInfo] = {}
     for start in range(0, len(ids), _SETUP_CHUNK):
         chunk = ids[start: start + _SETUP_CHUNK]
         endpoint = f"setup/list/setup/{','.join(map(str, chunk))}"
@@ -136,24 +153,36 @@ def fetch_setups(ids: Iterable[int], retry: RetryPolicy) -> dict[int, list[dict[
             openml.setups.list_setups, endpoint=endpoint, retry=retry, setup=chunk,
             output_format="dataframe",
         )
-        for sid, params in zip(frame.get("setup_id", []), frame.get("parameters", []), strict=True):
-            out[int(sid)] = list((params or {}).values())
-        missing = set(chunk) - set(out)
-        if missing:
-            raise OpenMLResponseError(f"OpenML endpoint {endpoint} did not return setups {sorted(missing)}")
+        for sid, flow, params in zip(frame.get("setup_id", []), frame.get("flow_id", []),
+                                     frame.get("parameters", []), strict=True):
+            if int(sid) in chunk:
+                out[int(sid)] = OpenMLSetupInfo(int(flow), list((params or {}).values()))
     return out
 
 
-def fetch_dataset(did: int, retry: RetryPolicy) -> OpenMLDatasetInfo:
-    """Name, default target and qualities of an OpenML dataset (no data download)."""
+def fetch_dataset(did: int, retry: RetryPolicy) -> OpenMLDatasetInfo | None:
+    """Name, default target and qualities of an OpenML dataset (no data download).
+
+    ``None``: OpenML does not know the dataset or does not show it (:data:`UNAVAILABLE`).
+    """
     return call_openml(_dataset, did, endpoint=f"data/{did} and data/qualities/{did}", retry=retry)
 
 
-def _dataset(did: int) -> OpenMLDatasetInfo:
+def _dataset(did: int) -> OpenMLDatasetInfo | None:
     try:
-        ds = openml.datasets.get_dataset(
-            did, download_data=False, download_qualities=False, download_features_meta_data=False,
-        )
+        try:
+            ds = openml.datasets.get_dataset(
+                did, download_data=False, download_qualities=False, download_features_meta_data=False,
+            )
+        except OpenMLPrivateDatasetError as e:
+            logger.warning("OpenML dataset %d is private (%s); its runs are not stored", did, e)
+            return None
+        except OpenMLServerException as e:
+            if e.code not in UNAVAILABLE:
+                raise
+            logger.warning("OpenML does not know dataset %d (error %d: %s); its runs are not stored",
+                           did, e.code, e.message)
+            return None
         name, target = str(ds.name), ds.default_target_attribute
         try:
             qualities = ds.qualities

@@ -8,6 +8,10 @@ parameters (:data:`NON_HYPERPARAMETERS`) are dropped. Every other flow is kept a
 ``openml-flow:<flow name>`` with its raw parameter text (keyed by name for the flow's own
 parameters, by OpenML full name for its components) and counted in
 :class:`~metabo.ingest.openml.IngestReport` - no run is dropped silently.
+
+:func:`setup_flow_mismatch` tells whether a setup's parameters are those of the run's
+flow: OpenML has setups listed under one flow that answer with another flow's
+parameters, which :func:`map_flow` would turn into the first flow at its defaults.
 """
 
 from __future__ import annotations
@@ -60,6 +64,8 @@ _BY_CLASS: dict[tuple[str, str], str] = {
 NON_HYPERPARAMETERS: frozenset[str] = frozenset({"n_jobs", "verbose", "cache_size", "copy_X", "memory"})
 PIPELINE = "sklearn.pipeline.Pipeline"
 UNMAPPED_PREFIX = "openml-flow:"
+#: Packages whose OpenML flow names show every component (``A(x=B,y=C)``).
+COMPONENTS_IN_NAME: frozenset[str] = frozenset({"sklearn", "lightgbm"})
 
 
 def flow_base_name(name: str) -> str:
@@ -135,3 +141,41 @@ def map_flow(flow_name: str, parameters: Sequence[Mapping[str, Any]]) -> tuple[s
         for p in parameters
     }
     return f"{UNMAPPED_PREFIX}{base}", raw, False
+
+
+def flow_names(flow_name: str) -> set[str]:
+    """The names of a flow and of every component its name shows, without versions."""
+    base = flow_base_name(flow_name)
+    names = {base}
+    for _, component in split_flow_name(base)[1]:
+        names |= flow_names(component)
+    return names
+
+
+def setup_flow_mismatch(
+    flow_id: int, flow_name: str, setup_flow_id: int, parameters: Sequence[Mapping[str, Any]],
+) -> str | None:
+    """Why a setup's parameters are not those of the run's flow (``None``: they are).
+
+    ``flow_id``/``flow_name``: the run's flow as the evaluation listing names it;
+    ``setup_flow_id``/``parameters``: the setup as ``setup/list`` answers it. A parameter
+    is the flow's own when its ``flow_id`` is the flow's or its ``flow_name`` is the
+    flow's or a component's its name shows (:func:`flow_names`). A flow whose name
+    shows every component (:data:`COMPONENTS_IN_NAME`) may have no other; for any other
+    flow, one own parameter vouches for the rest (e.g. Weka's ``weka.Bagging_REPTree``,
+    whose ``weka.REPTree`` component its name does not show).
+    """
+    if int(setup_flow_id) != int(flow_id):
+        return f"setup of flow {setup_flow_id} listed under flow {flow_id}"
+    names = flow_names(flow_name)
+
+    def own(p: Mapping[str, Any]) -> bool:
+        return p.get("flow_name") in names or str(p.get("flow_id")) == str(flow_id)
+
+    foreign = sorted({str(p.get("flow_name")) for p in parameters if not own(p)})
+    if not foreign:
+        return None
+    base = flow_base_name(flow_name)
+    if any(own(p) for p in parameters) and base.split(".", 1)[0] not in COMPONENTS_IN_NAME:
+        return None
+    return f"parameters of {', '.join(foreign)} in a setup of flow {flow_id} ({base})"

@@ -53,8 +53,8 @@ def test_ingest_twice_stores_once_and_refetches_nothing(ingest, kb, server, snap
     second = ingest(page_size=4)
     assert snapshot(kb) == before
     assert (second.runs_listed, second.runs_fetched, second.runs_new, second.pages) == (N_RUNS, 0, 0, 0)
-    # the listing again from its start; no setup, dataset or qualities refetched
-    assert _offsets(server) == [0, 4, 8]
+    # the listing again from its start, to its empty end; no setup, dataset or qualities refetched
+    assert _offsets(server) == [0, 4, 8, 10]
     assert {r.endpoint.split("/")[0] for r in server.requests} == {"evaluationmeasure", "evaluation"}
 
 
@@ -65,7 +65,7 @@ def test_second_ingestion_fetches_only_new_runs(ingest, kb, server):
     server.clear_log()
     report = ingest(page_size=4)
     assert (report.runs_fetched, report.runs_new) == (3, 3)
-    assert _offsets(server) == [0, 4, 8, 12]  # a short page ends the listing
+    assert _offsets(server) == [0, 4, 8, 12, 13]  # the listing ends at an empty page, not a short one
     assert not server.requested("data/")  # datasets known: qualities not fetched again
     assert kb.stats()["runs"] == N_RUNS + 3
     state = kb.get_state(state_key(server.url, "predictive_accuracy", [1, 2], []))
@@ -131,8 +131,8 @@ def test_unmapped_flows_are_kept_and_counted(ingest, kb):
 def test_paging_with_small_pages(ingest, kb, server):
     seen = []
     report = ingest(page_size=3, progress=seen.append)
-    assert _offsets(server) == [0, 3, 6, 9]
-    assert [r.filters["limit"] for r in server.requested("evaluation/list")] == ["3"] * 4
+    assert _offsets(server) == [0, 3, 6, 9, 10]
+    assert [r.filters["limit"] for r in server.requested("evaluation/list")] == ["3"] * 5
     assert report.pages == 4 and kb.stats()["runs"] == N_RUNS
     assert seen == [3, 3, 3, 1]
 
@@ -182,7 +182,7 @@ def test_transient_500s_are_retried(ingest, kb, server):
     report = ingest()
     assert report.runs_new == N_RUNS
     statuses = [r.status for r in server.requested("evaluation/list")]
-    assert statuses == [500, 500, 200]
+    assert statuses == [500, 500, 200, 412]  # the last: OpenML's "no results", the end
 
 
 def test_database_error_412_is_retried(ingest, kb, server):
@@ -227,7 +227,7 @@ def test_malformed_later_page_keeps_earlier_pages(ingest, kb, server):
     assert kb.stats()["runs"] == 4
     server.clear_log()
     assert ingest(page_size=4).runs_new == N_RUNS - 4
-    assert _offsets(server) == [0, 4, 8]
+    assert _offsets(server) == [0, 4, 8, 10]
 
 
 def test_page_and_cursor_commit_together(ingest, kb, monkeypatch):
@@ -261,6 +261,7 @@ def test_cli_ingest_openml(server, openml_cache, tmp_path, capsys):
     from metabo.cli.main import main
 
     path = tmp_path / "cli.duckdb"
+    KnowledgeBase(path).close()  # --kb names an existing store
     argv = ["ingest", "openml", "--kb", str(path), "--server", server.url, "--cache-dir",
             str(openml_cache), "--task", "1", "--page-size", "2"]
     assert main(argv) == 0
