@@ -68,3 +68,8 @@ class SurrogateError(MetaboError, RuntimeError):
     """A surrogate model cannot be fitted or used: a covariance matrix that stays
     singular with the largest jitter, or a prediction asked before ``fit`` (malformed
     inputs are :class:`InputDataError`)."""
+
+
+class OutputFileError(MetaboError, OSError):
+    """Writing a file the user asked for (a model, predictions) failed, e.g. a full disk;
+    nothing half-written is left at the path."""

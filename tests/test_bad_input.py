@@ -39,7 +39,7 @@ def world(tmp_path_factory):
     (root / "bad.arff").write_text("@RELATION r\n@ATTRIBUTE a NUMERIC\n@ATTRIBUTE y {p,q}\n@DATA\n1,p\nnot,a,row\n")
     kb = root / "kb.duckdb"
     assert main(["tune", str(root / "good.csv"), "--target", "y", "--budget", "2", "--strategy", "random",
-                 "--algorithms", "knn", "--session", "done", "--save-model", str(root / "m.joblib"),
+                 "--algorithms", "knn", "--session", "done", "--save-model", str(root / "m.skops"),
                  "--kb", str(kb), "--no-meta-features"]) == 0
     assert main(["kb", "export", str(root / "parquet-dir"), "--kb", str(kb)]) == 0
     (root / "parquet-dir" / "runs.parquet").write_bytes(b"PAR1 broken")  # an export whose runs file is broken
@@ -78,10 +78,19 @@ CLI_CASES = [
                                          "rlgp", "--algorithms", "qda"], "nothing to warm-start from"),
     ("predict: no model file", ["predict", "{root}/nope.joblib", "{root}/good.csv"], "nope.joblib"),
     ("predict: not a model", ["predict", "{root}/not-a-model.joblib", "{root}/good.csv"], "not-a-model.joblib"),
-    ("predict: other columns", ["predict", "{root}/m.joblib", "{root}/other-columns.csv"], "lacks the columns ['b']"),
-    ("predict: no data file", ["predict", "{root}/m.joblib", "{root}/nope.csv"], "nope.csv"),
-    ("predict: no folder for --out", ["predict", "{root}/m.joblib", "{root}/good.csv", "--out",
+    ("predict: other columns", ["predict", "{root}/m.skops", "{root}/other-columns.csv"], "lacks the columns ['b']"),
+    ("predict: no data file", ["predict", "{root}/m.skops", "{root}/nope.csv"], "nope.csv"),
+    ("predict: no folder for --out", ["predict", "{root}/m.skops", "{root}/good.csv", "--out",
                                       "{root}/no/where.csv"], "no folder"),
+    ("predict: --out a folder", ["predict", "{root}/m.skops", "{root}/good.csv", "--out", "{root}"], "is a folder"),
+    ("predict: header only", ["predict", "{root}/m.skops", "{root}/header-only.csv"], "no rows to predict"),
+    ("predict: a pickle without --trusted", ["predict", "{root}/not-a-model.joblib", "{root}/good.csv"], "--trusted"),
+    ("tune: --save-model in a missing folder", ["tune", "{root}/good.csv", "--target", "y", "--budget", "1",
+                                                "--save-model", "{root}/nodir/m.skops"], "no folder"),
+    ("tune: --save-model a folder", ["tune", "{root}/good.csv", "--target", "y", "--budget", "1", "--save-model",
+                                     "{root}"], "is a folder"),
+    ("tune: --save-model joblib without --trusted", ["tune", "{root}/good.csv", "--target", "y", "--budget", "1",
+                                                     "--save-model", "{root}/m2.joblib"], "runs code when"),
     ("kb stats: a mistyped store", ["kb", "stats", "--kb", "{root}/typo.duckdb"], "no knowledge base at"),
     ("kb stats: a folder", ["kb", "stats", "--kb", "{root}"], "is a folder"),
     ("kb stats: a corrupt store", ["kb", "stats", "--kb", "{root}/corrupt.duckdb"], "restore it from a Parquet"),

@@ -9,23 +9,27 @@ import tempfile
 from pathlib import Path
 import pandas as pd
 
-from metabo.exceptions import InputDataError
+from metabo.exceptions import InputDataError, OutputFileError
 
 
 def predictions(model_path: str | os.PathLike[str], data: str | os.PathLike[str], *, target: str | None = None,
-                proba: bool = False) -> pd.DataFrame:
+                proba: bool = False, trusted: bool = False) -> pd.DataFrame:
     """The predictions of the model saved at ``model_path``
     (:meth:`~metabo.ensembles.model.EnsembleModel.save`, by ``metabo tune --save-model``)
     for every row of the table ``data``: a ``prediction`` column (the class labels as
     given at fit) and, with ``proba``, ``proba_<label>`` per class. The table's columns
     must be those the model was fitted on (in any order; ``target`` is dropped), and each
-    column is read as the kind it had at fit (:meth:`~metabo.ensembles.model.EnsembleModel.aligned`)."""
+    column is read as the kind it had at fit (:meth:`~metabo.ensembles.model.EnsembleModel.aligned`).
+    A joblib/pickle model file is loaded only with ``trusted`` (it runs code when loaded);
+    a table without rows is refused (:class:`InputDataError`)."""
     from metabo.data.dataset import feature_frame
     from metabo.data.files import read_table
     from metabo.ensembles.model import EnsembleModel
 
-    model = EnsembleModel.load(model_path)
+    model = EnsembleModel.load(model_path, trusted=trusted)
     frame, _ = read_table(data)
+    if len(frame) == 0:
+        raise InputDataError(f"{data} has no rows to predict (only a header)")
     frame = feature_frame(frame.drop(columns=[target]) if target in frame.columns else frame)
     X = model.aligned(frame, strict=True)
     out = pd.DataFrame({"prediction": model.predict(X)})
@@ -37,20 +41,32 @@ def predictions(model_path: str | os.PathLike[str], data: str | os.PathLike[str]
 
 
 def _write_atomic(frame: pd.DataFrame, path: Path) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    """``frame`` as CSV at ``path``: a temporary file in the same folder, then renamed; a
+    failed write (a full disk) leaves nothing at ``path`` and raises :class:`OutputFileError`."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as e:
+        raise OutputFileError(f"cannot write the predictions to {path}: {e.strerror or e}") from e
     try:
         with os.fdopen(fd, "w", newline="") as f:
             frame.to_csv(f, index=False)
+            f.flush()
+            os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(e, OSError):
+            raise OutputFileError(f"cannot write the predictions to {path}: {e.strerror or e}; "
+                                  "nothing was written") from e
         raise
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
     if args.out is not None and not args.out.parent.is_dir():
         raise InputDataError(f"no folder {args.out.parent} to write {args.out.name} in")
-    out = predictions(args.model, args.data, target=args.target, proba=args.proba)
+    if args.out is not None and args.out.is_dir():
+        raise InputDataError(f"{args.out} is a folder; give a file name for the predictions")
+    out = predictions(args.model, args.data, target=args.target, proba=args.proba, trusted=args.trusted)
     if args.out is None:
         out.to_csv(sys.stdout, index=False)
     else:
@@ -61,11 +77,16 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("predict", parents=[common], help="predict every row of a table with a saved model")
-    p.add_argument("model", help="a model file saved by metabo tune --save-model")
+    p.add_argument("model", help="a model file saved by metabo tune --save-model (.skops; a joblib/pickle "
+                                 "file only with --trusted)")
     p.add_argument("data", help="a CSV/Parquet/ARFF table with the columns the model was fitted on, in any "
                                 "order; a missing column or one the model does not know is refused")
     p.add_argument("--target", help="a column of the table to leave out (the class, when the table has it); "
                                     "the only column besides the model's allowed")
     p.add_argument("--out", type=Path, help="write the predictions there (CSV) instead of to standard output")
     p.add_argument("--proba", action="store_true", help="also one probability column per class")
+    p.add_argument("--trusted", action="store_true",
+                   help="load a joblib/pickle model file: loading one EXECUTES any code it holds, so only for a "
+                        "file you made or trust (without it such a file is refused before it is read; .skops "
+                        "files never need it)")
     p.set_defaults(func=cmd_predict)

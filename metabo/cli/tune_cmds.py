@@ -143,8 +143,8 @@ def cmd_tune_ensemble(args: argparse.Namespace) -> int:
         print(f"test {result.metric} after refitting the members on training + validation rows: "
               f"{_fmt(result.refit_test_error)}")
     if args.save_model is not None and result.model is not None:
-        result.model.save(args.save_model)
-        print(f"saved the ensemble to {args.save_model} (metabo.ensembles.EnsembleModel.load)")
+        result.model.save(args.save_model, trusted=args.trusted)
+        print(f"saved the ensemble to {args.save_model} (metabo predict {args.save_model} DATA)")
     return 0
 
 
@@ -155,6 +155,10 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
     if args.budget is None and args.time_budget is None:
         raise InputDataError("give --budget N (trials) or --time-budget SECONDS, or both")
+    if args.save_model is not None:  # before any search: a model that cannot be saved is lost
+        from metabo.ensembles.model import check_model_path
+
+        check_model_path(args.save_model, trusted=args.trusted)
     # the clock starts with the command, so that loading the libraries counts too
     clock = None if args.time_budget is None else TimeBudget(args.time_budget, start=args.started)
     session = _session_id(args)
@@ -231,7 +235,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     if args.save_model is not None:
         if result.model is None:
             raise InputDataError("no model to save: no trial succeeded or the final fit failed (see the log)")
-        result.model.save(args.save_model)
+        result.model.save(args.save_model, trusted=args.trusted)
         print(f"saved the model to {args.save_model} (metabo predict {args.save_model} DATA)")
     return 0
 
@@ -287,6 +291,11 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help="with --ensemble: keep the search's ensemble even when its cross-validated gain over the "
                         "single best configuration is within its noise")
     p.add_argument("--save-model", type=Path, metavar="PATH",
-                   help="save the model (the selection, or the ensemble, refitted on training + validation rows; "
-                        "joblib) for metabo predict")
+                   help="save the model (the selection, or the ensemble, refitted on training + validation rows) "
+                        "for metabo predict: a skops file (e.g. model.skops), safe to load; a .joblib/.pkl "
+                        "name writes a pickle, which runs code when loaded, and needs --trusted. The path is "
+                        "checked before the search")
+    p.add_argument("--trusted", action="store_true",
+                   help="allow --save-model to write a joblib/pickle file (loading one executes code: "
+                        "metabo predict reads it only with --trusted too)")
     p.set_defaults(func=cmd_tune, started=process_start())

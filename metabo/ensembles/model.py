@@ -20,8 +20,14 @@ Notation: ``m`` distinct members ``(a_j, theta_j)`` (algorithm, params) with wei
   the lowest class index (the majority vote of EO and ESMBO, Lacoste et al. 2014).
   :meth:`EnsembleModel.predict_proba` is ``P`` under both.
 
-:meth:`EnsembleModel.save` writes a joblib pickle (atomically); :meth:`EnsembleModel.load`
-unpickles, so load only files you trust.
+Model files: :meth:`EnsembleModel.save` writes a ``skops`` file (``.skops``, the default:
+a zip of JSON and arrays whose loading builds only named types) atomically;
+:meth:`EnsembleModel.load` reads it with ``skops.io.load``, trusting only the types of
+:data:`TRUSTED_TYPES` that the file names (:func:`skops.io.get_untrusted_types`), and
+refuses any other type, naming it, before anything is built. A joblib pickle (``.joblib``,
+``.pkl``, ``.pickle``) runs whatever code it holds when loaded: it is written and read only
+with ``trusted=True``, and a file that is not a zip archive is never unpickled without it,
+whatever its name.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from typing import Any, Literal
 import joblib
 import numpy as np
 import pandas as pd
+import skops.io as sio
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
@@ -54,7 +61,7 @@ from metabo.evaluation.protocols import (
     class_labels,
 )
 from metabo.evaluation.runner import describe
-from metabo.exceptions import EvaluationError, InputDataError
+from metabo.exceptions import EvaluationError, InputDataError, OutputFileError
 from metabo.kb.canonical import config_id
 
 logger = logging.getLogger(__name__)
@@ -62,6 +69,58 @@ logger = logging.getLogger(__name__)
 FORMAT = "metabo-ensemble"
 VERSION = 1
 Combine = Literal["average", "vote"]
+
+#: Suffixes of joblib pickles: written and read only with ``trusted=True``.
+PICKLE_SUFFIXES = (".joblib", ".pkl", ".pickle")
+_ZIP_MAGIC = b"PK\x03\x04"
+
+#: The types beyond skops' own defaults that a model of the default space is made of (the
+#: preprocessing's function, the margin classifiers' wrapper, trees, neighbour indexes and
+#: their metrics, the MLP optimizers, LightGBM's booster), the only ones a ``.skops`` file
+#: may name. tests/ensembles/test_model_files.py fits every algorithm of the default space and
+#: checks that its file names no other.
+TRUSTED_TYPES = frozenset({
+    "collections.OrderedDict",
+    "numpy.dtype",
+    "lightgbm.basic.Booster",
+    "lightgbm.sklearn.LGBMClassifier",
+    "metabo.evaluation.preprocessing.nominal_as_strings",
+    "metabo.space.algorithms.proba.DecisionProbaClassifier",
+    "sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor",
+    "sklearn.metrics._dist_metrics.EuclideanDistance64",
+    "sklearn.metrics._dist_metrics.ManhattanDistance64",
+    "sklearn.metrics._dist_metrics.MinkowskiDistance64",
+    "sklearn.neighbors._ball_tree.BallTree",
+    "sklearn.neighbors._kd_tree.KDTree",
+    "sklearn.neural_network._stochastic_optimizers.AdamOptimizer",
+    "sklearn.neural_network._stochastic_optimizers.SGDOptimizer",
+    "sklearn.tree._tree.Tree",
+})
+
+
+def is_pickle_path(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path``'s suffix names a joblib pickle (:data:`PICKLE_SUFFIXES`)."""
+    return Path(path).suffix.lower() in PICKLE_SUFFIXES
+
+
+def check_model_path(path: str | os.PathLike[str], *, trusted: bool = False) -> Path:
+    """``path`` as a place :meth:`EnsembleModel.save` can write to, checked before any work
+    that would produce the model: its folder exists, it is not itself a folder, and a pickle
+    suffix (:data:`PICKLE_SUFFIXES`) comes with ``trusted``. :class:`InputDataError` otherwise."""
+    path = Path(path)
+    if path.is_dir():
+        raise InputDataError(f"{path} is a folder; give a model file name (e.g. {path / 'model.skops'})")
+    if not path.parent.is_dir():
+        raise InputDataError(f"no folder {path.parent} to write {path.name} in; create it first")
+    if is_pickle_path(path) and not trusted:
+        raise InputDataError(
+            f"{path}: a joblib/pickle model file runs code when it is loaded; save it as "
+            f"{path.with_suffix('.skops')} (safe to load), or pass --trusted (trusted=True) to write joblib")
+    return path
+
+
+def _untrusted(types: Sequence[str]) -> list[str]:
+    return sorted(set(types) - TRUSTED_TYPES)
 
 
 def resolve_members(
@@ -217,38 +276,79 @@ class EnsembleModel(ClassifierMixin, BaseEstimator):
         return [{"algorithm": a, "params": dict(p), "weight": float(w)} for (a, p), w in zip(members, weights)]
 
     # ------------------------------------------------------------------ persistence
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the fitted ensemble to ``path`` (joblib), atomically: a temporary file in
-        the same directory, then :func:`os.replace`."""
+    def save(self, path: str | os.PathLike[str], *, trusted: bool = False) -> None:
+        """Write the fitted ensemble to ``path`` atomically (a temporary file in the same
+        folder, then :func:`os.replace`; a failed write leaves no file behind and the old
+        one intact): a skops file, or with a pickle suffix and ``trusted`` a joblib pickle
+        (module docstring). :class:`InputDataError` for a path :func:`check_model_path`
+        refuses or a model holding a type outside :data:`TRUSTED_TYPES`;
+        :class:`OutputFileError` when the write fails (a full disk)."""
         check_is_fitted(self, "pipelines_")
+        path = check_model_path(path, trusted=trusted)
         payload = {
             "format": FORMAT, "version": VERSION, "members": self.members_,
             "weights": self.weights_.tolist(), "combine": self.combine, "seed": self.seed,
             "threads": self.threads, "classes": self.classes_, "pipelines": self.pipelines_,
             "feature_names": self.feature_names_in_.tolist(),
         }
-        path = Path(path)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        if is_pickle_path(path):
+            def write(f: Any) -> None:
+                joblib.dump(payload, f)
+        else:
+            data = sio.dumps(payload)
+            outside = _untrusted(sio.get_untrusted_types(data=data))
+            if outside:  # a file load() would refuse: say so now
+                raise InputDataError(
+                    f"the model holds {outside[0]}, a type metabo does not load from a skops file; "
+                    f"save it as {path.with_suffix('.joblib')} with --trusted (trusted=True)")
+
+            def write(f: Any) -> None:
+                f.write(data)
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        except OSError as e:
+            raise OutputFileError(f"cannot write the model to {path}: {e.strerror or e}") from e
         try:
             with os.fdopen(fd, "wb") as f:
-                joblib.dump(payload, f)
+                write(f)
                 f.flush()
                 os.fsync(f.fileno())
             os.replace(tmp, path)
-        except BaseException:
+        except BaseException as e:
             Path(tmp).unlink(missing_ok=True)
+            if isinstance(e, OSError):
+                raise OutputFileError(f"cannot write the model to {path}: {e.strerror or e}; "
+                                      "nothing was written") from e
             raise
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> EnsembleModel:
-        """The ensemble :meth:`save` wrote to ``path``; :class:`InputDataError` for a
-        missing, corrupt or foreign file."""
+    def load(cls, path: str | os.PathLike[str], *, trusted: bool = False) -> EnsembleModel:
+        """The ensemble :meth:`save` wrote to ``path``. A skops file is read trusting only
+        :data:`TRUSTED_TYPES`; any other file is taken for a pickle and refused unless
+        ``trusted`` (unpickling runs the code it holds), before it is read.
+        :class:`InputDataError` for a missing, corrupt, foreign or refused file."""
         path = Path(path)
         if not path.is_file():
             raise InputDataError(f"no ensemble file at {path}")
+        with path.open("rb") as f:
+            skops_file = f.read(len(_ZIP_MAGIC)) == _ZIP_MAGIC
+        if not skops_file and not trusted:
+            raise InputDataError(
+                f"{path} is not a skops file: a joblib/pickle model runs code when it is loaded; load it only "
+                "if you trust where it came from, with --trusted (trusted=True)")
         try:
-            payload = joblib.load(path)
-        except Exception as e:  # any unpickling failure means a bad file
+            if skops_file:
+                types = sio.get_untrusted_types(file=path)
+                outside = _untrusted(types)
+                if outside:
+                    raise InputDataError(f"{path} holds {outside[0]}, a type metabo does not trust in a model "
+                                         "file; refused")
+                payload = sio.load(path, trusted=types)
+            else:
+                payload = joblib.load(path)
+        except InputDataError:
+            raise
+        except Exception as e:  # any decoding failure means a bad file
             raise InputDataError(f"{path} is not a readable metabo ensemble file: {describe(e)}") from e
         if not isinstance(payload, dict) or payload.get("format") != FORMAT:
             raise InputDataError(f"{path} is not a metabo ensemble file (saved by EnsembleModel.save)")
@@ -294,7 +394,8 @@ def refit_test_error(
     proba = np.tensordot(model.weights_, P, axes=1)
     return model, float(fn(class_codes(dataset)[split.test_idx], proba, model._codes(P)))
 
-__all__ = ["EnsembleModel", "refit_test_error", "resolve_members"]
+__all__ = ["TRUSTED_TYPES", "EnsembleModel", "check_model_path", "is_pickle_path", "refit_test_error",
+           "resolve_members"]
 
 
 def fitted_kinds(model: EnsembleModel) -> dict[str, str]:

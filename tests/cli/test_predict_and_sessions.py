@@ -28,7 +28,7 @@ def iris_frame() -> pd.DataFrame:
 def saved(tmp_path, iris_frame):
     X, y = iris_frame.drop(columns="target"), iris_frame["target"]
     model = EnsembleModel([("lda", {"solver": "svd"})]).fit(X, y)
-    path = tmp_path / "m.joblib"
+    path = tmp_path / "m.skops"
     model.save(path)
     return model, path, X
 
@@ -71,6 +71,8 @@ def test_predict_refuses_missing_columns_and_bad_model_files_in_one_line(tmp_pat
     junk = tmp_path / "junk.joblib"
     junk.write_bytes(b"not a model")
     assert main(["predict", str(junk), str(data)]) == 2
+    assert "--trusted" in capsys.readouterr().err  # not a skops file: refused before it is read
+    assert main(["predict", str(junk), str(data), "--trusted"]) == 2
     assert "not a readable metabo ensemble file" in capsys.readouterr().err
 
 

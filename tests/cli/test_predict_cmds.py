@@ -28,7 +28,7 @@ def coded(tmp_path):
     dataset = load_file(train, "y", nominal=["code"])
     assert dataset.feature_kinds == ("nominal", "numeric")
     model = EnsembleModel([TREE]).fit_dataset(dataset)
-    path = tmp_path / "m.joblib"
+    path = tmp_path / "m.skops"
     model.save(path)
     return model, path, dataset, table
 
@@ -54,7 +54,7 @@ def test_a_batch_whose_nominal_column_holds_only_digits(tmp_path, capsys):
     table = pd.DataFrame({"c": ["1", "2", "x"] * 30, "z": np.linspace(0, 1, 90)})
     y = np.where(table["c"] == "2", "two", "other")
     model = EnsembleModel([TREE]).fit(table, y)
-    model.save(path := tmp_path / "m.joblib")
+    model.save(path := tmp_path / "m.skops")
     batch = table[table["c"] != "x"]
     batch.to_csv(data := tmp_path / "digits.csv", index=False)
     assert pd.read_csv(data)["c"].dtype.kind == "i"  # what made "1" read as 1.0
@@ -92,7 +92,7 @@ def test_an_ensemble_of_several_members(tmp_path, capsys):
     y = y.map({0: "barolo", 1: "grignolino", 2: "barbera"})
     model = EnsembleModel([TREE, ("logistic_regression", {"C": 1.0}), ("gaussian_nb", {"var_smoothing": 1e-9})],
                           weights=[2, 1, 1]).fit(X, y)
-    model.save(path := tmp_path / "ens.joblib")
+    model.save(path := tmp_path / "ens.skops")
     X.sample(frac=1.0, axis=1, random_state=0).to_csv(data := tmp_path / "wine.csv", index=False)
     out = tmp_path / "p.csv"
     assert main(["predict", str(path), str(data), "--proba", "--out", str(out)]) == 0

@@ -15,7 +15,7 @@ ALGORITHMS = ["gaussian_nb", "lda", "knn"]
 
 
 def test_posthoc_ensemble_saved_and_loaded(tmp_path, capsys):
-    kb_path, model_path = str(tmp_path / "kb.duckdb"), tmp_path / "m.joblib"
+    kb_path, model_path = str(tmp_path / "kb.duckdb"), tmp_path / "m.skops"
     code = main(["tune", "sklearn:iris", "--budget", "6", "--ensemble", "posthoc", "--kb", kb_path,
                  "--save-model", str(model_path), "--algorithms", *ALGORITHMS, "--session", "ens", "--seed", "1",
                  "--cv", "none", "--no-guard"])

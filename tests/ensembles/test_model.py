@@ -106,7 +106,7 @@ def test_vote_is_the_weighted_majority(noisy, weights):
 def test_save_load_round_trip(noisy, tmp_path: Path):
     X, y, X_test = noisy
     model = EnsembleModel([NB, TREE, TREE], combine="vote", seed=3).fit(X, y)
-    path = tmp_path / "ens.joblib"
+    path = tmp_path / "ens.skops"
     model.save(path)
     loaded = EnsembleModel.load(path)
     np.testing.assert_array_equal(loaded.predict_proba(X_test), model.predict_proba(X_test))
@@ -116,33 +116,52 @@ def test_save_load_round_trip(noisy, tmp_path: Path):
 
 
 def test_load_refuses_bad_files(tmp_path: Path):
+    import skops.io as sio
+
     corrupt = tmp_path / "corrupt.joblib"
     corrupt.write_bytes(np.random.default_rng(0).bytes(2048))
-    with pytest.raises(InputDataError, match="not a readable"):
+    with pytest.raises(InputDataError, match="trusted"):  # not a skops file: never unpickled untrusted
         EnsembleModel.load(corrupt)
+    with pytest.raises(InputDataError, match="not a readable"):
+        EnsembleModel.load(corrupt, trusted=True)
+    broken_zip = tmp_path / "broken.skops"
+    broken_zip.write_bytes(b"PK\x03\x04" + np.random.default_rng(1).bytes(2048))
+    with pytest.raises(InputDataError, match="not a readable"):
+        EnsembleModel.load(broken_zip)
     foreign = tmp_path / "foreign.joblib"
     joblib.dump({"format": "something-else"}, foreign)
     with pytest.raises(InputDataError, match="not a metabo ensemble"):
-        EnsembleModel.load(foreign)
+        EnsembleModel.load(foreign, trusted=True)
+    sio.dump({"format": "something-else"}, foreign_skops := tmp_path / "foreign.skops")
+    with pytest.raises(InputDataError, match="not a metabo ensemble"):
+        EnsembleModel.load(foreign_skops)
     with pytest.raises(InputDataError, match="no ensemble file"):
         EnsembleModel.load(tmp_path / "missing.joblib")
 
 
-def test_a_failed_save_keeps_the_old_file(noisy, tmp_path: Path, monkeypatch):
+@pytest.mark.parametrize("name", ["ens.skops", "ens.joblib"])
+def test_a_failed_save_keeps_the_old_file(noisy, tmp_path: Path, monkeypatch, name):
+    """A full disk (the bytes written, the flush to disk refused) raises one
+    :class:`OutputFileError` line; the old file stays whole and no temporary is left."""
+    import errno
+
+    from metabo.exceptions import OutputFileError
+
     X, y, X_test = noisy
     model = EnsembleModel([NB]).fit(X, y)
-    path = tmp_path / "ens.joblib"
-    model.save(path)
+    path = tmp_path / name
+    model.save(path, trusted=True)
 
-    def crash(obj, f):
-        f.write(b"half a pickle")
-        raise OSError("disk full")
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(model_module.joblib, "dump", crash)
-    with pytest.raises(OSError, match="disk full"):
-        EnsembleModel([KNN]).fit(X, y).save(path)
-    assert [p.name for p in tmp_path.iterdir()] == ["ens.joblib"]  # no temporary file left
-    np.testing.assert_array_equal(EnsembleModel.load(path).predict_proba(X_test), model.predict_proba(X_test))
+    monkeypatch.setattr(model_module.os, "fsync", full)
+    with pytest.raises(OutputFileError, match="No space left on device") as caught:
+        EnsembleModel([KNN]).fit(X, y).save(path, trusted=True)
+    assert "\n" not in str(caught.value) and str(path) in str(caught.value)
+    assert [p.name for p in tmp_path.iterdir()] == [name]  # no temporary file left
+    loaded = EnsembleModel.load(path, trusted=True)
+    np.testing.assert_array_equal(loaded.predict_proba(X_test), model.predict_proba(X_test))
 
 
 def test_seed_reproduces_and_varies(noisy):
@@ -227,7 +246,7 @@ def test_labels_come_back_as_the_caller_gave_them(tmp_path: Path):
     predicted = model.predict(data.X)
     assert predicted.dtype.kind == "i" and np.mean(predicted == y) > 0.8
     np.testing.assert_array_equal(predicted, model.classes_[model.predict_proba(data.X).argmax(axis=1)])
-    model.save(tmp_path / "m.joblib")
-    np.testing.assert_array_equal(EnsembleModel.load(tmp_path / "m.joblib").predict(data.X), predicted)
+    model.save(tmp_path / "m.skops")
+    np.testing.assert_array_equal(EnsembleModel.load(tmp_path / "m.skops").predict(data.X), predicted)
     text = Dataset.from_frame(pd.DataFrame({"a": X[:, 0], "t": y.astype(str)}), "t", name="txt", source="test")
     assert text.label_values == {} and EnsembleModel([NB]).fit_dataset(text).classes_.tolist() == ["0", "10", "5"]

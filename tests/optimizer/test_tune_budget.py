@@ -100,7 +100,7 @@ def test_the_saved_model_reloads_and_predicts_identically(tmp_path, iris_frame):
     model = result.model
     X = iris_frame.drop(columns="target")
     assert set(model.classes_) == {"setosa", "versicolor", "virginica"}  # the labels as given
-    path = tmp_path / "m.joblib"
+    path = tmp_path / "m.skops"
     model.save(path)
     again = EnsembleModel.load(path)
     np.testing.assert_array_equal(again.predict(X), model.predict(X))
