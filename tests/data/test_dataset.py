@@ -117,3 +117,32 @@ def test_memo_computes_once_and_drops_the_least_recently_used(monkeypatch):
     assert calls[-2:] == ["big", "big"] and list(ds.__dict__["_memo"]) == ["a", "b"]
     ds.memo("d", make("d", size=56))  # a goes (two items at most); b (8 bytes) and d (56) fit in 64
     assert list(ds.__dict__["_memo"]) == ["b", "d"]
+
+
+def test_wide_table_builds_and_fingerprints_as_column_by_column() -> None:
+    """A table wider than the column-by-column path (numeric, nominal, boolean, missing
+    cells): from_frame keeps every column's kind and order, and the fingerprint is the
+    hash of the frame of canonical strings that pandas computes (what is stored)."""
+    import hashlib
+
+    from metabo.data.dataset import _canonical_strings
+
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame(rng.normal(size=(30, 120)), columns=[f"x{i}" for i in range(120)])
+    frame.iloc[2, 5] = np.nan
+    frame.insert(7, "colour", rng.choice(["red", "blue", None], 30))
+    frame.insert(50, "count", rng.integers(0, 4, 30))
+    frame["flag"] = rng.integers(0, 2, 30).astype(bool)
+    frame["y"] = rng.choice(["a", "b"], 30)
+    data = Dataset.from_frame(frame, "y", name="wide", source="file", nominal=["count"])
+    assert list(data.X.columns) == [c for c in frame.columns if c != "y"]
+    assert isinstance(data.X["colour"].dtype, pd.CategoricalDtype)
+    assert isinstance(data.X["count"].dtype, pd.CategoricalDtype)
+    assert data.X["x5"].dtype == np.float64 and np.isnan(data.X["x5"].iloc[2])
+
+    table = data.X.copy()
+    table.columns = [f"c{i}" for i in range(table.shape[1])]
+    table["__y__"] = data.y.to_numpy()
+    rows = pd.util.hash_pandas_object(table.apply(_canonical_strings), index=False).to_numpy(np.uint64)
+    digest = hashlib.sha256(f"{table.shape[0]}x{table.shape[1]}|".encode() + np.sort(rows).tobytes())
+    assert data.fingerprint == digest.hexdigest()
