@@ -212,7 +212,7 @@ def run_tool(tool: str, train: Path, test: Path, work: Path, *, budget: float, s
     if tool in ("metabo", "metabo-gp"):
         if kb is None:
             raise InputDataError(f"{tool} needs the held-out knowledge base (kb=)")
-        model = work / "model.joblib"
+        model = work / "model.skops"
         cmd = [sys.executable, "-m", "metabo.cli.main", "tune", str(train), "--target", TARGET, "--time-budget",
                str(budget), "--save-model", str(model), "--kb", str(kb), "--seed", str(seed)]
         if tool == "metabo-gp":

@@ -29,8 +29,8 @@ result = optuna_tpe(load_dataset(train, target=TARGET), budget=clock, seed=seed)
 fitted = clock.elapsed()
 start = time.monotonic()
 with tempfile.TemporaryDirectory() as tmp:  # predicted as metabo's model is: saved, loaded, columns by kind
-    result.model.save(Path(tmp) / "model.joblib")
-    predictions(Path(tmp) / "model.joblib", test).to_csv(pred, index=False)
+    result.model.save(Path(tmp) / "model.skops")
+    predictions(Path(tmp) / "model.skops", test).to_csv(pred, index=False)
 print(json.dumps({"trials": result.trials, "failed": result.failed, "first_model": result.first_model,
                   "fitted_after": fitted, "predict_seconds": time.monotonic() - start, "best": result.algorithm,
                   "valid_error": result.valid_error, "version": optuna.__version__}))
