@@ -3,24 +3,30 @@ manager, the routes and the error handlers.
 
 The knowledge base is opened when the application starts (its lifespan) and closed when
 it stops. Errors become JSON ``{"detail": message}`` with a status code: the request
-failed validation (malformed JSON, a missing or extra field, NaN, a wrong type) -> 422;
-refused input (:class:`~metabo.exceptions.InputDataError`, an invalid configuration, a
-flagged dataset) -> 422; an unknown study, trial, dataset or algorithm -> 404; a
-conflict (study id taken, trial told twice) -> 409; a missing or wrong token -> 401.
-Anything else is logged with its traceback and answered 500 with a short message; no
-traceback leaves the server.
+failed validation (malformed JSON, a body that is not UTF-8, a missing or extra field,
+NaN, a wrong type) -> 422; refused input (:class:`~metabo.exceptions.InputDataError`, an
+invalid configuration, a flagged dataset) -> 422; an unknown study, trial, dataset or
+algorithm -> 404; a conflict (study id taken, trial told twice, too many pending trials)
+-> 409; a missing or wrong token -> 401, checked before the body is read
+(:class:`~metabo.service.auth.TokenMiddleware`); a method a path does not take -> 405,
+its ``Allow`` header naming every method the path takes. Anything else is logged with its
+traceback and answered 500 with a short message; no traceback leaves the server.
+
+The OpenAPI schema says what this instance does: with a token, every API operation
+requires the bearer scheme and documents its 401; without one, none does.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import Depends, FastAPI, Request, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from metabo.exceptions import (
     DataQualityError,
@@ -31,7 +37,7 @@ from metabo.exceptions import (
     UnknownAlgorithmError,
     UnknownDatasetError,
 )
-from metabo.service.auth import require_token
+from metabo.service.auth import PUBLIC_PATHS, TokenMiddleware, require_token
 from metabo.service.errors import ConflictError, NoResultError, UnknownStudyError, UnknownTrialError
 from metabo.service.settings import ServiceSettings
 
@@ -81,6 +87,30 @@ async def _validation_error(request: Request, exc: RequestValidationError) -> JS
                         status_code=status.HTTP_422_UNPROCESSABLE_CONTENT)
 
 
+def _methods(routes: Iterable[Any], path: str) -> set[str]:
+    """The methods the routes (included routers' too) take at ``path``."""
+    methods: set[str] = set()
+    for route in routes:
+        included = getattr(route, "original_router", None)
+        if included is not None:
+            methods |= _methods(included.routes, path)
+        elif getattr(route, "methods", None) and route.path_regex.match(path):
+            methods |= set(route.methods)
+    return methods
+
+
+async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    """Starlette's and FastAPI's own refusals, as JSON: a body that is not UTF-8 (FastAPI
+    answers 400) is malformed JSON (422); a 405 names every method of the path."""
+    headers = dict(exc.headers or {})
+    if exc.status_code == status.HTTP_400_BAD_REQUEST and isinstance(exc.__cause__, UnicodeDecodeError):
+        return JSONResponse({"detail": "malformed JSON body: send a JSON object (standard JSON, UTF-8)"},
+                            status_code=status.HTTP_422_UNPROCESSABLE_CONTENT)
+    if exc.status_code == status.HTTP_405_METHOD_NOT_ALLOWED:
+        headers["Allow"] = ", ".join(sorted(_methods(request.app.router.routes, request.url.path)))
+    return JSONResponse({"detail": str(exc.detail)}, status_code=exc.status_code, headers=headers)
+
+
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     logger.error("%s %s failed unexpectedly", request.method, request.url.path, exc_info=exc)
     return JSONResponse({"detail": "internal server error (logged by the service)"},
@@ -100,7 +130,7 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         from metabo.service.studies import StudyManager
 
         store = SerializedStore(KnowledgeBase(settings.kb_path))
-        app.state.manager = StudyManager(store)
+        app.state.manager = StudyManager(store, max_pending=settings.max_pending)
         logger.info("serving knowledge base %s", store.kb.path)
         try:
             yield
@@ -118,10 +148,15 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
     app.state.settings = settings
     app.add_exception_handler(MetaboError, _metabo_error)
     app.add_exception_handler(RequestValidationError, _validation_error)  # type: ignore[arg-type]
+    app.add_exception_handler(StarletteHTTPException, _http_error)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, _unexpected)
-    secured = [Depends(require_token)]
+    # with a token: checked before the body is read, and the bearer scheme in the schema
+    secured = [Depends(require_token)] if settings.token is not None else []
     app.include_router(routes_studies.router, dependencies=secured)
     app.include_router(routes_knowledge.router, dependencies=secured)
+    if settings.token is not None:
+        app.add_middleware(TokenMiddleware, token=settings.token)
+    _document_401(app, secured=settings.token is not None)
 
     _offline_docs(app)
 
@@ -130,6 +165,29 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         return {"status": "ok"}
 
     return app
+
+
+def _document_401(app: FastAPI, *, secured: bool) -> None:
+    """The schema's 401s as the instance answers them: on every API operation with a
+    token, on none without."""
+    from fastapi.openapi.utils import get_openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = get_openapi(title=app.title, version=app.version, description=app.description,
+                                 routes=app.routes)
+            for path, operations in schema["paths"].items():
+                for operation in operations.values():
+                    responses = operation.setdefault("responses", {})
+                    if secured and path not in PUBLIC_PATHS:
+                        responses["401"] = {"description": "Missing or invalid bearer token", "content": {
+                            "application/json": {"schema": {"$ref": "#/components/schemas/ErrorOut"}}}}
+                    else:
+                        responses.pop("401", None)
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def _offline_docs(app: FastAPI) -> None:

@@ -8,7 +8,8 @@ uploaded data (CSV or Parquet bytes) are read by the project's file loader
 (:func:`metabo.data.files.load_file`), described by
 :func:`~metabo.data.meta_features.compute_meta_features` and stored like ``metabo data
 add`` stores a file (same content, same row). Parsing and meta-features are computed
-before the store is touched, so a bad upload stores nothing.
+before the store is touched, so a bad upload stores nothing; data whose target is not of
+at least two classes (one class, or a regression target) are refused.
 """
 
 from __future__ import annotations
@@ -94,5 +95,16 @@ def from_upload(name: str, fmt: str, content_base64: str, target: str, *, landma
             dataset = load_file(path, target, name=name, fmt=fmt)  # type: ignore[arg-type]
         except InputDataError as e:  # the server's temporary path means nothing to the client
             raise InputDataError(str(e).replace(str(path), f"the uploaded {fmt}")) from None
+    _check_classification(dataset, target)
     values = compute_meta_features(dataset, seed=seed, landmarkers=landmarkers, flagged="exclude")
     return PreparedDataset(name, values, dataset)
+
+
+def _check_classification(dataset: Dataset, target: str) -> None:
+    """Refuse data the service cannot tune on: every metric it knows is a classification
+    error, so a numeric target (regression) or a single class has nothing to learn."""
+    if dataset.task != "classification":
+        raise InputDataError(f"target {target!r} is numeric with {dataset.y.nunique()} distinct values (regression); "
+                             "the service tunes classifiers: send a target of class labels")
+    if dataset.n_classes < 2:
+        raise InputDataError(f"target {target!r} has one class only: a classifier needs at least two")

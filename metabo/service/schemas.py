@@ -1,11 +1,17 @@
 """Request and response bodies of the service (pydantic; the library itself uses
 frozen dataclasses, pydantic lives at this edge only).
 
-Every request model forbids unknown fields. Numbers must be finite: Python's ``json``
-(and so the server) parses the non-standard literals ``NaN`` and ``Infinity``, so each
-float field refuses them explicitly (``allow_inf_nan=False``); an undefined value is
-``null`` where one is allowed. Hyperparameter values are JSON scalars only (bool, int,
-finite float, string), matched strictly: ``"5"`` stays a string and ``1`` an integer.
+Every request model forbids unknown fields. Numbers must be finite and at most
+:data:`MAX_MAGNITUDE` in absolute value: Python's ``json`` (and so the server) parses the
+non-standard literals ``NaN`` and ``Infinity``, so each float field refuses them
+explicitly (``allow_inf_nan=False``), and a value like 1e308 overflows the distances and
+sums computed from it; an undefined value is ``null`` where one is allowed. An integer
+field takes a JSON number without a fraction (``1`` or ``1.0``, as JSON Schema's
+``integer``), never a string or a boolean. Names (meta-features, algorithms,
+hyperparameters) are of the character set :data:`NAME_PATTERN`: no control characters,
+no NUL. Hyperparameter values are JSON scalars only (bool, int, finite float, string),
+matched strictly: ``"5"`` stays a string and ``1`` an integer. A failed outcome (status
+crash, timeout, memout) carries no value.
 Nothing a client sends is unpickled or evaluated: uploaded data are CSV or Parquet bytes
 read by the project's file loaders, spaces are ConfigSpace's JSON.
 """
@@ -14,23 +20,42 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, StrictStr, model_validator
 
 from metabo.kb.schema import RUN_STATUSES
 from metabo.strategies.names import COLD_STRATEGIES
 from metabo.strategies.warm import AUTO, WARM_STRATEGIES
 
+#: The largest magnitude of a number in a request (module docstring).
+MAX_MAGNITUDE = 1e15
+
+
+def _integral(value: Any) -> Any:
+    """``1.0`` as ``1`` (JSON Schema's ``integer``); anything else as it came, for the strict check."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 #: A finite float (an integer is accepted as one; NaN/inf and numeric strings are not).
-Finite = Annotated[float, Field(strict=True, allow_inf_nan=False)]
-NonNegative = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0)]
-Positive = Annotated[float, Field(strict=True, allow_inf_nan=False, gt=0)]
-Count = Annotated[int, Field(strict=True, ge=0)]
+Finite = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=-MAX_MAGNITUDE, le=MAX_MAGNITUDE)]
+NonNegative = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0, le=MAX_MAGNITUDE)]
+Positive = Annotated[float, Field(strict=True, allow_inf_nan=False, gt=0, le=MAX_MAGNITUDE)]
+#: An integer: a JSON number without a fraction (module docstring).
+Integer = Annotated[int, BeforeValidator(_integral), Field(strict=True, ge=-(2**63) + 1, le=2**63 - 1)]
+Count = Annotated[int, BeforeValidator(_integral), Field(strict=True, ge=0, le=2**31 - 1)]
 #: A hyperparameter value: a JSON scalar (module docstring).
 Value = StrictBool | StrictInt | Finite | StrictStr
-Name = Annotated[str, Field(min_length=1, max_length=200)]
+#: The character set of a name: letters, digits and ``_ . : -`` (no space, control character or NUL).
+NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,199}$"
+Name = Annotated[str, Field(min_length=1, max_length=200, pattern=NAME_PATTERN)]
+#: A column name of uploaded data: printable text.
+Column = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$")]
 Params = Annotated[dict[Name, Value], Field(max_length=500)]
 #: Meta-feature name -> value; null for a quantity undefined on the dataset.
 MetaFeatures = Annotated[dict[Name, Finite | None], Field(min_length=1, max_length=5000)]
+#: A failed outcome: it carries no value.
+FAILED = ("crash", "timeout", "memout")
 Identifier = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$")]
 #: The forms of a study id and a metric name, in bodies and in paths / queries alike.
 STUDY_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$"
@@ -41,6 +66,8 @@ Status = Literal["ok", "crash", "timeout", "memout"]
 StrategyName = Literal[(AUTO, *WARM_STRATEGIES, *COLD_STRATEGIES)]  # type: ignore[valid-type]
 #: Uploaded data as base64 text: at most 64 MiB of CSV or Parquet.
 MAX_UPLOAD_CHARS = 64 * 1024 * 1024 * 4 // 3 + 4
+#: Standard base64 (RFC 4648, padded), as :func:`base64.b64decode` with ``validate=True`` reads it.
+BASE64_PATTERN = r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
 assert set(Status.__args__) == set(RUN_STATUSES)  # type: ignore[attr-defined]
 
 
@@ -64,8 +91,8 @@ class UploadIn(Body):
 
     name: Identifier
     format: Literal["csv", "parquet"]
-    content_base64: Annotated[str, Field(min_length=1, max_length=MAX_UPLOAD_CHARS)]
-    target: Name
+    content_base64: Annotated[str, Field(min_length=4, max_length=MAX_UPLOAD_CHARS, pattern=BASE64_PATTERN)]
+    target: Column
     landmarkers: bool = Field(True, description="also the landmarker meta-features (trains small models)")
     seed: Count = 0
 
@@ -103,7 +130,7 @@ class StudyIn(Body):
     upload: UploadIn | None = None
     space: SpaceIn = Field(default_factory=SpaceIn)
     strategy: StrategyName = AUTO
-    seed: Annotated[int, Field(strict=True, ge=0, le=2**32 - 1)] = 0
+    seed: Annotated[int, BeforeValidator(_integral), Field(strict=True, ge=0, le=2**32 - 1)] = 0
     metric: Metric = "error_rate"
 
     @model_validator(mode="after")
@@ -145,8 +172,10 @@ class FinishIn(Body):
 
 
 class TellIn(Body):
-    """The outcome of a trial. ``value`` (lower is better) is required with status ``ok``;
-    ``predictions``: the validation outputs, n x K class probabilities or n numeric labels."""
+    """The outcome of a trial. ``value`` (lower is better) is required with status ``ok``
+    and refused with a failed status (crash, timeout, memout), like ``test_value``;
+    ``predictions``: the validation outputs of a successful trial, n x K class
+    probabilities (each in [0, 1], each row summing to 1) or n class indices (0, 1, ...)."""
 
     value: Finite | None = None
     status: Status = "ok"
@@ -162,13 +191,41 @@ class TellIn(Body):
     def _consistent(self) -> TellIn:
         if self.status == "ok" and self.value is None:
             raise ValueError("status 'ok' needs a finite value; report a failure with status crash/timeout/memout")
+        _no_value_if_failed(self.status, value=self.value, test_value=self.test_value)
         if self.predictions is not None:
             if self.status != "ok":
                 raise ValueError("predictions are stored for successful trials only")
-            rows = self.predictions
-            if isinstance(rows[0], list) and len({len(r) for r in rows}) != 1:  # type: ignore[arg-type]
-                raise ValueError("every row of predictions needs the same number of columns")
+            _check_predictions(self.predictions)
         return self
+
+
+def _no_value_if_failed(status: str, **values: float | None) -> None:
+    given = [name for name, v in values.items() if v is not None]
+    if status in FAILED and given:
+        raise ValueError(f"a {status} has no value: send {' and '.join(given)} as null (or status 'ok' with "
+                         "the value measured)")
+
+
+#: How far a row of probabilities may sum from 1 (they are stored as float32).
+PROBABILITY_SUM_TOLERANCE = 1e-3
+
+
+def _check_predictions(rows: list[list[float]] | list[float]) -> None:
+    """n x K class probabilities (each in [0, 1], rows summing to 1) or n class indices."""
+    if isinstance(rows[0], list):
+        if len({len(r) for r in rows}) != 1:  # type: ignore[arg-type]
+            raise ValueError("every row of predictions needs the same number of columns")
+        for i, row in enumerate(rows):
+            if not all(0.0 <= p <= 1.0 for p in row):  # type: ignore[union-attr]
+                raise ValueError(f"predictions row {i}: class probabilities lie in [0, 1], got {row[:10]}")
+            if abs(sum(row) - 1.0) > PROBABILITY_SUM_TOLERANCE:  # type: ignore[arg-type]
+                raise ValueError(f"predictions row {i}: class probabilities sum to 1, this row sums to "
+                                 f"{sum(row):g}")  # type: ignore[arg-type]
+        return
+    bad = next((p for p in rows if not (float(p) >= 0 and float(p).is_integer())), None)  # type: ignore[arg-type]
+    if bad is not None:
+        raise ValueError(f"predictions as one value per row are class indices (0, 1, ...), got {bad}; send "
+                         "n x K class probabilities otherwise")
 
 
 class TrialRecordOut(BaseModel):
@@ -198,7 +255,7 @@ class SuggestIn(Body):
     """Warm-start configurations for a task with these meta-features."""
 
     meta_features: MetaFeatures
-    k: Annotated[int, Field(strict=True, ge=1, le=100)] = 5
+    k: Annotated[int, BeforeValidator(_integral), Field(strict=True, ge=1, le=100)] = 5
     algorithms: Annotated[list[Name], Field(min_length=1, max_length=100)] | None = None
     metric: Metric = "error_rate"
     exclude: Annotated[list[Identifier], Field(max_length=10_000)] = Field(
@@ -216,7 +273,7 @@ class SuggestionOut(BaseModel):
 
 class NearestIn(Body):
     meta_features: MetaFeatures
-    k: Annotated[int, Field(strict=True, ge=1, le=1000)] = 5
+    k: Annotated[int, BeforeValidator(_integral), Field(strict=True, ge=1, le=1000)] = 5
     exclude: Annotated[list[Identifier], Field(max_length=10_000)] = Field(default_factory=list)
 
 
@@ -262,7 +319,7 @@ class RunIn(Body):
     status: Status = "ok"
     fold: Count = 0
     repeat: Count = 0
-    split_seed: StrictInt | None = None
+    split_seed: Integer | None = None
     fidelity: Positive | None = None
     fit_seconds: NonNegative | None = None
     predict_seconds: NonNegative | None = None
@@ -272,6 +329,7 @@ class RunIn(Body):
     def _value(self) -> RunIn:
         if self.status == "ok" and self.value is None:
             raise ValueError("a run with status 'ok' needs a finite value")
+        _no_value_if_failed(self.status, value=self.value)
         return self
 
 

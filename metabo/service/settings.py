@@ -19,6 +19,8 @@ from metabo.exceptions import InputDataError
 TOKEN_ENV = "METABO_TOKEN"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
+#: Pending trials a study may have open at once (clients evaluating in parallel).
+DEFAULT_MAX_PENDING = 100
 
 
 def is_loopback(host: str) -> bool:
@@ -37,14 +39,19 @@ class ServiceSettings:
         host, port: the address to bind.
         token: the bearer token every API request must carry (None: no check, loopback only).
         kb_path: the knowledge base file (None: the embedded default, :mod:`metabo.paths`).
+        max_pending: the most pending trials a study may have open; an ask beyond them is
+            refused (409) until some are told.
     """
 
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
     token: str | None = None
     kb_path: Path | None = None
+    max_pending: int = DEFAULT_MAX_PENDING
 
     def __post_init__(self) -> None:
+        if isinstance(self.max_pending, bool) or not isinstance(self.max_pending, int) or self.max_pending < 1:
+            raise InputDataError(f"max_pending must be an integer of at least 1, got {self.max_pending!r}")
         if not 0 <= self.port <= 65535:
             raise InputDataError(f"port must be in 0..65535, got {self.port}")
         if self.token is not None and not self.token.strip():

@@ -18,7 +18,8 @@ Pending trials belong to the client that asked them, also across a restart: a re
 study does not hand them out again (``reask_pending=False``; re-asking them first is right
 for a single process that stopped mid-evaluation, wrong for a service whose clients are
 still evaluating); they stay tellable. A trial whose client died stays pending; tell it
-as ``crash`` to close it.
+as ``crash`` to close it. A study has at most ``max_pending`` pending trials open: an ask
+beyond them is refused (409), so clients that ask and never tell cannot pile them up.
 
 A tell is one transaction: the run, the trial's record and the predictions commit
 together or not at all. Should the store fail mid-way, the study's in-memory state is
@@ -87,10 +88,13 @@ class StudyManager:
 
     Args:
         store: the knowledge base behind its lock.
+        max_pending: the most pending trials a study may have open; an ask beyond them
+            raises :class:`ConflictError` and stores nothing.
     """
 
-    def __init__(self, store: SerializedStore) -> None:
+    def __init__(self, store: SerializedStore, *, max_pending: int = 100) -> None:
         self.store = store
+        self.max_pending = max_pending
         self._studies: dict[str, _Study] = {}
         self._registry = threading.Lock()
 
@@ -194,6 +198,10 @@ class StudyManager:
         """The next configuration of the study (a new pending trial; a finished study is
         running again)."""
         with self._open(study_id) as (entry, opt):
+            if len(opt.history.pending) >= self.max_pending:
+                raise ConflictError(f"study {study_id!r} has {len(opt.history.pending)} pending trials, the most "
+                                    f"it may have open: tell them (status 'crash' for those abandoned) before "
+                                    f"asking more")
             trial = self._guarded(entry, opt.ask)
             if entry.finished:
                 opt.kb.set_session_status(study_id, "running")  # type: ignore[union-attr]

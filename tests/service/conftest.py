@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -48,9 +49,10 @@ def kb_path(tmp_path: Path) -> Path:
     return path
 
 
-def serve(path: Path, token: str | None = None) -> TestClient:
-    """A TestClient of the app on ``path`` (use it as a context manager: it opens the store)."""
-    return TestClient(create_app(ServiceSettings(kb_path=path, token=token)))
+def serve(path: Path, token: str | None = None, **settings: Any) -> TestClient:
+    """A TestClient of the app on ``path`` (use it as a context manager: it opens the store);
+    ``settings``: other :class:`ServiceSettings` fields."""
+    return TestClient(create_app(ServiceSettings(kb_path=path, token=token, **settings)))
 
 
 @pytest.fixture

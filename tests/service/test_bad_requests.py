@@ -8,9 +8,21 @@ import json
 
 import pytest
 
+from metabo.exceptions import InputDataError
+from metabo.service.settings import ServiceSettings
+
 BASE = "/studies/s"
 GOOD_RUN = {"dataset_id": "service-toy", "algorithm": "knn", "params": {"n_neighbors": 5, "weights": "uniform", "p": 2},
             "value": 0.25}
+
+STUDY = {"dataset_id": "service-toy", "strategy": "random"}
+ONE_CLASS = b"a,b,y\n" + b"".join(b"%d,%d,x\n" % (i, i % 3) for i in range(30))
+REGRESSION = b"a,b,y\n" + b"".join(b"%d,%d,%.3f\n" % (i, i % 3, i * 0.731) for i in range(30))
+
+
+def _upload(content: bytes) -> dict:
+    return {"name": "up", "format": "csv", "target": "y", "content_base64": base64.b64encode(content).decode()}
+
 
 # (name, method, path, body: dict for JSON, bytes for a raw body, expected status, words of the message)
 CASES = [
@@ -93,6 +105,44 @@ CASES = [
     ("unknown algorithm ranks", "GET", "/knowledge/ranks/nope", None, 404, "unknown algorithm"),
     ("suggestions from an empty past", "POST", "/knowledge/suggestions", {"meta_features": {"a": 1.0}}, 422, ""),
     ("nearest with k = 0", "POST", "/knowledge/nearest", {"meta_features": {"a": 1.0}, "k": 0}, 422, "k"),
+    # definitions that cannot work (issue 33)
+    ("an empty configspace", "POST", "/studies", {**STUDY, "space": {"configspace": {}}}, 422, "no hyperparameter"),
+    ("a configspace of unknown keys", "POST", "/studies", {**STUDY, "space": {"configspace": {"hello": 1}}}, 422,
+     "'hello'"),
+    ("a configspace without hyperparameters", "POST", "/studies",
+     {**STUDY, "space": {"configspace": {"name": "knn", "hyperparameters": []}}}, 422, "no hyperparameter"),
+    ("a study on a one-class upload", "POST", "/studies", {"strategy": "random", "upload": _upload(ONE_CLASS)}, 422,
+     "one class"),
+    ("a study on a regression upload", "POST", "/studies", {"strategy": "random", "upload": _upload(REGRESSION)}, 422,
+     "regression"),
+    ("a one-class upload", "POST", "/datasets/upload", _upload(ONE_CLASS), 422, "one class"),
+    ("a regression upload", "POST", "/datasets/upload", _upload(REGRESSION), 422, "regression"),
+    ("predictions that are not probabilities", "POST", f"{BASE}/trials/1/tell",
+     {"value": 0.1, "predictions": [[5, 7], [1, 0]]}, 422, "in [0, 1]"),
+    ("probabilities that do not sum to 1", "POST", f"{BASE}/trials/1/tell",
+     {"value": 0.1, "predictions": [[0.5, 0.7], [1, 0]]}, 422, "sum to 1"),
+    ("negative probabilities", "POST", f"{BASE}/trials/1/tell",
+     {"value": 0.1, "predictions": [[-0.5, 1.5], [0.5, 0.5]]}, 422, "in [0, 1]"),
+    ("labels that are not class indices", "POST", f"{BASE}/trials/1/tell",
+     {"value": 0.1, "predictions": [0, 1.5, -1]}, 422, "class indices"),
+    ("a crash with a value", "POST", f"{BASE}/trials/1/tell", {"status": "crash", "value": 0.3}, 422, "no value"),
+    ("a timeout with a value", "POST", f"{BASE}/trials/1/tell", {"status": "timeout", "value": 2.05e16}, 422,
+     "value"),
+    ("a crash with a test value", "POST", f"{BASE}/trials/1/tell", {"status": "crash", "test_value": 0.3}, 422,
+     "no value"),
+    ("a run of a crash with a value", "POST", "/runs", {"runs": [{**GOOD_RUN, "status": "crash"}]}, 422, "no value"),
+    ("nearest to a meta-feature of 1e308", "POST", "/knowledge/nearest", {"meta_features": {"NumberOfInstances": 1e308}},
+     422, "meta_features"),
+    ("a meta-feature of 1.7e308", "POST", "/datasets", {"name": "x", "meta_features": {"a": 1.7e308}}, 422,
+     "meta_features"),
+    ("a meta-feature of 1.8e308", "POST", "/datasets", b'{"name": "x", "meta_features": {"a": 1.8e308}}', 422,
+     "meta_features"),
+    ("a meta-feature name with a NUL byte", "POST", "/datasets", {"name": "x", "meta_features": {"a\u0000b": 1.0}},
+     422, "meta_features"),
+    ("a meta-feature name with a control character", "POST", "/datasets",
+     {"name": "x", "meta_features": {"a\tb": 1.0}}, 422, "meta_features"),
+    ("a body that is not UTF-8", "POST", f"{BASE}/trials/1/tell", b'{"value": 0.1, "message": "\xd6\xe3"}', 422,
+     "UTF-8"),
 ]
 
 
@@ -125,6 +175,21 @@ def test_a_bad_request_gets_a_4xx_with_a_message_and_changes_nothing(client, tol
     assert client.get(f"{BASE}/history").json()["trials"][1]["state"] == "pending"
 
 
+def test_a_study_has_at_most_max_pending_trials_open(kb_path, serve_app, snap):
+    with serve_app(kb_path, max_pending=3) as c:
+        c.post("/studies", json={**STUDY, "study_id": "p", "space": {"algorithms": ["knn"]}})
+        numbers = [c.post("/studies/p/ask").json()["number"] for _ in range(3)]
+        before = snap(c)
+        r = c.post("/studies/p/ask")
+        assert r.status_code == 409 and "3 pending trials" in r.json()["detail"] and "crash" in r.json()["detail"]
+        assert snap(c) == before
+        assert c.post(f"/studies/p/trials/{numbers[0]}/tell", json={"status": "crash"}).status_code == 200
+        assert c.post("/studies/p/ask").status_code == 200  # one told: one more may be asked
+        assert c.post("/studies/p/ask").status_code == 409
+    with pytest.raises(InputDataError, match="max_pending"):
+        ServiceSettings(max_pending=0)
+
+
 def test_the_token_is_required_when_set_and_a_refusal_changes_nothing(kb_path, serve_app, snap):
     with serve_app(kb_path, token="s3cret") as c:
         body = {"study_id": "t", "dataset_id": "service-toy", "strategy": "random"}
@@ -141,12 +206,39 @@ def test_the_token_is_required_when_set_and_a_refusal_changes_nothing(kb_path, s
         assert c.post("/studies/t/ask", headers=ok).status_code == 200
 
 
+def test_with_a_token_the_schema_asks_for_it_on_every_operation_and_documents_its_401(kb_path, serve_app):
+    with serve_app(kb_path, token="s3cret") as c:
+        schema = c.get("/openapi.json").json()
+        assert "HTTPBearer" in json.dumps(schema["components"]["securitySchemes"])
+        operations = [(path, op) for path, ops in schema["paths"].items() for op in ops.values()]
+        api = [(path, op) for path, op in operations if path != "/health"]
+        assert len(api) >= 12 and all(op.get("security") and "401" in op["responses"] for _, op in api)
+        assert c.get("/studies").status_code == 401  # GET /studies among them
+
+
+def test_the_token_is_checked_before_the_body_is_read(kb_path, serve_app, snap):
+    with serve_app(kb_path, token="s3cret") as c:
+        before = snap(c)
+        for body in (b"\xd6\xe3\xde", b'{"value": 0.1', b'{"value": 0.1, "extra": 1}'):
+            r = c.post("/studies/s/trials/0/tell", content=body, headers={"content-type": "application/json"})
+            assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer", r.text
+        assert snap(c) == before
+
+
+def test_a_405_names_every_method_of_the_path(client):
+    r = client.request("OPTIONS", "/studies")
+    assert r.status_code == 405 and set(r.headers["allow"].replace(" ", "").split(",")) == {"GET", "POST"}
+    r = client.delete("/studies/s/history")
+    assert r.status_code == 405 and r.headers["allow"] == "GET"
+
+
 def test_the_openapi_schema_documents_every_route(client):
     schema = client.get("/openapi.json").json()
     assert {"/studies", "/studies/{study_id}/ask", "/studies/{study_id}/trials/{number}/tell", "/studies/{study_id}/best",
             "/studies/{study_id}/history", "/knowledge/suggestions", "/knowledge/nearest",
             "/knowledge/ranks/{algorithm}", "/runs", "/datasets", "/datasets/upload"} <= set(schema["paths"])
-    assert "HTTPBearer" in json.dumps(schema["components"]["securitySchemes"])
+    # without a token no operation asks for one, nor answers 401
+    assert "securitySchemes" not in schema["components"] and "401" not in json.dumps(schema["paths"])
     page = client.get("/docs")
     assert page.status_code == 200 and "cdn" not in page.text.lower()  # offline: no CDN
     assert "/docs-assets/swagger-ui-bundle.js" in page.text
