@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -53,6 +54,28 @@ def _missing(name: str, e: ImportError) -> BackendError:
     extra = {"dask": "dask", "ray": "ray"}[name]
     return BackendError(f"the {name} backend needs the {name} package ({e.name or e} is missing): "
                         f"pip install 'metabo[{extra}]'")
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the system tells it)."""
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except (AttributeError, OSError):  # not Linux
+        return max(os.cpu_count() or 1, 1)
+
+
+def worker_count(n_jobs: int, *, address: str | None = None, what: str = "n_jobs") -> int:
+    """The workers to start for ``n_jobs``: at most :func:`available_cores` unless a cluster
+    at ``address`` runs them (one evaluation is one core; more workers than cores only
+    add processes, and hundreds of them exhaust the machine). Logged when capped."""
+    if address is not None:
+        return n_jobs
+    cores = available_cores()
+    if n_jobs > cores:
+        logger.warning("%s=%d is more than the cores available to this process (%d): starting %d workers",
+                       what, n_jobs, cores, cores)
+        return cores
+    return n_jobs
 
 
 @contextmanager

@@ -71,7 +71,7 @@ import pandas as pd
 from metabo.data.dataset import Dataset
 from metabo.evaluation.evaluate import DEFAULT_METRICS, Evaluation
 from metabo.evaluation.metrics import get_metric
-from metabo.evaluation.backends import backend_context, check_backend
+from metabo.evaluation.backends import backend_context, check_backend, worker_count
 from metabo.evaluation.parallel import EvalTask, TaskResult, evaluate_many
 from metabo.evaluation.protocols import (
     EvaluationProtocol,
@@ -363,7 +363,12 @@ def run_trials(
     evaluations (before ``progress``)."""
     if budget is None and clock is None:
         raise InputDataError("run_trials needs a budget of trials or a clock")
-    with backend_context(backend, address=scheduler, n_jobs=n_jobs):
+    # a batch is still n_jobs trials (the history depends on the seed and n_jobs only);
+    # the workers evaluating it are at most the cores, and at most the batch
+    workers = worker_count(n_jobs, address=scheduler, what="n_jobs")
+    if budget is not None:
+        workers = min(workers, max(budget - len(opt.history.completed), len(opt.history.pending), 1))
+    with backend_context(backend, address=scheduler, n_jobs=workers):
         while (needed := n_jobs if budget is None else budget - len(opt.history.completed)) > 0:
             total = None  # the seconds of a trial's fits together, under the clock
             if clock is not None:
@@ -374,11 +379,12 @@ def run_trials(
             pending = len(opt.history.pending)  # left by a killed batch: re-asked on their own
             batch = [opt.ask() for _ in range(min(n_jobs, needed, pending or n_jobs))]
             # one job runs in this process (joblib's n_jobs=1, any backend): on the data as loaded
+            pool = min(workers, len(batch))
             tasks = [setup.task(trial, _at(setup.protocol, trial.number), seed=seed, time_limit=time_limit,
                                 memory_limit_mb=memory_limit_mb, keep_predictions=keep_predictions,
-                                in_process=n_jobs == 1, total_time_limit=total)
+                                in_process=pool == 1, total_time_limit=total)
                      for trial in batch]
-            for trial, result in _in_order(batch, evaluate_many(tasks, n_jobs=n_jobs, backend=backend)):
+            for trial, result in _in_order(batch, evaluate_many(tasks, n_jobs=pool, backend=backend)):
                 evaluations = _evaluations(trial, result)
                 record = opt.tell(trial, evaluations=evaluations, **_outcome(evaluations, opt.metric))
                 logger.info("trial %d %s: %s %.4g", record.number, record.algorithm, record.status, record.value)

@@ -91,3 +91,44 @@ def test_a_run_killed_mid_batch_resumes_into_the_uninterrupted_history(tmp_path)
                        progress=lambda r: told.append(r.number), **common)
         assert told == [2, 3, 4, 5]
         assert _trials(resumed.history) == _trials(full.history)
+
+
+def test_workers_are_capped_at_the_cores_and_the_batch(monkeypatch, caplog):
+    """n_jobs far above the cores (1000 on 2) or above the trials a batch needs starts no
+    more workers than either, says so, and keeps the batches (hence the history) of n_jobs."""
+    import sys
+
+    import joblib.externals.loky.reusable_executor as loky_executor
+
+    import metabo.evaluation.backends as backends
+
+    tune_module = sys.modules["metabo.optimizer.tune"]  # the package exports the function under that name
+
+    monkeypatch.setattr(backends, "available_cores", lambda: 2)
+    pools, contexts = [], []
+    real_many, real_context = tune_module.evaluate_many, tune_module.backend_context
+
+    def many(tasks, *, n_jobs, backend):
+        pools.append((len(tasks), n_jobs))
+        return real_many(tasks, n_jobs=n_jobs, backend=backend)
+
+    def context(name, *, address=None, n_jobs=1):
+        contexts.append(n_jobs)
+        return real_context(name, address=address, n_jobs=n_jobs)
+
+    monkeypatch.setattr(tune_module, "evaluate_many", many)
+    monkeypatch.setattr(tune_module, "backend_context", context)
+    with caplog.at_level("WARNING", logger="metabo.evaluation.backends"):
+        result = tune("sklearn:iris", budget=3, space=SPACE, strategy=_gp(), seed=5, n_jobs=1000)
+    assert len(result.history.completed) == 3
+    assert contexts == [2] and pools == [(3, 2)]  # one batch of 3 trials on 2 workers
+    executor = loky_executor._executor  # the loky pool joblib started for it
+    assert executor is not None and executor._max_workers == 2 and len(executor._processes) <= 2
+    assert "n_jobs=1000 is more than the cores available to this process (2)" in caplog.text
+
+    pools.clear(), contexts.clear()
+    tune("sklearn:iris", budget=2, space=SPACE, strategy=_gp(), seed=5, n_jobs=20, backend="threading")
+    assert contexts == [2] and pools == [(2, 2)]
+    pools.clear(), contexts.clear()
+    tune("sklearn:iris", budget=1, space=SPACE, strategy=_gp(), seed=5, n_jobs=20)
+    assert contexts == [1] and pools == [(1, 1)]  # one trial: no pool at all, in this process
