@@ -10,6 +10,7 @@ stored stays stored, and only the runs the bad answer concerns are left out.
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -98,6 +99,17 @@ def test_the_timeout_bounds_each_request_and_the_next_try_succeeds(ingest, kb, s
     assert report.runs_new == N_RUNS
     assert elapsed < BOUND
     assert [r.status for r in server.requested("evaluationmeasure/list")] == [0, 200]
+
+
+def test_a_port_that_never_reads_ends_within_the_deadline(ingest, kb):
+    # a listening socket nobody accepts: the kernel completes the connection, no one answers
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/api/v1/xml"
+        _, error, elapsed = _bounded(lambda: ingest(server=url, retry=RetryPolicy(backoff=0.0, deadline=1.0)))
+    assert isinstance(error, OpenMLResponseError) and "did not answer within the deadline of 1 s" in str(error)
+    assert elapsed < BOUND
 
 
 @pytest.mark.parametrize("endpoint", ["evaluationmeasure/list", "setup/list", "data/61"])
@@ -240,7 +252,7 @@ def test_cli_reports_what_is_missing(server, openml_cache, tmp_path, capsys):
 
 
 # ---------------------------------------------------------------------- a setup of another flow
-def test_a_setup_with_another_flows_parameters_is_skipped_and_counted(ingest, kb, server):
+def test_a_setup_with_another_flows_parameters_is_skipped_and_counted(ingest, kb, server, snapshot):
     # setup 100 is listed under the random forest (flow 10) but answers with J48's parameters
     server.setups[100].parameters_from = 20
     report = ingest()
@@ -248,6 +260,10 @@ def test_a_setup_with_another_flows_parameters_is_skipped_and_counted(ingest, kb
     assert (report.runs_wrong_flow, report.runs_new) == (2, N_RUNS - 2)
     assert _sources(kb) == _runs(*ALL) - _runs(1000, 1005)
     assert "random_forest" not in set(kb.query("SELECT algorithm FROM configurations")["algorithm"])
+    before = snapshot(kb)
+    again = ingest()
+    assert (again.runs_new, again.wrong_flow_setups, again.runs_wrong_flow) == (0, (100,), 2)
+    assert snapshot(kb) == before
 
 
 def test_an_unmapped_flow_with_another_flows_parameters_is_skipped(ingest, kb, server):
