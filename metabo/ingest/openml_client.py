@@ -29,7 +29,6 @@ report as a server failing every try.
 from __future__ import annotations
 
 import logging
-import math
 import re
 import threading
 import time
@@ -67,6 +66,9 @@ class _Unavailable(Exception):
 
 #: OpenML's error code for "database connection error": the server asks to try again.
 RETRYABLE_CODES: frozenset[int] = frozenset({107})
+#: The longest timeout or deadline, in seconds (about 115 days): a socket's timeout
+#: overflows the platform's time_t far beyond it (``timeout=1e12``).
+MAX_SECONDS = 1e7
 #: OpenML's own API root, named in the message of a wrong server URL.
 OPENML_API = "https://www.openml.org/api/v1/xml"
 _MEASURES_TAG = "<oml:evaluation_measures"
@@ -106,10 +108,12 @@ class RetryPolicy:
             raise InputDataError(f"attempts must be >= 1, got {self.attempts}")
         if not (self.backoff >= 0 and self.max_delay >= 0):
             raise InputDataError(f"backoff and max_delay must be >= 0, got {self.backoff}, {self.max_delay}")
-        if not (0 < self.timeout < math.inf):
-            raise InputDataError(f"timeout must be a number of seconds > 0, got {self.timeout}")
-        if self.deadline is not None and not (0 < self.deadline < math.inf):
-            raise InputDataError(f"deadline must be a number of seconds > 0 (or None), got {self.deadline}")
+        if not (0 < self.timeout <= MAX_SECONDS):
+            raise InputDataError(f"timeout must be more than 0 and at most {MAX_SECONDS:g} seconds, "
+                                 f"got {self.timeout}")
+        if self.deadline is not None and not (0 < self.deadline <= MAX_SECONDS):
+            raise InputDataError(f"deadline must be more than 0 and at most {MAX_SECONDS:g} seconds "
+                                 f"(or None), got {self.deadline}")
 
     def delay(self, attempt: int) -> float:
         """Seconds to wait after failed try number ``attempt`` (1-based)."""

@@ -135,8 +135,8 @@ def test_cli_hanging_server_is_one_error_line_within_the_deadline(server, openml
     assert len(err) == 1 and err[0].startswith("error: ") and "did not answer" in err[0], err
 
 
-@pytest.mark.parametrize("option", [["--timeout", "0"], ["--timeout", "nan"], ["--deadline", "-1"],
-                                    ["--attempts", "0"]])
+@pytest.mark.parametrize("option", [["--timeout", "0"], ["--timeout", "nan"], ["--timeout", "1e12"],
+                                    ["--deadline", "-1"], ["--deadline", "inf"], ["--attempts", "0"]])
 def test_cli_rejects_bad_timeouts_before_anything_runs(server, openml_cache, tmp_path, capsys, option):
     from metabo.cli.main import main
 
@@ -153,8 +153,8 @@ def test_cli_rejects_bad_timeouts_before_anything_runs(server, openml_cache, tmp
 
 
 def test_retry_policy_checks_its_values():
-    for bad in ({"timeout": 0}, {"timeout": float("inf")}, {"deadline": 0}, {"deadline": float("nan")},
-                {"attempts": 0}):
+    for bad in ({"timeout": 0}, {"timeout": float("inf")}, {"timeout": 1e12}, {"deadline": 0},
+                {"deadline": float("nan")}, {"deadline": 1e12}, {"attempts": 0}, {"backoff": float("nan")}):
         with pytest.raises(InputDataError):
             RetryPolicy(**bad)
     assert RetryPolicy(deadline=None).deadline is None
