@@ -51,11 +51,38 @@ NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,199}$"
 Name = Annotated[str, Field(min_length=1, max_length=200, pattern=NAME_PATTERN)]
 #: A column name of uploaded data: printable text.
 Column = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$")]
-Params = Annotated[dict[Name, Value], Field(max_length=500)]
+
+
+def _keyed_by_names(schema: dict[str, Any]) -> None:
+    """A mapping keyed by :data:`Name`, as JSON Schema says it: every key of the pattern
+    (pydantic writes ``patternProperties``, which lets other keys through)."""
+    ((pattern, value),) = schema.pop("patternProperties").items()
+    schema["additionalProperties"] = value
+    schema["propertyNames"] = {"pattern": pattern, "minLength": 1, "maxLength": 200}
+
+
+Params = Annotated[dict[Name, Value], Field(max_length=500, json_schema_extra=_keyed_by_names)]
 #: Meta-feature name -> value; null for a quantity undefined on the dataset.
-MetaFeatures = Annotated[dict[Name, Finite | None], Field(min_length=1, max_length=5000)]
+MetaFeatures = Annotated[dict[Name, Finite | None],
+                         Field(min_length=1, max_length=5000, json_schema_extra=_keyed_by_names)]
 #: A failed outcome: it carries no value.
 FAILED = ("crash", "timeout", "memout")
+#: A class probability and a class index of predictions, as the schema states them
+#: (:class:`TellIn` checks them with messages naming the row).
+Probability = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=-MAX_MAGNITUDE, le=MAX_MAGNITUDE,
+                                     json_schema_extra={"minimum": 0, "maximum": 1})]
+ClassIndex = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=-MAX_MAGNITUDE, le=MAX_MAGNITUDE,
+                                    json_schema_extra={"type": "integer", "minimum": 0, "maximum": MAX_MAGNITUDE})]
+
+
+def _outcome_rule(fields: tuple[str, ...]) -> dict[str, Any]:
+    """JSON Schema of an outcome's rule: status ``ok`` (the default) with a number
+    ``value``, or a failed status with none of ``fields``."""
+    return {"anyOf": [
+        {"properties": {"status": {"const": "ok"}, "value": {"type": "number"}}, "required": ["value"]},
+        {"properties": {"status": {"enum": list(FAILED)}, **{f: {"type": "null"} for f in fields}},
+         "required": ["status"]},
+    ]}
 Identifier = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$")]
 #: The forms of a study id and a metric name, in bodies and in paths / queries alike.
 STUDY_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$"
@@ -103,12 +130,15 @@ class DatasetOut(BaseModel):
 
 
 # ------------------------------------------------------------------ studies
-class SpaceIn(Body):
+class SpaceIn(Body, json_schema_extra={"not": {
+        "properties": {"algorithms": {"type": "array"}, "configspace": {"type": "object"}},
+        "required": ["algorithms", "configspace"]}}):
     """The search space: the project's CASH space (nothing given), its subset of
     ``algorithms``, or a ``configspace`` (ConfigSpace's serialized JSON: a CASH space with
     the root ``algorithm``, or one algorithm's space)."""
 
-    algorithms: Annotated[list[Name], Field(min_length=1, max_length=100)] | None = None
+    algorithms: Annotated[list[Name], Field(min_length=1, max_length=100, json_schema_extra={"uniqueItems": True})
+                          ] | None = None
     configspace: dict[str, Any] | None = None
 
     @model_validator(mode="after")
@@ -120,7 +150,10 @@ class SpaceIn(Body):
         return self
 
 
-class StudyIn(Body):
+class StudyIn(Body, json_schema_extra={"oneOf": [
+        {"properties": {"dataset_id": {"type": "string"}}, "required": ["dataset_id"]},
+        {"properties": {"dataset": {"type": "object"}}, "required": ["dataset"]},
+        {"properties": {"upload": {"type": "object"}}, "required": ["upload"]}]}):
     """A new study: its dataset (exactly one of ``dataset_id`` of a stored dataset,
     ``dataset`` by meta-features, ``upload``), space, strategy, seed and metric."""
 
@@ -171,7 +204,7 @@ class FinishIn(Body):
     status: Literal["done", "failed"] = "done"
 
 
-class TellIn(Body):
+class TellIn(Body, json_schema_extra=_outcome_rule(("value", "test_value", "predictions"))):
     """The outcome of a trial. ``value`` (lower is better) is required with status ``ok``
     and refused with a failed status (crash, timeout, memout), like ``test_value``;
     ``predictions``: the validation outputs of a successful trial, n x K class
@@ -183,9 +216,9 @@ class TellIn(Body):
     fit_seconds: NonNegative | None = None
     predict_seconds: NonNegative | None = None
     message: Annotated[str, Field(max_length=2000)] | None = None
-    predictions: (Annotated[list[Annotated[list[Finite], Field(min_length=1, max_length=10_000)]],
+    predictions: (Annotated[list[Annotated[list[Probability], Field(min_length=1, max_length=10_000)]],
                             Field(min_length=1, max_length=1_000_000)]
-                  | Annotated[list[Finite], Field(min_length=1, max_length=1_000_000)] | None) = None
+                  | Annotated[list[ClassIndex], Field(min_length=1, max_length=1_000_000)] | None) = None
 
     @model_validator(mode="after")
     def _consistent(self) -> TellIn:
@@ -308,7 +341,7 @@ class RanksOut(BaseModel):
 
 
 # ------------------------------------------------------------------ ingestion
-class RunIn(Body):
+class RunIn(Body, json_schema_extra=_outcome_rule(("value",))):
     """One evaluation of a configuration on a stored dataset (lower ``value`` is better)."""
 
     dataset_id: Identifier
