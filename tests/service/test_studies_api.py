@@ -253,3 +253,18 @@ def test_a_dataset_sent_again_with_its_meta_features_is_the_stored_one(client):
     r = client.post("/studies", json={"dataset": {"name": "toy", "meta_features": TOY_META}, "strategy": "random"})
     assert r.status_code == 201, r.text
     assert r.json()["dataset_id"] == "service-toy"
+
+
+def test_an_integer_field_takes_a_json_number_without_a_fraction(client):
+    """JSON Schema's integer: ``3.0`` is one (and is stored as 3); ``3.5`` and ``"3"`` are not."""
+    r = client.post("/studies", json={"study_id": "i", "dataset_id": "service-toy", "strategy": "random",
+                                      "seed": 3.0, "space": {"algorithms": ["knn"]}})
+    assert r.status_code == 201 and r.json()["seed"] == 3 and isinstance(r.json()["seed"], int)
+    run = {"dataset_id": "service-toy", "algorithm": "knn", "params": {"n_neighbors": 5, "weights": "uniform", "p": 2},
+           "value": 0.25, "fold": 1.0, "split_seed": 7.0}
+    assert client.post("/runs", json={"runs": [run]}).json() == {"received": 1, "inserted": 1}
+    with client.app.state.manager.store.locked() as kb:
+        assert kb.connection.execute("SELECT fold, split_seed FROM runs WHERE source = 'service'").fetchall() == [(1, 7)]
+    for bad in (3.5, "3", True):
+        r = client.post("/studies", json={"dataset_id": "service-toy", "strategy": "random", "seed": bad})
+        assert r.status_code == 422 and "seed" in r.json()["detail"], (bad, r.text)
