@@ -73,3 +73,8 @@ class SurrogateError(MetaboError, RuntimeError):
 class OutputFileError(MetaboError, OSError):
     """Writing a file the user asked for (a model, predictions) failed, e.g. a full disk;
     nothing half-written is left at the path."""
+
+
+class TimeBudgetExceeded(MetaboError, TimeoutError):
+    """A time budget ran out during work that no trial limit bounds (loading the data,
+    the meta-features, choosing the strategy, the final fit): the work was stopped."""

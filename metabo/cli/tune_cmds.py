@@ -12,6 +12,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from metabo.cli import watchdog
 from metabo.cli.kb_cmds import add_backend_arguments, open_kb
 from metabo.exceptions import InputDataError
 from metabo.kb.sessions import completed_trials
@@ -161,6 +162,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
         check_model_path(args.save_model, trusted=args.trusted)
     # the clock starts with the command, so that loading the libraries counts too
     clock = None if args.time_budget is None else TimeBudget(args.time_budget, start=args.started)
+    # Ctrl-C and the time budget end the command even inside a long compiled call
+    guard = watchdog.install(None if clock is None else clock.start + clock.seconds)
     session = _session_id(args)
     if args.ensemble is not None:
         if clock is not None:
@@ -204,6 +207,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
                     on_strategy=started, final_rows=args.final_rows, cv=parse_cv(args.cv),
                 )
             finally:
+                guard.budget_done()
                 if bar is not None:
                     bar.close()
     except KeyboardInterrupt:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -30,17 +31,49 @@ def has_own_meta_features(kb: KnowledgeBase, dataset: Dataset) -> bool:
     ).fetchone()[0])
 
 
-def ingest_dataset(kb: KnowledgeBase, dataset: Dataset, *, seed: int = 0, landmarkers: bool = True) -> str:
+def ingest_dataset(kb: KnowledgeBase, dataset: Dataset, *, seed: int = 0, landmarkers: bool = True,
+                   time_limit: float | None = None) -> str:
     """Compute the meta-features of ``dataset`` and store both; return the dataset id.
 
     A flagged dataset (e.g. KEEL columns that lost their decimal points) is stored with
     its flags, and its meta-features leave the flagged columns out of every
     value-dependent quantity (``compute_meta_features(..., flagged="exclude")``).
+
+    ``time_limit``: seconds the meta-features may take, computed in a forked worker
+    (:func:`~metabo.evaluation.runner.run_with_limits`, so that an interrupt stops them
+    at once); past it, or when it is not positive, the dataset is stored without them
+    (logged).
     """
     from metabo.data.meta_features import compute_meta_features
 
-    values = compute_meta_features(dataset, seed=seed, landmarkers=landmarkers, flagged="exclude")
-    return kb.add_dataset(dataset, values)
+    compute = functools.partial(compute_meta_features, seed=seed, landmarkers=landmarkers, flagged="exclude")
+    if time_limit is None:
+        return kb.add_dataset(dataset, compute(dataset))
+    from metabo.evaluation.runner import Ok, run_with_limits
+
+    outcome = run_with_limits(compute, dataset, time_limit=time_limit) if time_limit > 0 else None
+    if isinstance(outcome, Ok):
+        return kb.add_dataset(dataset, outcome.value)
+    if outcome is not None and outcome.status not in ("timeout", "memout"):
+        raise MetaboError(f"the meta-features of {dataset.name!r} failed: {outcome.message}")
+    logger.warning("the meta-features of %s (%d x %d) were not computed within %.1f s: stored without them "
+                   "(no warm start from its neighbours)", dataset.name, dataset.n_instances, dataset.n_features,
+                   max(time_limit, 0.0))
+    return kb.add_dataset(dataset)
+
+
+#: seconds the meta-features of a table of n x d cells may take when no time budget
+#: bounds them: META_SECONDS + META_SECONDS_PER_CELL n d
+META_SECONDS = 60.0
+META_SECONDS_PER_CELL = 1e-4
+
+
+def meta_features_limit(dataset: Dataset, left: float | None = None, share: float = 0.25) -> float:
+    """Seconds :func:`ingest_dataset` gives the meta-features of ``dataset``: ``share`` of
+    the ``left`` seconds of a time budget, else the size-based default above."""
+    if left is not None:
+        return share * left
+    return META_SECONDS + META_SECONDS_PER_CELL * dataset.n_instances * max(dataset.n_features, 1)
 
 
 def ingest_datasets(

@@ -19,10 +19,14 @@ budget: the search, not each trial, owns it; the final fit is inside it here (FL
 from __future__ import annotations
 
 import math
+import signal
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from metabo.exceptions import InputDataError
+from metabo.exceptions import InputDataError, TimeBudgetExceeded
 from metabo.optimizer.history import TrialRecord
 
 #: A trial is not started with less time than this left (seconds): the fork, fit and
@@ -61,6 +65,37 @@ class TimeBudget:
         return None if left < self.min_trial else left
 
 
+#: seconds past the budget before :func:`deadline` interrupts the work
+DEADLINE_GRACE = 1.0
+
+
+@contextmanager
+def deadline(clock: TimeBudget | None, grace: float = DEADLINE_GRACE) -> Iterator[None]:
+    """Within this block, the work is interrupted with :class:`TimeBudgetExceeded`
+    ``grace`` seconds after ``clock`` runs out (``SIGALRM``; the next Python instruction
+    after it fires, so one long call into a compiled library ends first). Trials are
+    bounded by their limits already; this bounds what runs outside them. Inert without a
+    clock, outside the main thread, or when a timer is already set (pytest-timeout's)."""
+    usable = (clock is not None and threading.current_thread() is threading.main_thread()
+              and hasattr(signal, "setitimer") and signal.getitimer(signal.ITIMER_REAL)[0] == 0)
+    if not usable:
+        yield
+        return
+    assert clock is not None
+
+    def expired(signum: int, frame: object) -> None:
+        raise TimeBudgetExceeded(f"the time budget of {clock.seconds:g} s ran out (by {-clock.left():.1f} s) "
+                                 "before the work outside the trials ended; give a larger time budget")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, max(clock.left() + grace, 0.01))
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def final_fit_seconds(best: TrialRecord | None, *, train_rows: int, final_rows: int, fits: int = 1) -> float:
     """The seconds to reserve for fitting ``best`` on ``final_rows`` rows, given that its
     trial made ``fits`` fits (one per split of its protocol) of ``train_rows`` rows in
@@ -72,4 +107,4 @@ def final_fit_seconds(best: TrialRecord | None, *, train_rows: int, final_rows: 
     return (FINAL_FIT_MARGIN * best.fit_seconds * max(scale, 1.0) + (best.predict_seconds or 0.0)) / max(fits, 1)
 
 
-__all__ = ["FINAL_FIT_MARGIN", "MIN_TRIAL_SECONDS", "TimeBudget", "final_fit_seconds"]
+__all__ = ["DEADLINE_GRACE", "FINAL_FIT_MARGIN", "MIN_TRIAL_SECONDS", "TimeBudget", "deadline", "final_fit_seconds"]

@@ -81,9 +81,10 @@ from metabo.evaluation.protocols import (
     resolve_cv,
     search_protocol,
 )
-from metabo.exceptions import EvaluationError, InputDataError
-from metabo.optimizer.budget import TimeBudget, final_fit_seconds
+from metabo.exceptions import EvaluationError, InputDataError, TimeBudgetExceeded
+from metabo.optimizer.budget import TimeBudget, deadline, final_fit_seconds
 from metabo.optimizer.history import History, Trial, TrialRecord
+from metabo.optimizer.limits import default_limit
 from metabo.optimizer.optimizer import Optimizer, Select, get_session
 from metabo.space.cash import CASHSpace
 from metabo.space.space import SearchSpace
@@ -292,10 +293,13 @@ def prepare(
     dataset: Dataset | pd.DataFrame | str, *, kb: KnowledgeBase | None, target: str | None = None,
     protocol: EvaluationProtocol | None = None, reshuffle: bool = False, metric: str = "error_rate",
     metrics: tuple[str, ...] = DEFAULT_METRICS, meta_features: bool = True, seed: int = 0,
-    max_train: int | None = None, cv: int | str | None = "auto",
+    max_train: int | None = None, cv: int | str | None = "auto", clock: TimeBudget | None = None,
 ) -> Setup:
     """Load ``dataset``, store it in ``kb`` (with its meta-features unless
-    ``meta_features=False``) and fix the protocol (see :func:`tune`)."""
+    ``meta_features=False``) and fix the protocol (see :func:`tune`). The meta-features
+    may take a quarter of what is left of the ``clock`` once the data are loaded (without
+    one, a default growing with the table's size); past it the dataset is stored
+    without them (:func:`~metabo.ingest.datasets.ingest_dataset`)."""
     stored, data, options = _load(dataset, target)
     protocol = _protocol(protocol, reshuffle, max_train, cv, data.n_instances)
     metrics = tuple(dict.fromkeys((metric, *metrics)))
@@ -304,10 +308,13 @@ def prepare(
     require_classification(data, target=target)
     dataset_id = None
     if kb is not None:
-        from metabo.ingest.datasets import has_own_meta_features, ingest_dataset
+        from metabo.ingest.datasets import has_own_meta_features, ingest_dataset, meta_features_limit
 
-        dataset_id = (ingest_dataset(kb, stored, seed=seed)
-                      if meta_features and not has_own_meta_features(kb, stored) else kb.add_dataset(stored))
+        if meta_features and not has_own_meta_features(kb, stored):
+            limit = meta_features_limit(stored, None if clock is None else clock.left())
+            dataset_id = ingest_dataset(kb, stored, seed=seed, time_limit=limit)
+        else:
+            dataset_id = kb.add_dataset(stored)
     spec = dataset if isinstance(dataset, str) else None
     return Setup(data, dataset_id, protocol, metrics, spec, options)
 
@@ -355,12 +362,14 @@ def run_trials(
     scheduler: str | None = None, progress: Callable[[TrialRecord], None] | None = None,
     on_evaluated: Callable[[TrialRecord, list[Evaluation]], None] | None = None,
     clock: TimeBudget | None = None, reserve: Callable[[], float] | None = None,
+    default_limit: Callable[[str, History], float] | None = None,
 ) -> None:
     """Ask, evaluate and tell, in batches of ``n_jobs`` trials evaluated at once on
     ``backend`` (at ``scheduler`` for dask/ray), until ``budget`` trials of the session
     are complete or the ``clock`` has no time for another trial after ``reserve()``
     seconds (module docstring); ``on_evaluated`` sees each told trial with its
-    evaluations (before ``progress``)."""
+    evaluations (before ``progress``). Without a ``time_limit``, each split of a trial
+    may run ``default_limit(algorithm, history)`` seconds (:mod:`metabo.optimizer.limits`)."""
     if budget is None and clock is None:
         raise InputDataError("run_trials needs a budget of trials or a clock")
     # a batch is still n_jobs trials (the history depends on the seed and n_jobs only);
@@ -380,7 +389,9 @@ def run_trials(
             batch = [opt.ask() for _ in range(min(n_jobs, needed, pending or n_jobs))]
             # one job runs in this process (joblib's n_jobs=1, any backend): on the data as loaded
             pool = min(workers, len(batch))
-            tasks = [setup.task(trial, _at(setup.protocol, trial.number), seed=seed, time_limit=time_limit,
+            tasks = [setup.task(trial, _at(setup.protocol, trial.number), seed=seed,
+                                time_limit=time_limit if time_limit is not None or default_limit is None
+                                else default_limit(trial.algorithm, opt.history),
                                 memory_limit_mb=memory_limit_mb, keep_predictions=keep_predictions,
                                 in_process=pool == 1, total_time_limit=total)
                      for trial in batch]
@@ -491,9 +502,11 @@ def tune(
         space = default_cash_space()
     # the dataset is stored and the strategy resolved together: a strategy that cannot be
     # made (a warm start with nothing to transfer) leaves nothing behind
-    with kb.transaction() if kb is not None else contextlib.nullcontext():
+    # nothing outside the trials runs past the time budget (optimizer.budget.deadline)
+    with deadline(clock), kb.transaction() if kb is not None else contextlib.nullcontext():
         setup = prepare(dataset, kb=kb, target=target, protocol=protocol, reshuffle=reshuffle, metric=metric,
-                        metrics=metrics, meta_features=meta_features, seed=seed, max_train=max_train, cv=cv)
+                        metrics=metrics, meta_features=meta_features, seed=seed, max_train=max_train, cv=cv,
+                        clock=clock)
         train_rows, fits, refit_rows = setup.split_rows(seed)
         if isinstance(strategy, str):
             name, note, make = resolve_strategy(strategy, kb, setup.dataset_id, space, metric=metric,
@@ -505,9 +518,14 @@ def tune(
             name, note = getattr(strategy, "name", type(strategy).__name__), ""
     if on_strategy is not None:
         on_strategy(name, note, setup.dataset_id)
+    settings = setup.settings(budget, time_limit, memory_limit_mb, None if clock is None else clock.seconds)
+    limit = None
+    if time_limit is None:  # every trial is bounded all the same (metabo.optimizer.limits)
+        limit = default_limit(kb, dataset_id=setup.dataset_id, algorithms=list(_algorithms(space)), n_rows=train_rows,
+                              n_features=setup.data.n_features, fits=fits, metric=metric)
+        settings["default_time_limit"] = limit.describe()
     opt = open_session(kb, space, strategy, session_id=session_id, dataset_id=setup.dataset_id, metric=metric, seed=seed,
-                       settings=setup.settings(budget, time_limit, memory_limit_mb,
-                                               None if clock is None else clock.seconds))
+                       settings=settings)
     ends: dict[int, float] = {}
 
     def told(record: TrialRecord) -> None:
@@ -523,17 +541,26 @@ def tune(
             return scored + (final_fit_seconds(best, train_rows=train_rows, final_rows=setup.data.n_instances,
                                                fits=fits) if final_rows == "all" else 0.0)
 
-    run_trials(opt, setup, budget=budget, seed=seed, time_limit=time_limit, memory_limit_mb=memory_limit_mb,
-               keep_predictions=keep_predictions, n_jobs=n_jobs, backend=backend, scheduler=scheduler,
-               progress=told, clock=clock, reserve=reserve)
+    try:
+        with deadline(clock):
+            run_trials(opt, setup, budget=budget, seed=seed, time_limit=time_limit, memory_limit_mb=memory_limit_mb,
+                       keep_predictions=keep_predictions, n_jobs=n_jobs, backend=backend, scheduler=scheduler,
+                       progress=told, clock=clock, reserve=reserve, default_limit=limit)
+    except TimeBudgetExceeded as e:  # e.g. in a strategy's ask: the trials told so far stand
+        logger.warning("search stopped: %s", e)
     opt.finish()
     best = opt.best(select)
     model, refit_error, refit_seconds = None, None, None
     if refit and best.ok:  # here, on the dataset in memory
         t0 = time.monotonic()
-        model, refit_error = final_model(best, setup, seed=seed, metric=metric)
-        if model is not None and final_rows == "all":
-            model = deployed_model(best, setup, seed=seed) or model
+        try:
+            with deadline(clock):
+                model, refit_error = final_model(best, setup, seed=seed, metric=metric)
+                if model is not None and final_rows == "all":
+                    model = deployed_model(best, setup, seed=seed) or model
+        except TimeBudgetExceeded as e:  # the search's results stand, without a model
+            logger.warning("no final model: %s", e)
+            model, refit_error = None, None
         refit_seconds = time.monotonic() - t0
     return TuneResult(opt.session_id, setup.dataset_id, metric, select, best, opt.history, refit_error, name, note,
                       model=model, trial_end_seconds=ends, refit_seconds=refit_seconds,
@@ -568,6 +595,11 @@ def deployed_model(best: TrialRecord, setup: Setup, *, seed: int) -> EnsembleMod
         logger.warning("the fit of trial %d on every row failed (%s); the model is its fit on training + "
                        "validation rows", best.number, e)
         return None
+
+
+def _algorithms(space: CASHSpace | SearchSpace) -> tuple[str, ...]:
+    """The algorithms a space's trials run (a bare space: its name)."""
+    return space.algorithms if isinstance(space, CASHSpace) else (getattr(space, "name", ""),)
 
 
 def _at(protocol: EvaluationProtocol, number: int) -> EvaluationProtocol:
