@@ -107,7 +107,7 @@ def install(budget_end: float | None = None) -> Watchdog:
         signal.set_wakeup_fd(write.fileno(), warn_on_full_buffer=False)
     except (ValueError, OSError):
         return dog
-    if signal.getsignal(signal.SIGINT) in (signal.SIG_IGN, signal.SIG_DFL, None):
+    if signal.getsignal(signal.SIGINT) in (signal.SIG_DFL, None):  # an ignored SIGINT stays ignored
         signal.signal(signal.SIGINT, signal.default_int_handler)  # a C-level handler that writes the fd
     dog._sockets = (read, write)  # kept open as long as the watchdog lives
     threading.Thread(target=dog._watch, args=(read,), name="metabo-watchdog", daemon=True).start()

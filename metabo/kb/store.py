@@ -140,8 +140,14 @@ class KnowledgeBase:
         """Run a parameterized read query and return a DataFrame."""
         try:
             return self.connection.execute(sql, params or []).df()
+        except duckdb.InterruptException as e:  # Ctrl-C while DuckDB ran it: an interrupt, not a failure
+            raise KeyboardInterrupt from e
         except duckdb.Error as e:
             raise KnowledgeBaseError(f"query failed: {e}") from e
+        except RuntimeError as e:  # the same, raised while the result is converted ("Query interrupted")
+            if "interrupted" in str(e).lower():
+                raise KeyboardInterrupt from e
+            raise
 
     # ------------------------------------------------------------------ schema
     def schema_version(self) -> int:

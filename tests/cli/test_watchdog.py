@@ -1,0 +1,51 @@
+"""The watchdog ends a command that does not end by itself after Ctrl-C or its time budget."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+
+from metabo.cli.watchdog import BUDGET_GRACE
+
+STUCK = """
+import sys, time
+from metabo.cli import watchdog
+dog = watchdog.install({budget})
+print("ready", flush=True)
+while True:  # work that swallows every interrupt, as a compiled call that never returns would
+    try:
+        time.sleep(60)
+    except KeyboardInterrupt:
+        pass
+"""
+
+
+def _start(budget: str) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-c", STUCK.format(budget=budget)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    return proc
+
+
+def test_an_interrupt_the_work_swallows_still_ends_the_process():
+    proc = _start("None")
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)  # generous: only that it ends
+    assert proc.returncode == 130
+    assert "interrupted: stopped" in err
+
+
+def test_a_time_budget_the_work_overruns_ends_the_process():
+    proc = _start(f"time.monotonic() + 0.2 - {BUDGET_GRACE}")  # over 0.2 s after the start
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2
+    assert err.strip().splitlines()[-1].startswith("error: the time budget ran out")
+
+
+def test_a_budget_marked_done_is_no_longer_watched():
+    code = ("import time\nfrom metabo.cli import watchdog\n"
+            "dog = watchdog.install(time.monotonic() - watchdog.BUDGET_GRACE + 0.3)\n"
+            "dog.budget_done()\ntime.sleep(1.5)\nprint('finished')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "finished"
