@@ -269,7 +269,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--metric", default="error_rate", type=_metric_name,
                    help="the objective (lower is better): error_rate, balanced_error_rate (or balanced_error: "
                         "for imbalanced classes), log_loss, one_minus_auc")
-    p.add_argument("--time-limit", type=float, help="seconds per evaluation (default: none)")
+    p.add_argument("--time-limit", type=float, help="seconds per evaluation (default: a limit from the "
+                   "table's size and the fit times recorded for the algorithm, at least 30 s; a fit past it "
+                   "is recorded as timeout)")
     p.add_argument("--session", help="continue this session (or name a new one)")
     p.add_argument("--resume", metavar="SESSION", help="continue this stored session (metabo sessions lists them)")
     p.add_argument("--refit", action="store_true",
