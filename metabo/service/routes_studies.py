@@ -65,7 +65,8 @@ def create_study(request: Request, body: s.StudyIn) -> dict[str, Any]:
                                               metric=body.metric, study_id=body.study_id))
 
 
-@router.get("/studies", tags=["studies"], summary="The stored studies, newest first")
+@router.get("/studies", response_model=list[s.StudyRowOut], tags=["studies"],
+            summary="The stored studies, newest first")
 def list_studies(request: Request) -> list[dict[str, Any]]:
     return [dict(r) for r in _manager(request).studies()]
 

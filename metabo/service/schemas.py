@@ -189,6 +189,16 @@ class StudyOut(BaseModel):
     n_pending: int
 
 
+class StudyRowOut(BaseModel):
+    """A stored study as ``GET /studies`` lists it."""
+
+    study_id: str
+    dataset_id: str
+    strategy: str | None
+    status: str
+    created_at: str
+
+
 class TrialOut(BaseModel):
     """An asked configuration (:class:`metabo.optimizer.Trial`)."""
 
