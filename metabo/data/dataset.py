@@ -214,9 +214,10 @@ class Dataset:
         ``pandas.util.hash_pandas_object`` on its values as strings; the row hashes are
         sorted and hashed again, so a shuffled copy of the data has the same fingerprint.
         """
-        columns = [self.X[c] for c in self.X.columns] + [pd.Series(self.y.to_numpy())]
-        rows = _row_hashes([_canonical_strings(col).to_numpy(dtype=object) for col in columns]
-                           if len(columns) <= _FEW_COLUMNS else _canonical_matrix(columns))
+        columns = ([_canonical_strings(self.X[c]).to_numpy(dtype=object) for c in self.X.columns]
+                   if self.X.shape[1] < _FEW_COLUMNS else _canonical_matrix(self.X))
+        columns.append(_canonical_strings(pd.Series(self.y.to_numpy())).to_numpy(dtype=object))
+        rows = _row_hashes(columns)
         digest = hashlib.sha256()
         digest.update(f"{self.X.shape[0]}x{len(columns)}|".encode())
         digest.update(np.sort(rows).tobytes())
@@ -262,26 +263,29 @@ def _features(frame: pd.DataFrame, target: str, nominal: set[Any], name: str) ->
     The plain numeric columns are cast together and the frame is built in one go: cast
     and inserted one at a time, 10,000 columns took minutes (an insert is linear in the
     columns already there)."""
-    columns = [c for c in frame.columns if c != target]
-    plain = [c for c in columns if c not in nominal and _is_plain_numeric(frame[c])]
-    features: dict[str, pd.Series] = {}
-    if len(set(map(str, columns))) < len(columns):  # names equal as text: the last one kept, as before
-        plain = []
-    if plain:
-        block = frame[plain].astype(np.float64)
-        block.columns = [str(c) for c in plain]
-        features.update(block.items())
+    positions = [i for i, c in enumerate(frame.columns) if c != target]
+    columns = [frame.columns[i] for i in positions]
+    names = [str(c) for c in columns]
+    if len(set(names)) < len(names):  # names equal as text: one at a time, the last one kept, as before
+        features = {str(c): _as_feature(frame[c], force_nominal=c in nominal, name=name) for c in columns}
+        return pd.DataFrame({n: features[n] for n in names}, index=frame.index)
+    dtypes = frame.dtypes.tolist()
+    plain = [i for i in positions if frame.columns[i] not in nominal and _is_plain_numeric(dtypes[i])]
+    block = frame.iloc[:, plain].astype(np.float64)
+    block.columns = [str(frame.columns[i]) for i in plain]
+    if len(plain) == len(positions):
+        return block
     done = set(plain)
-    for col in columns:
-        if col not in done:
-            features[str(col)] = _as_feature(frame[col], force_nominal=col in nominal, name=name)
-    return pd.DataFrame({str(c): features[str(c)] for c in columns}, index=frame.index)
+    others = {str(frame.columns[i]): _as_feature(frame.iloc[:, i], force_nominal=frame.columns[i] in nominal, name=name)
+              for i in positions if i not in done}
+    return pd.concat([block, pd.DataFrame(others, index=frame.index)], axis=1)[names]
 
 
-def _is_plain_numeric(col: pd.Series) -> bool:
-    """A numeric column :func:`_as_feature` casts to float64 (not boolean, not categorical)."""
-    return not isinstance(col.dtype, pd.CategoricalDtype) and pd.api.types.is_numeric_dtype(col) \
-        and not pd.api.types.is_bool_dtype(col)
+def _is_plain_numeric(dtype: Any, booleans: bool = False) -> bool:
+    """A numeric dtype that :func:`_as_feature` casts to float64 (not categorical; not
+    boolean unless ``booleans``)."""
+    return not isinstance(dtype, pd.CategoricalDtype) and pd.api.types.is_numeric_dtype(dtype) \
+        and (booleans or not pd.api.types.is_bool_dtype(dtype))
 
 
 def _as_feature(col: pd.Series, *, force_nominal: bool, name: str) -> pd.Series:
@@ -311,18 +315,20 @@ def _num_label(v: float) -> str:
 _FEW_COLUMNS = 64
 
 
-def _canonical_matrix(columns: list[pd.Series]) -> list[np.ndarray]:
-    """:func:`_canonical_strings` of every column, the numeric ones converted together
-    (per column, pandas' overhead made a 10,000-column fingerprint take half a minute)."""
-    numeric = [i for i, c in enumerate(columns)
-               if pd.api.types.is_numeric_dtype(c) and not isinstance(c.dtype, pd.CategoricalDtype)]
-    out: list[np.ndarray | None] = [None] * len(columns)
+def _canonical_matrix(frame: pd.DataFrame) -> list[np.ndarray]:
+    """:func:`_canonical_strings` of every column of ``frame``, the numeric ones converted
+    together (column by column, pandas' overhead made a 10,000-column fingerprint take
+    half a minute)."""
+    numeric = [i for i, dtype in enumerate(frame.dtypes.tolist()) if _is_plain_numeric(dtype, booleans=True)]
+    out: list[np.ndarray | None] = [None] * frame.shape[1]
     if numeric:
-        values = np.column_stack([columns[i].to_numpy(dtype=np.float64, na_value=np.nan) for i in numeric])
+        values = frame.iloc[:, numeric].to_numpy(dtype=np.float64, na_value=np.nan)
+        n = len(values)
         text = np.array(["NaN" if v != v else repr(v) for v in values.T.ravel().tolist()], dtype=object)
         for k, i in enumerate(numeric):
-            out[i] = text[k * len(values):(k + 1) * len(values)]
-    return [_canonical_strings(c).to_numpy(dtype=object) if o is None else o for c, o in zip(columns, out)]
+            out[i] = text[k * n:(k + 1) * n]
+    return [_canonical_strings(frame.iloc[:, i]).to_numpy(dtype=object) if o is None else o
+            for i, o in enumerate(out)]
 
 
 def _row_hashes(columns: list[np.ndarray]) -> np.ndarray:
