@@ -264,7 +264,8 @@ def test_an_integer_field_takes_a_json_number_without_a_fraction(client):
            "value": 0.25, "fold": 1.0, "split_seed": 7.0}
     assert client.post("/runs", json={"runs": [run]}).json() == {"received": 1, "inserted": 1}
     with client.app.state.manager.store.locked() as kb:
-        assert kb.connection.execute("SELECT fold, split_seed FROM runs WHERE source = 'service'").fetchall() == [(1, 7)]
+        stored = kb.connection.execute("SELECT fold, split_seed FROM runs WHERE source = 'service'").fetchall()
+    assert stored == [(1, 7)]
     for bad in (3.5, "3", True):
         r = client.post("/studies", json={"dataset_id": "service-toy", "strategy": "random", "seed": bad})
         assert r.status_code == 422 and "seed" in r.json()["detail"], (bad, r.text)
