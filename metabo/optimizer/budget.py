@@ -69,6 +69,12 @@ class TimeBudget:
 DEADLINE_GRACE = 1.0
 
 
+class _Alarm(BaseException):
+    """Raised by :func:`deadline`'s timer: a BaseException, as KeyboardInterrupt is, so that
+    no ``except Exception`` on the way (a reader's, a worker's) takes it for a failure of
+    its own; turned into :class:`TimeBudgetExceeded` where the block ends."""
+
+
 @contextmanager
 def deadline(clock: TimeBudget | None, grace: float = DEADLINE_GRACE) -> Iterator[None]:
     """Within this block, the work is interrupted with :class:`TimeBudgetExceeded`
@@ -84,13 +90,15 @@ def deadline(clock: TimeBudget | None, grace: float = DEADLINE_GRACE) -> Iterato
     assert clock is not None
 
     def expired(signum: int, frame: object) -> None:
-        raise TimeBudgetExceeded(f"the time budget of {clock.seconds:g} s ran out (by {-clock.left():.1f} s) "
-                                 "before the work outside the trials ended; give a larger time budget")
+        raise _Alarm
 
     previous = signal.signal(signal.SIGALRM, expired)
     try:
         signal.setitimer(signal.ITIMER_REAL, max(clock.left() + grace, 0.01))
         yield
+    except _Alarm:
+        raise TimeBudgetExceeded(f"the time budget of {clock.seconds:g} s ran out (by {-clock.left():.1f} s) "
+                                 "before the work outside the trials ended; give a larger time budget") from None
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)

@@ -83,7 +83,10 @@ def test_work_outside_the_trials_is_interrupted_when_the_budget_runs_out():
         with deadline(TimeBudget(0.05), grace=0.0):
             end = time.monotonic() + 60
             while time.monotonic() < end:  # pure Python work that would run a minute
-                spins += 1
+                try:  # a handler of its own failures (a reader's, a worker's) does not take the interrupt
+                    spins += 1
+                except Exception:  # noqa: BLE001
+                    pass
     assert time.monotonic() < end
     with deadline(None):  # no clock: inert
         pass
