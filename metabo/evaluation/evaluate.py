@@ -309,6 +309,14 @@ def evaluate(
             except Exception as e:  # noqa: BLE001 - a preprocessing failure is this split's outcome
                 out.append(_failed(algorithm, params, split, "crash", describe(e), 0.0, metric_fns))
                 continue
+            if total_time_limit is not None:  # the preprocessing (here, not in the worker) counts too
+                left = total_time_limit - (time.perf_counter() - started)
+                if left <= 0:
+                    message = (f"Timeout: no time left for fold {split.fold} after its preprocessing "
+                               f"(limit {total_time_limit:.1f} s for all folds)")
+                    out.append(_failed(algorithm, params, split, "timeout", message, 0.0, metric_fns))
+                    continue
+                limit = left if time_limit is None else min(time_limit, left)
             outcome = run_with_limits(
                 _fit_predict, clone(estimator, safe=False), prepared, codes, split, n_classes,
                 time_limit=limit, memory_limit_mb=memory_limit_mb,
