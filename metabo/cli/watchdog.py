@@ -31,7 +31,7 @@ import time
 #: seconds an interrupted command has to end by itself before it is ended
 INTERRUPT_GRACE = 1.0
 #: seconds past a time budget (after the library's own deadline) before it is ended
-BUDGET_GRACE = 2.5
+BUDGET_GRACE = 3.0
 
 
 def _kill_children() -> None:

@@ -82,7 +82,7 @@ from metabo.evaluation.protocols import (
     search_protocol,
 )
 from metabo.exceptions import EvaluationError, InputDataError, TimeBudgetExceeded
-from metabo.optimizer.budget import TimeBudget, deadline, final_fit_seconds
+from metabo.optimizer.budget import DEADLINE_GRACE, TimeBudget, deadline, final_fit_seconds
 from metabo.optimizer.history import History, Trial, TrialRecord
 from metabo.optimizer.limits import default_limit
 from metabo.optimizer.optimizer import Optimizer, Select, get_session
@@ -541,8 +541,8 @@ def tune(
             return scored + (final_fit_seconds(best, train_rows=train_rows, final_rows=setup.data.n_instances,
                                                fits=fits) if final_rows == "all" else 0.0)
 
-    try:
-        with deadline(clock):
+    try:  # the trials end by their own limits; a second more for telling the one cut last
+        with deadline(clock, grace=DEADLINE_GRACE + 1.0):
             run_trials(opt, setup, budget=budget, seed=seed, time_limit=time_limit, memory_limit_mb=memory_limit_mb,
                        keep_predictions=keep_predictions, n_jobs=n_jobs, backend=backend, scheduler=scheduler,
                        progress=told, clock=clock, reserve=reserve, default_limit=limit)
