@@ -26,7 +26,7 @@ import pytest
 import schemathesis
 from fastapi.testclient import TestClient
 from schemathesis.config import SchemathesisConfig
-from schemathesis.engine import Status, events, from_schema
+from schemathesis.engine import Status, StopReason, events, from_schema
 
 logger = logging.getLogger(__name__)
 SEED = 33
@@ -75,6 +75,11 @@ def run_schemathesis(client: TestClient, token: str | None) -> tuple[set[str], i
             failures[f"error in {event.label}: {event.info.message}"] += 1
         elif isinstance(event, events.FatalError):
             failures[f"fatal: {event.exception!r}"] += 1
+        elif isinstance(event, events.EngineFinished):
+            for failure in event.failures:  # checks run once after all scenarios
+                failures[f"after the run: {failure.title}"] += 1
+            if event.stop_reason != StopReason.COMPLETED:
+                failures[f"the run stopped early: {event.stop_reason.value}"] += 1
     logger.info("schemathesis (token %s): %d operations, %d cases, %d failures", token is not None,
                 len(operations), cases, sum(failures.values()))
     return operations, cases, [f"{n} x {line}" for line, n in sorted(failures.items())]
