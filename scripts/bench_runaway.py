@@ -55,7 +55,10 @@ def load() -> str:
 
 
 def command(data: Path, kb: Path, extra: list[str]) -> list[str]:
-    return [sys.executable, "-m", "metabo.cli.main", "tune", str(data), "--target", "class", "--kb", str(kb), *extra]
+    """The ``metabo`` console command of this environment (as a user runs it)."""
+    metabo = Path(sys.executable).with_name("metabo")
+    start = [str(metabo)] if metabo.exists() else [sys.executable, "-m", "metabo.cli.main"]
+    return [*start, "tune", str(data), "--target", "class", "--kb", str(kb), *extra]
 
 
 def fresh_kb(folder: Path, source: Path | None, name: str) -> Path:

@@ -13,7 +13,12 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from metabo.cli import (
+from metabo.cli import watchdog
+
+if __name__ == "__main__" or os.path.basename(sys.argv[0]) == "metabo":  # the command, not an import
+    watchdog.install_for_command(sys.argv)  # before the imports below: Ctrl-C during them ends it too
+
+from metabo.cli import (  # noqa: E402
     data_cmds,
     ingest_cmds,
     kb_cmds,

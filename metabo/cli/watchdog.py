@@ -88,7 +88,7 @@ class Watchdog:
             if interrupted_at is None and signal.SIGINT in data:
                 interrupted_at = now
             if interrupted_at is not None and now - interrupted_at >= INTERRUPT_GRACE:
-                _end(130, "interrupted: stopped (the trials told so far are stored)")
+                _end(130, "interrupted: stopped (what was stored before stays; continue a session with --resume)")
             if self._budget_over(now):
                 _end(2, "error: the time budget ran out and the work did not stop in time: stopped "
                         "(the trials told so far are stored); give a larger time budget")
@@ -98,6 +98,11 @@ def install(budget_end: float | None = None) -> Watchdog:
     """Watch for SIGINT and, with ``budget_end`` (a :func:`time.monotonic` time), for the
     end of a time budget (module docstring). From the main thread (elsewhere the
     returned watchdog does nothing)."""
+    global _installed
+    if _installed is not None:  # installed early (metabo.cli.main): now it watches the budget too
+        _installed.budget_end = budget_end
+        _installed._budget_done.clear()
+        return _installed
     dog = Watchdog(budget_end)
     if threading.current_thread() is not threading.main_thread():
         return dog
@@ -111,7 +116,18 @@ def install(budget_end: float | None = None) -> Watchdog:
         signal.signal(signal.SIGINT, signal.default_int_handler)  # a C-level handler that writes the fd
     dog._sockets = (read, write)  # kept open as long as the watchdog lives
     threading.Thread(target=dog._watch, args=(read,), name="metabo-watchdog", daemon=True).start()
+    _installed = dog
     return dog
 
 
-__all__ = ["BUDGET_GRACE", "INTERRUPT_GRACE", "Watchdog", "install"]
+_installed: Watchdog | None = None
+
+
+def install_for_command(argv: list[str]) -> None:
+    """:func:`install` at the start of ``metabo tune`` (before the heavy imports: an
+    interrupt during them is otherwise swallowed by an import that catches everything)."""
+    if any(arg == "tune" for arg in argv[1:]):
+        install()
+
+
+__all__ = ["BUDGET_GRACE", "INTERRUPT_GRACE", "Watchdog", "install", "install_for_command"]
