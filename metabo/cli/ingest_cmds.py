@@ -7,6 +7,7 @@ import sys
 
 from tqdm import tqdm
 
+from metabo.cli._args import count, integer, seconds
 from metabo.cli.kb_cmds import open_kb
 from metabo.exceptions import InputDataError
 from metabo.metadatasets import SOURCES
@@ -17,11 +18,11 @@ LISTING_INCOMPLETE = 3
 
 
 def cmd_openml(args: argparse.Namespace) -> int:
+    if not args.task and not args.flow:  # before the openml client is imported (it makes its cache folders)
+        raise InputDataError("give at least one --task or --flow")
     from metabo.ingest.openml import ingest_openml
     from metabo.ingest.openml_client import RetryPolicy
 
-    if not args.task and not args.flow:
-        raise InputDataError("give at least one --task or --flow")
     retry = RetryPolicy(attempts=args.attempts, timeout=args.timeout, deadline=args.deadline)
     with open_kb(args) as kb, tqdm(desc="OpenML runs", unit="run") as bar:
         report = ingest_openml(
@@ -89,20 +90,20 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
         epilog=f"exit status: 0 done, 2 error (what was stored is kept), {LISTING_INCOMPLETE} the "
                "listing ended early (what was stored is kept; run again for the rest)",
     )
-    p.add_argument("--task", type=int, action="append", default=[], help="task id (repeatable)")
-    p.add_argument("--flow", type=int, action="append", default=[], help="flow id (repeatable)")
+    p.add_argument("--task", type=integer(low=1), action="append", default=[], help="task id (repeatable)")
+    p.add_argument("--flow", type=integer(low=1), action="append", default=[], help="flow id (repeatable)")
     p.add_argument("--metric", default="predictive_accuracy", help="OpenML evaluation measure")
     p.add_argument("--server", help="OpenML server URL, e.g. a mirror or the test server")
     p.add_argument("--cache-dir", help="the openml client's cache folder")
-    p.add_argument("--page-size", type=int, default=1000)
-    p.add_argument("--max-runs", type=int)
-    p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+    p.add_argument("--page-size", type=count(high=10_000), default=1000)
+    p.add_argument("--max-runs", type=count())
+    p.add_argument("--timeout", type=seconds(), default=60.0, metavar="SECONDS",
                    help="seconds each request waits to connect and for each read of its answer "
                         "(default %(default)s)")
-    p.add_argument("--deadline", type=float, default=300.0, metavar="SECONDS",
+    p.add_argument("--deadline", type=seconds(), default=300.0, metavar="SECONDS",
                    help="seconds all tries of one request take together, waits included: a server "
                         "that stops answering ends the command by then (default %(default)s)")
-    p.add_argument("--attempts", type=int, default=4,
+    p.add_argument("--attempts", type=count(high=100), default=4,
                    help="tries of a request that fails transiently (default %(default)s)")
     p.set_defaults(func=cmd_openml)
     for name in SOURCES:
@@ -112,7 +113,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                        help="read the files already extracted in --cache (no download)")
         p.add_argument("--force", action="store_true",
                        help="read every chunk again (stores only what is missing)")
-        p.add_argument("--max-chunks", type=int, help="stop after this many chunks (resume later)")
+        p.add_argument("--max-chunks", type=count(0), help="stop after this many chunks (resume later)")
         p.add_argument("--export-grid", metavar="FILE",
                        help="write the source's configurations as the project's points (a JSON list of "
                             "[algorithm, params] for metabo kb build --configs-from) instead of ingesting")

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 import pandas as pd
 
-from metabo.exceptions import InputDataError
+from metabo.cli._args import count, integer, seconds
+from metabo.exceptions import InputDataError, KnowledgeBaseError
 from metabo.kb import KnowledgeBase
 from metabo.kb import queries as q
 from metabo.kb import transfer as tr
@@ -15,21 +17,39 @@ from metabo.kb.parquet_io import export_parquet, import_parquet
 from metabo.paths import default_kb_path
 
 
-def open_kb(args: argparse.Namespace, *, read_only: bool = False) -> KnowledgeBase:
-    """The store named by ``--kb`` (or the embedded default). Commands that only read open
-    it ``read_only``: a read-only file can be read, a mistyped path is an error rather
-    than a new empty store, and a store another process reads can be read too. The
-    embedded default is made (with the shipped knowledge base) on first use either way."""
-    if read_only and args.kb is None and not default_kb_path().exists():
-        KnowledgeBase().close()
+def open_kb(args: argparse.Namespace, *, read_only: bool = False, create: bool = False) -> KnowledgeBase:
+    """The store named by ``--kb`` (or the embedded default). ``--kb`` must name an existing
+    store, for every command: a mistyped path is an error, not a new empty store tuned
+    cold; only ``metabo kb init PATH`` (``create``) makes one. The embedded default is
+    made (with the shipped knowledge base) on first use. Commands that only read open
+    it ``read_only``: a read-only file can be read, and a store another process reads
+    can be read too."""
+    if args.kb is None:
+        if read_only and not default_kb_path().exists():
+            KnowledgeBase().close()
+        return KnowledgeBase(None, read_only=read_only)
+    check_kb_arg(args.kb, create=create)
     return KnowledgeBase(args.kb, read_only=read_only)
+
+
+def check_kb_arg(path: str | Path, *, create: bool = False) -> None:
+    """Refuse a ``--kb`` that names no store: a folder, a file in a missing folder, or a
+    missing file (unless ``create``: ``metabo kb init PATH``)."""
+    kb = Path(path).expanduser()
+    if kb.is_dir():
+        raise KnowledgeBaseError(f"{kb} is a folder, not a knowledge base file (give the .duckdb file in it)")
+    if not kb.parent.is_dir():
+        raise KnowledgeBaseError(f"no folder {kb.parent} for the knowledge base {kb.name}: check the path, or "
+                                 "create the folder first")
+    if not kb.exists() and not create:
+        raise KnowledgeBaseError(f"no knowledge base at {kb} (check the path; metabo kb init {kb} creates one)")
 
 
 def add_backend_arguments(p: argparse.ArgumentParser, *, n_jobs_help: str) -> None:
     """``--n-jobs``, ``--backend`` and ``--scheduler`` (:func:`metabo.evaluation.backends.backend_context`)."""
     from metabo.evaluation.backends import BACKENDS
 
-    p.add_argument("--n-jobs", type=int, default=1, help=n_jobs_help)
+    p.add_argument("--n-jobs", type=count(high=4096), default=1, help=n_jobs_help)
     p.add_argument("--backend", default="loky",
                    help=f"joblib backend: {', '.join(BACKENDS)} (dask: pip install 'metabo[dask]'; "
                         "ray: pip install 'metabo[ray]')")
@@ -74,7 +94,11 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    with open_kb(args) as kb:
+    if args.path is not None:
+        if args.kb is not None and Path(args.kb) != Path(args.path):
+            raise InputDataError(f"kb init names two stores ({args.path} and --kb {args.kb}): give one")
+        args.kb = args.path
+    with open_kb(args, create=True) as kb:
         print(f"knowledge base {kb.path} at schema version {kb.schema_version()}")
     return 0
 
@@ -201,7 +225,21 @@ def cmd_build(args: argparse.Namespace) -> int:
     from metabo.ingest.build import BuildSettings, build_knowledge_base
     from metabo.space.algorithms import ALGORITHMS, get_algorithm
 
+    from metabo.data.loaders import check_spec
+
     specs = list(args.datasets)
+    for spec in specs:  # a spec that cannot load is refused before anything is fetched or stored
+        check_spec(spec)
+    from metabo.evaluation.backends import check_backend
+
+    from metabo.evaluation.metrics import get_metric
+    from metabo.evaluation.protocols import resolve_cv
+
+    check_backend(args.backend, address=args.scheduler, n_jobs=args.n_jobs)
+    if (cv := parse_cv(args.cv)) is not None:
+        resolve_cv(cv, 0)
+    for name in args.metrics or ():
+        get_metric(name)
     if args.keel:
         from metabo.data.keel import fetch_keel, list_keel
 
@@ -275,7 +313,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     fmt = argparse.ArgumentParser(add_help=False)
     fmt.add_argument("--format", choices=["table", "csv", "json"], default="table")
 
-    p = ks.add_parser("init", parents=[common], help="create or migrate the store")
+    p = ks.add_parser("init", parents=[common], help="create a store at PATH (or --kb), or migrate it")
+    p.add_argument("path", nargs="?", help="the knowledge base file to create or migrate (default: --kb, else "
+                                          "the embedded one); its folder must exist")
     p.set_defaults(func=cmd_init)
     p = ks.add_parser("stats", parents=[common], help="what is stored")
     p.add_argument("--json", action="store_true", help="machine-readable counts")
@@ -293,7 +333,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("datasets", nargs="*", help="dataset specs: keel:NAME, sklearn:NAME, openml:ID, files")
     p.add_argument("--keel", choices=["balanced", "imbalanced"], help="add every KEEL dataset of that kind")
     p.add_argument("--algorithms", nargs="+", default=["all"], help="algorithm names (default: all)")
-    p.add_argument("--configs", type=int, default=50, help="configurations per algorithm (same on every dataset)")
+    p.add_argument("--configs", type=count(), default=50, help="configurations per algorithm (same on every dataset)")
     p.add_argument("--configs-from", metavar="FILE",
                    help="evaluate these configurations instead (a JSON list of [algorithm, params] pairs, "
                         "e.g. a published meta-dataset's grid): a session of its own")
@@ -302,15 +342,15 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help="how each dataset is measured: auto (as `metabo tune` does: 5-fold CV of the 80%% not "
                         "kept for test up to 3,000 rows, else a 60/20/20 hold-out), a number of folds, or none "
                         "(the 60/20/20 hold-out everywhere)")
-    p.add_argument("--max-train", type=int, help="subsample the training part to at most this many rows")
-    p.add_argument("--time-limit", type=float, default=60.0, help="seconds per fit (each fold; 0: none)")
-    p.add_argument("--memory-limit", type=int, default=4096, help="MB per evaluation (0: none)")
+    p.add_argument("--max-train", type=count(2), help="subsample the training part to at most this many rows")
+    p.add_argument("--time-limit", type=seconds(zero="none"), default=60.0, help="seconds per fit (each fold; 0: none)")
+    p.add_argument("--memory-limit", type=integer(low=0, high=10**8), default=4096, help="MB per evaluation (0: none)")
     p.add_argument("--predictions", action="store_true", help="keep validation and test probabilities")
     p.add_argument("--metrics", nargs="+", metavar="METRIC",
                    help="metrics recorded on each fold's validation and test rows (default: error_rate "
                         "balanced_error_rate log_loss one_minus_auc)")
     add_backend_arguments(p, n_jobs_help="evaluations at once (workers of a local cluster)")
-    p.add_argument("--batch-size", type=int, default=25, help="evaluations recorded per transaction")
+    p.add_argument("--batch-size", type=count(), default=25, help="evaluations recorded per transaction")
     p.set_defaults(func=cmd_build)
     p = ks.add_parser("datasets", parents=[common, fmt], help="list stored datasets")
     p.set_defaults(func=cmd_datasets)
@@ -319,28 +359,28 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--algorithm")
     p.add_argument("--metric")
     p.add_argument("--status", default="ok", choices=["ok", "crash", "timeout", "memout", "any"])
-    p.add_argument("--limit", type=int, default=50)
+    p.add_argument("--limit", type=count(), default=50)
     p.set_defaults(func=cmd_runs)
     p = ks.add_parser("matrix", parents=[common, fmt], help="task x configuration matrix of an algorithm")
     p.add_argument("algorithm")
     p.add_argument("--metric", default="error_rate")
-    p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--limit", type=count(), default=20)
     p.set_defaults(func=cmd_matrix)
     p = ks.add_parser("ranks", parents=[common, fmt], help="configurations by mean rank across tasks")
     p.add_argument("algorithm")
     p.add_argument("--metric", default="error_rate")
-    p.add_argument("--min-tasks", type=int, default=None,
+    p.add_argument("--min-tasks", type=count(), default=None,
                    help="list configurations ranked on at least this many tasks (default: half as many as the "
                         "best-supported one)")
     p.add_argument("--near", help="rank on the tasks nearest this dataset (by meta-features) only")
-    p.add_argument("-k", type=int, default=5, help="how many nearest tasks with --near")
-    p.add_argument("--limit", type=int, default=20)
+    p.add_argument("-k", type=count(), default=5, help="how many nearest tasks with --near")
+    p.add_argument("--limit", type=count(), default=20)
     p.set_defaults(func=cmd_ranks)
     p = ks.add_parser("nearest", parents=[common, fmt], help="tasks nearest a dataset by meta-features")
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--dataset", help="a stored dataset id, name or openml:ID")
     g.add_argument("--meta-features", help='JSON object of meta-features, e.g. \'{"NumberOfInstances": 500}\'')
-    p.add_argument("-k", type=int, default=5)
+    p.add_argument("-k", type=count(), default=5)
     p.set_defaults(func=cmd_nearest)
     p = ks.add_parser("join-qualities", parents=[common, fmt],
                       help="OpenML qualities shipped offline (LCDB, OBOE) -> meta-features of every "
@@ -356,7 +396,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p = ks.add_parser("portfolio", parents=[common],
                       help="k configurations that together do well on most tasks (greedy, by regret)")
     p.add_argument("algorithm")
-    p.add_argument("-k", type=int, default=5, help="portfolio size")
+    p.add_argument("-k", type=count(), default=5, help="portfolio size")
     p.add_argument("--metric", default="error_rate")
     p.add_argument("--no-normalize", action="store_true", help="raw regret instead of regret / task range")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -365,8 +405,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                       help="tasks that rank an algorithm's configurations alike (Kendall tau-b)")
     p.add_argument("algorithm")
     p.add_argument("--task", help="the tasks ranking most like this dataset (default: the most similar pairs)")
-    p.add_argument("--top", type=int, default=10, help="how many tasks or pairs")
+    p.add_argument("--top", type=count(), default=10, help="how many tasks or pairs")
     p.add_argument("--metric", default="error_rate")
-    p.add_argument("--min-shared", type=int, default=5, help="fewest shared configurations to compare two tasks")
+    p.add_argument("--min-shared", type=count(2), default=5, help="fewest shared configurations to compare two tasks")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_similar)

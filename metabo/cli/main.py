@@ -1,7 +1,9 @@
 """The ``metabo`` command: a thin layer over the library that opens the store and prints.
 
-Every command takes ``--kb PATH`` (default: the embedded DuckDB file, see
-:mod:`metabo.paths`). Library errors become one-line messages and exit code 2.
+Every command takes ``--kb PATH``: an existing store (``metabo kb init PATH`` creates one;
+a missing path is an error, not a new empty store), or by default the embedded DuckDB file
+(see :mod:`metabo.paths`), made on first use. Library errors become one-line messages and
+exit code 2.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from metabo.cli import (  # noqa: E402
     tune_cmds,
 )
 from metabo import __version__
+from metabo.cli._args import count
 from metabo.exceptions import MetaboError
 
 
@@ -42,7 +45,11 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--kb", default=None, help="knowledge base file (default: the embedded one)")
+    common.add_argument("--kb", default=None, metavar="PATH",
+                        help="an existing knowledge base file (metabo kb init PATH creates one; a missing "
+                             "PATH is an error, never a new empty store); default: the embedded one, "
+                             "$METABO_KB or $METABO_HOME/metabo.duckdb, made with the shipped knowledge on "
+                             "first use")
     common.add_argument("-v", "--verbose", action="count", default=0, help="more logging")
     parser = _Parser(
         prog="metabo", description="A meta-learning knowledge base for warm-started HPO."
@@ -56,8 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
     quick.add_argument("--no-keel", action="store_true", help="only scikit-learn's bundled datasets")
     quick.add_argument("--seed", type=int, default=0)
     quick.add_argument("--no-demo", action="store_true", help="skip the live warm-start vs cold-start tuning")
-    quick.add_argument("--demo-budget", type=int, default=15, help="evaluations of each tuning in the demo")
-    quick.add_argument("--demo-seeds", type=int, default=3,
+    quick.add_argument("--demo-budget", type=count(high=10_000), default=15, help="evaluations of each tuning in the demo")
+    quick.add_argument("--demo-seeds", type=count(high=1000), default=3,
                        help="seeds of the demo (--seed, --seed + 1, ...): the spread over them is shown")
     quick.set_defaults(func=data_cmds.cmd_quickstart)
     kb_cmds.register(sub, common)
@@ -116,6 +123,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from tqdm.contrib.logging import logging_redirect_tqdm
 
     try:
+        if getattr(args, "kb", None) is not None and args.func is not kb_cmds.cmd_init:
+            kb_cmds.check_kb_arg(args.kb)  # before any data is read: --kb names an existing store
         with logging_redirect_tqdm():  # log lines above the progress bars, not inside them
             return int(args.func(args) or 0)
     except BrokenPipeError:  # the reader went away (metabo kb datasets | head): stop quietly
@@ -126,6 +135,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 141
     except MetaboError as e:
         print(f"error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # the system refused a file (a full disk, a folder where a file should be): one line
+        where = f" ({e.filename})" if e.filename else ""
+        print(f"error: {e.strerror or e}{where}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted; what was committed is kept", file=sys.stderr)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import logging
 
+from metabo.cli._args import integer
 from metabo.exceptions import InputDataError
 from metabo.kb import KnowledgeBase
 from metabo.service.settings import DEFAULT_HOST, DEFAULT_PORT, TOKEN_ENV
@@ -20,6 +21,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from metabo.service.app import create_app
     from metabo.service.settings import ServiceSettings
 
+    if args.kb is not None:  # as every command: --kb names an existing store (metabo kb init PATH makes one)
+        from metabo.cli.kb_cmds import check_kb_arg
+
+        check_kb_arg(args.kb)
     settings = ServiceSettings.resolve(host=args.host, port=args.port, token=args.token, kb_path=args.kb)
     KnowledgeBase(settings.kb_path).close()  # a store in use or a bad path: one line, before anything is served
     _check_port(settings.host, settings.port)
@@ -49,6 +54,6 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                        help="run the REST warm-start service (ask/tell studies, knowledge queries, ingestion)")
     p.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind (default {DEFAULT_HOST}; "
                    "any other needs a token)")
-    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
+    p.add_argument("--port", type=integer(low=0, high=65535), default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
     p.add_argument("--token", default=None, help=f"bearer token clients must send (default: ${TOKEN_ENV})")
     p.set_defaults(func=cmd_serve)

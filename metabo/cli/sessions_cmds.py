@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 
+from metabo.cli._args import count
 from metabo.cli.kb_cmds import open_kb
 
 
@@ -25,15 +26,8 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     return 0
 
 
-def _positive(text: str) -> int:
-    n = int(text)
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
-    return n
-
-
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("sessions", parents=[common], help="list the tuning sessions, newest first")
     p.add_argument("--dataset", help="only the sessions on this dataset (name or id)")
-    p.add_argument("--limit", type=_positive, default=20, help="at most this many (default 20)")
+    p.add_argument("--limit", type=count(), default=20, help="at most this many (default 20)")
     p.set_defaults(func=cmd_sessions)

@@ -6,6 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
+from metabo.cli._args import count
+
 
 def _cash(names: list[str] | None):
     from metabo.space.algorithms import default_cash_space
@@ -54,7 +56,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("algorithms", nargs="*")
     p.set_defaults(func=cmd_show)
     p = ss.add_parser("sample", parents=[common], help="seeded random CASH configurations (JSON lines)")
-    p.add_argument("-n", type=int, default=5)
+    p.add_argument("-n", type=count(high=100_000), default=5)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--algorithms", nargs="+")
     p.set_defaults(func=cmd_sample)

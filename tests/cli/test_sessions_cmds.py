@@ -91,7 +91,7 @@ def test_dataset_filter_and_limit_newest_first(tuned, capsys):
     assert list(_rows(capsys.readouterr().out)) == ["s3"]
     with pytest.raises(SystemExit) as e:
         main(["sessions", "--kb", str(kb_path), "--limit", "0"])
-    assert e.value.code == 2 and "must be at least 1" in capsys.readouterr().err
+    assert e.value.code == 2 and "argument --limit: must be an integer of at least 1" in capsys.readouterr().err
 
 
 def test_a_store_another_process_holds_is_named_in_one_line(tuned, capsys):

@@ -62,5 +62,6 @@ def test_errors_exit_2(capsys, kb_path):
     assert code == 2 and err.startswith("error: unknown algorithm")
     code, _, err = run(capsys, "kb", "similar", "knn", "--task", "missing", "--kb", kb_path)
     assert code == 2 and "unknown dataset" in err
-    code, _, err = run(capsys, "kb", "portfolio", "knn", "-k", "0", "--kb", kb_path)
-    assert code == 2 and "k must be >= 1" in err
+    with pytest.raises(SystemExit) as e:  # refused when parsed
+        main(["kb", "portfolio", "knn", "-k", "0", "--kb", kb_path])
+    assert e.value.code == 2 and "argument -k: must be an integer of at least 1" in capsys.readouterr().err

@@ -16,6 +16,7 @@ def test_tune_csv_random_search(tmp_path, capsys):
     csv = tmp_path / "iris.csv"
     load_iris(as_frame=True).frame.to_csv(csv, index=False)
     kb_path = str(tmp_path / "kb.duckdb")
+    assert main(["kb", "init", kb_path]) == 0  # --kb names an existing store
     code = main(["tune", str(csv), "--target", "target", "--budget", "4", "--strategy", "random",
                  "--algorithms", "knn", "decision_tree", "--seed", "1", "--session", "cli", "--kb", kb_path,
                  "--refit"])
@@ -68,6 +69,7 @@ def test_resume_counts_from_the_stored_trials_and_a_new_run_points_to_the_interr
     csv = tmp_path / "iris.csv"
     load_iris(as_frame=True).frame.to_csv(csv, index=False)
     kb_path = tmp_path / "kb.duckdb"
+    assert main(["kb", "init", str(kb_path)]) == 0
     base = ["tune", str(csv), "--target", "target", "--strategy", "random", "--algorithms", "knn", "--kb",
             str(kb_path)]
     assert main([*base, "--budget", "2", "--session", "first"]) == 0

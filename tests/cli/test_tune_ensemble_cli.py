@@ -16,6 +16,7 @@ ALGORITHMS = ["gaussian_nb", "lda", "knn"]
 
 def test_posthoc_ensemble_saved_and_loaded(tmp_path, capsys):
     kb_path, model_path = str(tmp_path / "kb.duckdb"), tmp_path / "m.skops"
+    assert main(["kb", "init", kb_path]) == 0  # --kb names an existing store
     code = main(["tune", "sklearn:iris", "--budget", "6", "--ensemble", "posthoc", "--kb", kb_path,
                  "--save-model", str(model_path), "--algorithms", *ALGORITHMS, "--session", "ens", "--seed", "1",
                  "--cv", "none", "--no-guard"])
@@ -49,6 +50,7 @@ def test_posthoc_ensemble_saved_and_loaded(tmp_path, capsys):
 
 
 def test_eo_with_the_c_bound(tmp_path, capsys):
+    assert main(["kb", "init", str(tmp_path / "kb.duckdb")]) == 0  # --kb names an existing store
     code = main(["tune", "sklearn:iris", "--budget", "6", "--ensemble", "eo", "--eo-loss", "c_bound",
                  "--ensemble-size", "3", "--algorithms", *ALGORITHMS, "--kb", str(tmp_path / "kb.duckdb"),
                  "--no-guard"])
@@ -60,6 +62,7 @@ def test_eo_with_the_c_bound(tmp_path, capsys):
 
 def test_ensemble_refuses_a_reshuffled_protocol_and_a_used_session(tmp_path, capsys):
     kb_path = str(tmp_path / "kb.duckdb")
+    assert main(["kb", "init", kb_path]) == 0
     assert main(["tune", "sklearn:iris", "--budget", "4", "--ensemble", "esmbo", "--reshuffle", "--kb", kb_path]) == 2
     assert "reshuffle" in capsys.readouterr().err
     args = ["tune", "sklearn:iris", "--budget", "2", "--ensemble", "esmbo", "--algorithms", "knn",
@@ -74,6 +77,7 @@ def test_cross_validated_ensemble_says_what_the_guard_kept(tmp_path, capsys):
     """By default iris (150 rows) is searched on 5-fold out-of-fold predictions, and the
     guard's decision is printed: an ensemble with its cross-validated gain, or the single
     best configuration and why."""
+    assert main(["kb", "init", str(tmp_path / "kb.duckdb")]) == 0
     code = main(["tune", "sklearn:iris", "--budget", "5", "--ensemble", "posthoc", "--algorithms", *ALGORITHMS,
                  "--kb", str(tmp_path / "kb.duckdb")])
     out, err = capsys.readouterr()

@@ -87,6 +87,7 @@ def test_a_local_dask_cluster_is_started_and_closed_when_no_scheduler_is_given()
 
 def test_cli_build_and_tune_on_a_dask_scheduler(tmp_path, scheduler, capsys):
     kb = str(tmp_path / "kb.duckdb")
+    assert main(["kb", "init", kb]) == 0  # --kb names an existing store
     code = main(["kb", "build", "sklearn:iris", "--algorithms", "decision_tree", "--configs", "2",
                  "--backend", "dask", "--scheduler", scheduler, "--n-jobs", "2", "--kb", kb])
     out, err = capsys.readouterr()
@@ -104,6 +105,7 @@ def test_cli_build_and_tune_on_a_dask_scheduler(tmp_path, scheduler, capsys):
 
 def test_unknown_backend_and_missing_packages_are_clear_errors(tmp_path, monkeypatch, capsys):
     kb = str(tmp_path / "kb.duckdb")
+    assert main(["kb", "init", kb]) == 0  # --kb names an existing store
     tune_args = ["tune", "sklearn:iris", "--budget", "2", "--strategy", "random", "--algorithms", "knn", "--kb", kb]
     assert main([*tune_args, "--backend", "spark"]) == 2
     assert "unknown backend 'spark'; use one of loky, threading" in capsys.readouterr().err

@@ -152,6 +152,7 @@ def test_read_qualities_refuses_other_sources() -> None:
 
 def test_cli_joins_and_prints_coverage(capsys, tmp_path: Path) -> None:
     kb = str(tmp_path / "kb.duckdb")
+    assert main(["kb", "init", kb]) == 0  # --kb names an existing store
     assert main(["ingest", "oboe", "--kb", kb, "--cache", str(FIXTURES / "oboe"), "--no-fetch",
                  "--max-chunks", "0"]) == 0
     capsys.readouterr()

@@ -30,9 +30,15 @@ def test_a_non_loopback_host_needs_a_token_from_the_flag_or_the_environment():
 
 def test_metabo_serve_refuses_to_start_off_loopback_without_a_token(capsys, monkeypatch, tmp_path):
     monkeypatch.delenv(TOKEN_ENV, raising=False)
-    assert main(["serve", "--host", "0.0.0.0", "--kb", str(tmp_path / "kb.duckdb")]) == 2
+    kb = tmp_path / "kb.duckdb"
+    assert main(["serve", "--host", "0.0.0.0", "--kb", str(kb)]) == 2
+    assert "no knowledge base at" in capsys.readouterr().err and not kb.exists()  # a mistyped --kb: no new store
+    assert main(["kb", "init", str(kb)]) == 0
+    capsys.readouterr()
+    made = kb.stat().st_mtime_ns
+    assert main(["serve", "--host", "0.0.0.0", "--kb", str(kb)]) == 2
     assert "refusing to bind 0.0.0.0 without a token" in capsys.readouterr().err
-    assert not (tmp_path / "kb.duckdb").exists()  # nothing was opened
+    assert kb.stat().st_mtime_ns == made  # nothing was opened
 
 
 def test_metabo_serve_on_a_store_or_port_in_use_says_so_in_one_line_before_serving(capsys, tmp_path):
