@@ -79,12 +79,17 @@ def _ingest(args: argparse.Namespace, specs: list[str], *, keel_policy: str = "f
 
 
 def _loader(target: str | None, keel_policy: str):
+    """Load a spec as ``metabo tune`` would, refusing what it refuses (one class, a
+    regression target, no feature column): the store holds only tasks it can tune."""
     from metabo.data.loaders import SCHEMES, load_dataset
+    from metabo.evaluation.protocols import require_classification
 
     def load(spec: str):
         extra = {"lost_decimals": keel_policy} if spec.startswith("keel:") else {}
         named = spec.split(":", 1)[0] in SCHEMES  # sklearn:, keel:, openml: know their target
-        return load_dataset(spec, target=None if named else target, **extra)
+        dataset = load_dataset(spec, target=None if named else target, **extra)
+        require_classification(dataset, target=None if named else target)
+        return dataset
 
     return load
 

@@ -131,6 +131,9 @@ class Dataset:
             raise InputDataError(f"dataset {name!r}: nominal columns {sorted(unknown)} not found")
         y_raw = frame[target]
         keep = y_raw.notna()
+        if len(frame) and not keep.any():  # one line, not a warning before the error
+            raise InputDataError(f"dataset {name!r}: the target column {target!r} holds no value (every row is "
+                                 "empty there)")
         if not keep.all():
             dropped = int((~keep).sum())
             note = f"{dropped} row(s) without a target value dropped."

@@ -17,6 +17,7 @@ import gzip
 import lzma
 import os
 import re
+import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,6 +128,11 @@ def _ignored(path: Path, frame: pd.DataFrame, target: str, ignore: Sequence[str]
     return [c for c in frame.columns if c in set(ignore)]
 
 
+def file_format(path: str | os.PathLike[str]) -> FileFormat:
+    """The format of ``path`` by its extension (:class:`InputDataError` if unknown)."""
+    return _format(Path(path), None)
+
+
 def _format(path: Path, fmt: str | None) -> FileFormat:
     if fmt is not None:
         if fmt not in _SUFFIXES.values():
@@ -183,17 +189,33 @@ def _read_csv(path: Path) -> Table:
     except UnicodeDecodeError as e:
         raise InputDataError(f"cannot read CSV file {path}: it is not UTF-8 text (byte {e.object[e.start]:#04x} at "
                              f"position {e.start}); is it a CSV file?") from e
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, OSError, ValueError) as e:
-        raise InputDataError(f"cannot read CSV file {path}: {e}") from e
+    except ImportError as e:  # pandas reads .zst with the optional zstandard package
+        raise InputDataError(f"cannot read CSV file {path}: its compression needs a package that is not "
+                             f"installed ({str(e).splitlines()[0][:80]}); or decompress the file first") from e
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, OSError, ValueError, *_BROKEN_ARCHIVE) as e:
+        raise InputDataError(f"cannot read CSV file {path}: {e or type(e).__name__}") from e
     return Table(frame)
+
+
+#: What a truncated or corrupt compressed file raises besides OSError (gzip and bz2's).
+_BROKEN_ARCHIVE = (EOFError, lzma.LZMAError, zipfile.BadZipFile)
 
 
 def _read_parquet(path: Path) -> Table:
     import pyarrow as pa
 
+    import pyarrow.parquet as pq
+
     try:
+        schema = pq.read_schema(path)
+        nested = [f.name for f in schema if pa.types.is_nested(f.type)]
+        if nested:  # a list or struct per cell is no feature a classifier takes
+            raise InputDataError(f"cannot read Parquet file {path}: the columns {nested[:10]} hold lists or "
+                                 "structs; give one value per cell (flatten them first)")
         frame = pd.read_parquet(path)
     except (pa.ArrowException, OSError, ValueError) as e:
+        if isinstance(e, InputDataError):
+            raise
         raise InputDataError(f"cannot read Parquet file {path}: {e}") from e
     return Table(frame)
 
@@ -205,7 +227,7 @@ def _read_arff(path: Path) -> Table:
     try:
         with (opener(path, "rt", encoding="utf-8") if opener else path.open(encoding="utf-8")) as f:
             doc = arff.load(f)
-    except (arff.ArffException, UnicodeDecodeError, OSError, EOFError, ValueError) as e:
+    except (arff.ArffException, UnicodeDecodeError, OSError, ValueError, *_BROKEN_ARCHIVE) as e:
         raise InputDataError(f"cannot read ARFF file {path}: {e}") from e
     columns: dict[str, pd.Series] = {}
     nominal: list[str] = []

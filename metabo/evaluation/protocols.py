@@ -113,8 +113,12 @@ def require_classification(dataset: Dataset, *, target: str | None = None) -> No
     """Raise :class:`InputDataError`, in one line with the reason, unless ``dataset`` is a
     classification task a protocol can split and a classifier can learn: at least two
     classes, and at least two of them with two rows or more (so that a stratified split
-    gives training rows of two classes). ``target`` names the column in the message."""
+    gives training rows of two classes), and a feature column. ``target`` names the column
+    in the message."""
     what = f"the target {target!r}" if target else f"the target of {dataset.name!r}"
+    if dataset.n_features == 0:
+        raise InputDataError(f"{dataset.name!r} has no feature column besides {what[4:]}: a classifier needs at "
+                             "least one")
     if dataset.task != "classification":
         raise InputDataError(f"{what} holds {dataset.y.nunique()} distinct numbers, a regression target; metabo "
                              "tunes classifiers (give a column of class labels)")
