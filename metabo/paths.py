@@ -12,8 +12,9 @@ from pathlib import Path
 
 
 def metabo_home() -> Path:
-    """The folder of metabo's default files: ``$METABO_HOME`` or ``~/.metabo``."""
-    return Path(os.environ.get("METABO_HOME", Path.home() / ".metabo")).expanduser()
+    """The folder of metabo's default files: ``$METABO_HOME`` or ``~/.metabo`` (an empty
+    ``METABO_HOME`` is unset, not the current folder)."""
+    return Path(os.environ.get("METABO_HOME") or Path.home() / ".metabo").expanduser()
 
 
 def default_kb_path() -> Path:

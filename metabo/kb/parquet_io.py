@@ -1,24 +1,31 @@
 """Export a knowledge base to Parquet files and import them back.
 
 Export writes one ``<table>.parquet`` per table plus ``manifest.json`` (schema version,
-row counts) into a folder, through DuckDB's ``COPY ... TO $1 (FORMAT parquet)`` (sorted by key): column types,
-NULLs, timestamps and blobs survive exactly. Import reads the files (checking the
-manifest), and inserts into each table the rows whose key is not stored yet, all in
-one transaction: importing twice is importing once, and a failed import stores nothing.
+row counts, each file's SHA-256) into a folder, through DuckDB's ``COPY ... TO $1 (FORMAT
+parquet)`` (sorted by key): column types, NULLs, timestamps and blobs survive exactly. The
+files are written into a temporary folder beside the target and renamed into place at the
+end, so a failed export (a full disk) leaves no half-written folder. Import checks the
+manifest and each file's checksum, then inserts into each table the rows whose key is not
+stored yet, all in one transaction: importing twice is importing once, and a failed (or
+corrupt) import stores nothing.
 Only the tables in :data:`~metabo.kb.schema.TABLES` travel: the ``surrogate_bank`` cache
 is derived from the runs and is rebuilt where it is needed.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import duckdb
 
-from metabo.exceptions import InputDataError, KnowledgeBaseError, SchemaVersionError
+from metabo.exceptions import InputDataError, KnowledgeBaseError, MetaboError, SchemaVersionError
 from metabo.kb.schema import FILL_RUN_PROTOCOLS, SCHEMA_VERSION, TABLE_KEYS, TABLE_SINCE, TABLES
 
 if TYPE_CHECKING:
@@ -35,26 +42,76 @@ def export_parquet(kb: KnowledgeBase, folder: str | Path, *, compression: str = 
     named in ``without`` (``predictions``: large, and derived from the runs) are written
     empty, with their columns, so the export imports as any other."""
     out = Path(folder)
-    out.mkdir(parents=True, exist_ok=True)
     if compression not in {"zstd", "snappy", "gzip", "uncompressed"}:
         raise InputDataError(f"unknown Parquet compression {compression!r}")
     if unknown := set(without) - set(TABLES):
         raise InputDataError(f"unknown table(s) {sorted(unknown)}; tables: {list(TABLES)}")
+    _check_export_folder(out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
+    except OSError as e:
+        raise KnowledgeBaseError(f"cannot export to {out}: {e.strerror or e}") from e
     counts: dict[str, int] = {}
     con = kb.connection
-    for table in TABLES:
-        order = ", ".join(TABLE_KEYS[table])
-        limit = " LIMIT 0" if table in without else ""
-        con.execute(
-            f"COPY (SELECT * FROM {table} ORDER BY {order}{limit}) TO $1 "  # noqa: S608 - fixed names
-            f"(FORMAT parquet, COMPRESSION {compression})",
-            [str(out / f"{table}.parquet")],
-        )
-        counts[table] = 0 if table in without else int(
-            con.execute(f"SELECT count(*) FROM {table}").fetchone()[0])  # noqa: S608
-    (out / MANIFEST).write_text(json.dumps({"schema_version": kb.schema_version(), "rows": counts}, indent=2))
+    try:
+        digests = {}
+        for table in TABLES:
+            order = ", ".join(TABLE_KEYS[table])
+            limit = " LIMIT 0" if table in without else ""
+            con.execute(
+                f"COPY (SELECT * FROM {table} ORDER BY {order}{limit}) TO $1 "  # noqa: S608 - fixed names
+                f"(FORMAT parquet, COMPRESSION {compression})",
+                [str(tmp / f"{table}.parquet")],
+            )
+            counts[table] = 0 if table in without else int(
+                con.execute(f"SELECT count(*) FROM {table}").fetchone()[0])  # noqa: S608
+            digests[table] = _sha256(tmp / f"{table}.parquet")
+        (tmp / MANIFEST).write_text(json.dumps(
+            {"schema_version": kb.schema_version(), "rows": counts, "sha256": digests}, indent=2))
+        _replace_folder(tmp, out)
+    except (duckdb.Error, OSError) as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e).splitlines()[0]
+        raise KnowledgeBaseError(f"export to {out} failed, nothing was written: {reason}") from e
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     logger.info("exported %s to %s", counts, out)
     return counts
+
+
+def _check_export_folder(out: Path) -> None:
+    """Refuse a target that is a file, or a folder holding anything but an earlier export
+    (which the new one replaces)."""
+    if out.exists() and not out.is_dir():
+        raise InputDataError(f"{out} is a file; give a new folder (or an earlier export's) to export to")
+    if out.is_dir() and any(out.iterdir()) and not (out / MANIFEST).is_file():
+        raise InputDataError(f"{out} holds files that are not a metabo export; give a new or empty folder")
+
+
+def _replace_folder(tmp: Path, out: Path) -> None:
+    """Move the finished export ``tmp`` to ``out``, replacing an earlier export there."""
+    if out.is_dir():
+        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=out.parent))
+        os.replace(out, old / out.name)
+        try:
+            os.replace(tmp, out)
+        except OSError:
+            os.replace(old / out.name, out)  # put the earlier export back
+            raise
+        finally:
+            shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(tmp, out)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def import_parquet(kb: KnowledgeBase, folder: str | Path) -> dict[str, int]:
@@ -66,10 +123,12 @@ def import_parquet(kb: KnowledgeBase, folder: str | Path) -> dict[str, int]:
     try:
         manifest = json.loads(manifest_path.read_text())
         version = int(manifest["schema_version"])
-    except (ValueError, KeyError, TypeError) as e:
-        raise InputDataError(f"{manifest_path} is corrupt: {e}") from e
+        rows = {str(t): int(n) for t, n in manifest["rows"].items()}
+    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as e:
+        raise InputDataError(f"{manifest_path} is corrupt: {type(e).__name__} {e}") from e
     if version > SCHEMA_VERSION:
         raise SchemaVersionError(f"export has schema version {version}; this metabo knows {SCHEMA_VERSION}")
+    _check_digests(src, manifest)
     con = kb.connection
     added: dict[str, int] = {}
     try:
@@ -81,7 +140,7 @@ def import_parquet(kb: KnowledgeBase, folder: str | Path) -> dict[str, int]:
                 if not path.is_file():
                     raise InputDataError(f"{path} is missing from the export")
                 rel = con.read_parquet(str(path))
-                expected = int(manifest["rows"].get(table, -1))
+                expected = rows.get(table, -1)
                 if expected >= 0 and rel.shape[0] != expected:
                     raise InputDataError(
                         f"{path} has {rel.shape[0]} rows, the manifest says {expected}: truncated file?"
@@ -94,14 +153,12 @@ def import_parquet(kb: KnowledgeBase, folder: str | Path) -> dict[str, int]:
                 key = TABLE_KEYS[table]
                 cond = " AND ".join(f"t.{k} = b.{k}" for k in key)
                 con.register("_import_batch", rel)
-                try:
-                    n = con.execute(
-                        f"INSERT INTO {table} ({', '.join(shared)}) "  # noqa: S608 - fixed names
-                        f"SELECT {', '.join('b.' + c for c in shared)} FROM _import_batch b "
-                        f"WHERE NOT EXISTS (SELECT 1 FROM {table} t WHERE {cond})"
-                    ).fetchone()[0]
-                finally:
-                    con.unregister("_import_batch")
+                n = con.execute(
+                    f"INSERT INTO {table} ({', '.join(shared)}) "  # noqa: S608 - fixed names
+                    f"SELECT {', '.join('b.' + c for c in shared)} FROM _import_batch b "
+                    f"WHERE NOT EXISTS (SELECT 1 FROM {table} t WHERE {cond})"
+                ).fetchone()[0]
+                con.unregister("_import_batch")  # (after a failure, the rollback drops it)
                 added[table] = int(n)
                 if table == "runs" and "algorithm" not in rel.columns:  # an export from before v4
                     con.execute(
@@ -110,7 +167,24 @@ def import_parquet(kb: KnowledgeBase, folder: str | Path) -> dict[str, int]:
                     )
             for stmt in FILL_RUN_PROTOCOLS:  # an export from before v6 (needs the sessions: after every table)
                 con.execute(stmt)
-    except duckdb.Error as e:
-        raise KnowledgeBaseError(f"import of {src} failed, nothing was imported: {e}") from e
+    except MetaboError:
+        raise
+    except (duckdb.Error, RuntimeError, UnicodeError) as e:  # a corrupt file can fail in DuckDB's reader too
+        text = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise KnowledgeBaseError(f"import of {src} failed, nothing was imported: {text} (a corrupt or "
+                                 "truncated file? export it again)") from e
     logger.info("imported %s from %s", added, src)
     return added
+
+
+def _check_digests(src: Path, manifest: dict) -> None:
+    """Compare each file with the SHA-256 the manifest records (exports from before the
+    checksums have none): a corrupt file is refused before anything is read from it."""
+    digests = manifest.get("sha256") or {}
+    if not isinstance(digests, dict):
+        raise InputDataError(f"{src / MANIFEST} is corrupt: its sha256 entry is not a table of files")
+    for table, expected in digests.items():
+        path = src / f"{table}.parquet"
+        if path.is_file() and _sha256(path) != expected:
+            raise InputDataError(f"{path} is not the file the export wrote (its SHA-256 differs from the "
+                                 "manifest's): a corrupt or changed file; export it again")

@@ -383,7 +383,11 @@ def _check_path(path: Path, *, read_only: bool, embedded: bool) -> None:
     if read_only and not path.exists():
         raise KnowledgeBaseError(f"no knowledge base at {path} (check the path; metabo kb init {path} creates one)")
     if embedded:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:  # $METABO_HOME is a file, say
+            raise KnowledgeBaseError(f"cannot make the folder {path.parent} of the default knowledge base: "
+                                     f"{e.strerror or e} (check $METABO_HOME and $METABO_KB)") from e
     elif not path.parent.is_dir():
         raise KnowledgeBaseError(f"no folder {path.parent} for the knowledge base {path.name}: check the path, or "
                                  "create the folder first")
