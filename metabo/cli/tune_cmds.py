@@ -173,7 +173,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
     space = default_cash_space(args.algorithms)  # an unknown name is refused before the watchdog starts
     # Ctrl-C and the time budget end the command even inside a long compiled call
-    guard = watchdog.install(None if clock is None else clock.start + clock.seconds)
+    guard = watchdog.watch_budget(None if clock is None else clock.start + clock.seconds)
     if args.ensemble is not None:
         return cmd_tune_ensemble(args)
     bar: tqdm | None = None
@@ -217,8 +217,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         if bar is None:
             print("interrupted before the first trial: nothing was tuned", file=sys.stderr)
-            return 130
-        return _interrupted(args, session)
+            return watchdog.exit_now(130)
+        return watchdog.exit_now(_interrupted(args, session))
     done = len(result.history.completed)
     failed = sum(not r.ok for r in result.history.completed)
     print(f"session {result.session_id}: {done} trials on {result.dataset_id} ({result.strategy}, seed {args.seed})"

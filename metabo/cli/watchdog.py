@@ -99,10 +99,8 @@ def install(budget_end: float | None = None) -> Watchdog:
     end of a time budget (module docstring). From the main thread (elsewhere the
     returned watchdog does nothing)."""
     global _installed
-    if _installed is not None:  # installed early (metabo.cli.main): now it watches the budget too
-        _installed.budget_end = budget_end
-        _installed._budget_done.clear()
-        return _installed
+    if _installed is not None:
+        return watch_budget(budget_end)
     dog = Watchdog(budget_end)
     if threading.current_thread() is not threading.main_thread():
         return dog
@@ -123,6 +121,32 @@ def install(budget_end: float | None = None) -> Watchdog:
 _installed: Watchdog | None = None
 
 
+def watch_budget(budget_end: float | None) -> Watchdog:
+    """The installed watchdog, now also watching a time budget ending at ``budget_end``;
+    without one (the library or a test calling a command in its own process, where
+    ending the process is not ours to do), a watchdog that does nothing."""
+    if _installed is None:
+        return Watchdog(budget_end)
+    _installed.budget_end = budget_end
+    _installed._budget_done.clear()
+    return _installed
+
+
+def exit_now(code: int) -> int:
+    """End the command at once with ``code`` (its streams flushed, its workers killed)
+    when the watchdog runs it: an interrupted command skips the interpreter's slow
+    teardown. Otherwise return ``code``."""
+    if _installed is None:
+        return code
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    _kill_children()
+    os._exit(code)
+
+
 def install_for_command(argv: list[str]) -> None:
     """:func:`install` at the start of ``metabo tune`` (before the heavy imports: an
     interrupt during them is otherwise swallowed by an import that catches everything)."""
@@ -130,4 +154,4 @@ def install_for_command(argv: list[str]) -> None:
         install()
 
 
-__all__ = ["BUDGET_GRACE", "INTERRUPT_GRACE", "Watchdog", "install", "install_for_command"]
+__all__ = ["BUDGET_GRACE", "INTERRUPT_GRACE", "Watchdog", "exit_now", "install", "install_for_command", "watch_budget"]

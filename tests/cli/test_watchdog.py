@@ -49,3 +49,17 @@ def test_a_budget_marked_done_is_no_longer_watched():
             "dog.budget_done()\ntime.sleep(1.5)\nprint('finished')\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stdout.strip() == "finished"
+
+
+def test_outside_the_command_it_never_ends_the_process():
+    """A command run inside another process (a test calling cmd_tune) gets an inert
+    watchdog: a spent budget or an interrupt is not its to end."""
+    import time
+
+    from metabo.cli import watchdog
+
+    if watchdog._installed is None:  # this test process did not start as the metabo command
+        dog = watchdog.watch_budget(time.monotonic() - 100.0)
+        assert not any(t.name == "metabo-watchdog" for t in __import__("threading").enumerate())
+        assert watchdog.exit_now(130) == 130
+        dog.budget_done()
