@@ -20,6 +20,7 @@ which compiled libraries release during long work (NumPy, the CSV parser, DuckDB
 
 from __future__ import annotations
 
+import atexit
 import multiprocessing
 import os
 import signal
@@ -49,6 +50,11 @@ def _kill_children() -> None:
             process.kill()
     except Exception:  # noqa: BLE001 - best effort on the way out
         pass
+
+
+def _exit_interrupted() -> None:
+    """At exit after an interrupt: end here with 130 (streams flushed, workers killed)."""
+    exit_now(130)
 
 
 def _end(code: int, message: str) -> None:
@@ -87,6 +93,10 @@ class Watchdog:
             now = time.monotonic()
             if interrupted_at is None and signal.SIGINT in data:
                 interrupted_at = now
+                # if the command ends by itself, it skips the interpreter's slow teardown:
+                # registered last, this runs first among the exit functions
+                atexit.unregister(_exit_interrupted)
+                atexit.register(_exit_interrupted)
             if interrupted_at is not None and now - interrupted_at >= INTERRUPT_GRACE:
                 _end(130, "interrupted: stopped (what was stored before stays; continue a session with --resume)")
             if self._budget_over(now):
