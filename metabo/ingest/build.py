@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from metabo.data.dataset import Dataset
-from metabo.evaluation.backends import backend_context, check_backend
+from metabo.evaluation.backends import backend_context, check_backend, worker_count
 from metabo.evaluation.evaluate import DEFAULT_METRICS, PRIMARY_METRIC, record
 from metabo.evaluation.metrics import get_metric
 from metabo.evaluation.parallel import EvalTask, TaskResult, evaluate_many
@@ -301,8 +301,9 @@ def build_knowledge_base(
     by_status: dict[str, int] = {}
     kb.add_algorithms(algorithms)
     recorded = 0
-    with backend_context(backend, address=scheduler, n_jobs=n_jobs):
-        for batch in _batches(evaluate_many(tasks, n_jobs=n_jobs, backend=backend, progress=progress),
+    workers = max(min(worker_count(n_jobs, address=scheduler), len(tasks)), 1)  # the cores, the tasks at most
+    with backend_context(backend, address=scheduler, n_jobs=workers):
+        for batch in _batches(evaluate_many(tasks, n_jobs=workers, backend=backend, progress=progress),
                               batch_size, batch_seconds):
             _record_batch(kb, batch, session, by_status)
             recorded += len(batch)

@@ -150,3 +150,22 @@ def test_killed_half_way_then_rerun_ends_with_exactly_30(tmp_path):
     assert recorded <= partial < 30
     subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300)
     assert _evaluations(path) == 30
+
+
+def test_n_jobs_beyond_the_cores_starts_no_more_workers_than_the_cores(tmp_path, monkeypatch):
+    import metabo.evaluation.backends as backends
+    import metabo.ingest.build as build_module
+
+    monkeypatch.setattr(backends, "available_cores", lambda: 2)
+    pools = []
+    real = build_module.evaluate_many
+
+    def many(tasks, *, n_jobs, backend, progress=None):
+        pools.append(n_jobs)
+        return real(tasks, n_jobs=n_jobs, backend=backend, progress=progress)
+
+    monkeypatch.setattr(build_module, "evaluate_many", many)
+    settings = BuildSettings(n_configs=2, time_limit=None, memory_limit_mb=None, keep_predictions=False)
+    with KnowledgeBase(tmp_path / "kb.duckdb") as kb:
+        report = build_knowledge_base(kb, DATASETS[:1], ALGOS[:1], settings, n_jobs=1000, backend="threading")
+    assert report.evaluated == 2 and pools == [2]
