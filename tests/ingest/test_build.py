@@ -132,6 +132,8 @@ def test_killed_half_way_then_rerun_ends_with_exactly_30(tmp_path):
     cmd = [sys.executable, "-m", "metabo.cli.main", "kb", "build", *DATASETS, "--algorithms", *ALGOS,
            "--configs", "5", "--kb", str(path), "--time-limit", "30", "--batch-size", "4", "-v"]
     env = {**os.environ, "METABO_HOME": str(tmp_path / "home")}
+    with KnowledgeBase(path):  # the CLI's --kb names an existing store (`metabo kb init PATH` makes one)
+        pass
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     recorded = 0
     try:
