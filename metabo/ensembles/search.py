@@ -231,7 +231,7 @@ def tune_ensemble(
     ``strategy="auto"``: the default warm start when ``kb`` has runs for the space, else
     ``gp`` (:func:`~metabo.strategies.warm.choose_strategy`; the result says which, and why).
     """
-    from metabo.optimizer.tune import check_budget, open_session, prepare, run_trials
+    from metabo.optimizer.tune import check_budget, default_trial_limit, open_session, prepare, run_trials
     from metabo.space.algorithms import default_cash_space
 
     check_budget(budget)
@@ -262,6 +262,10 @@ def tune_ensemble(
                          **search_options)
     settings = {**setup.settings(budget, time_limit, memory_limit_mb), "ensemble": method,
                 "search": repr(search)}
+    limit = None
+    if time_limit is None:  # every trial is bounded all the same (metabo.optimizer.limits)
+        limit = default_trial_limit(setup, kb, space, seed=seed, metric=metric)
+        settings["default_time_limit"] = limit.describe()
     opt = open_session(kb, space, search, session_id=session_id, dataset_id=setup.dataset_id, metric=metric, seed=seed,
                  settings=settings)
     test_probas: dict[int, np.ndarray] = {}
@@ -274,7 +278,7 @@ def tune_ensemble(
             test_probas[record.number] = np.mean([e.test_proba for e in evaluations], axis=0)
 
     run_trials(opt, setup, budget=budget, seed=seed, time_limit=time_limit, memory_limit_mb=memory_limit_mb,
-               keep_predictions=True, progress=progress, on_evaluated=on_evaluated)
+               keep_predictions=True, progress=progress, on_evaluated=on_evaluated, default_limit=limit)
     opt.finish()
     search_weights, search_combine = search.ensemble(), search.combine
     weights, combine, decision = search_weights, search_combine, None

@@ -84,7 +84,7 @@ from metabo.evaluation.protocols import (
 from metabo.exceptions import EvaluationError, InputDataError, TimeBudgetExceeded
 from metabo.optimizer.budget import DEADLINE_GRACE, TimeBudget, deadline, final_fit_seconds
 from metabo.optimizer.history import History, Trial, TrialRecord
-from metabo.optimizer.limits import default_limit
+from metabo.optimizer.limits import DefaultLimit, default_limit
 from metabo.optimizer.optimizer import Optimizer, Select, get_session
 from metabo.space.cash import CASHSpace
 from metabo.space.space import SearchSpace
@@ -552,8 +552,7 @@ def tune(
     settings = setup.settings(budget, time_limit, memory_limit_mb, None if clock is None else clock.seconds)
     limit = None
     if time_limit is None:  # every trial is bounded all the same (metabo.optimizer.limits)
-        limit = default_limit(kb, dataset_id=setup.dataset_id, algorithms=list(_algorithms(space)), n_rows=train_rows,
-                              n_features=setup.data.n_features, fits=fits, metric=metric)
+        limit = default_trial_limit(setup, kb, space, seed=seed, metric=metric)
         settings["default_time_limit"] = limit.describe()
     opt = open_session(kb, space, strategy, session_id=session_id, dataset_id=setup.dataset_id, metric=metric, seed=seed,
                        settings=settings)
@@ -626,6 +625,15 @@ def deployed_model(best: TrialRecord, setup: Setup, *, seed: int) -> EnsembleMod
         logger.warning("the fit of trial %d on every row failed (%s); the model is its fit on training + "
                        "validation rows", best.number, e)
         return None
+
+
+def default_trial_limit(setup: Setup, kb: KnowledgeBase | None, space: CASHSpace | SearchSpace, *, seed: int,
+                        metric: str = "error_rate") -> DefaultLimit:
+    """The time limit of each split of a trial when the user gives none
+    (:func:`metabo.optimizer.limits.default_limit` on the rows of one of its fits)."""
+    train_rows, fits, _ = setup.split_rows(seed)
+    return default_limit(kb, dataset_id=setup.dataset_id, algorithms=list(_algorithms(space)), n_rows=train_rows,
+                         n_features=setup.data.n_features, fits=fits, metric=metric)
 
 
 def _algorithms(space: CASHSpace | SearchSpace) -> tuple[str, ...]:

@@ -111,3 +111,23 @@ def test_meta_features_past_their_limit_leave_the_dataset_stored_without_them(tm
         assert kb.query("SELECT count(*) AS n FROM meta_features WHERE dataset_id = ?", [full])["n"].iloc[0] > 20
     assert meta_features_limit(iris, left=8.0) == pytest.approx(2.0)
     assert meta_features_limit(wine) > meta_features_limit(iris)  # without a budget: grows with the table
+
+
+def test_an_ensemble_search_without_a_time_limit_is_bounded_the_same(monkeypatch, tmp_path):
+    from metabo.ensembles.search import tune_ensemble
+
+    monkeypatch.setattr(limits, "BASE_SECONDS", 1.0)
+    monkeypatch.setattr(algorithms, "build_estimator", lambda algorithm, params, seed: Stuck())
+    with KnowledgeBase(tmp_path / "kb.duckdb") as kb:
+        start = time.monotonic()
+        try:
+            tune_ensemble("sklearn:iris", method="posthoc", budget=2, space=default_cash_space(["knn"]),
+                          strategy="random", kb=kb, cv=None, meta_features=False, session_id="stuck-ensemble")
+        except MetaboError:  # nothing to ensemble: both trials were cut
+            pass
+        assert time.monotonic() - start < 120  # generous: only that it did not sleep 600 s
+        runs = kb.query("SELECT DISTINCT config_id, status, message FROM runs WHERE source = 'session:stuck-ensemble'")
+        assert len(runs) == 2 and set(runs["status"]) == {"timeout"}
+        assert all("(limit 1.0" in m for m in runs["message"])
+        settings = json.loads(get_session(kb, "stuck-ensemble")["settings"])
+        assert settings["time_limit"] is None and settings["default_time_limit"].startswith("per split: max(1 s")
