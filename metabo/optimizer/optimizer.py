@@ -228,7 +228,8 @@ class Optimizer:
         """Report the outcome of a pending trial; record it (module docstring).
 
         ``value`` must be finite when ``status`` is ``ok``; a failed trial (``crash``,
-        ``timeout``, ``memout``) may pass None/NaN. ``evaluations``: the trial's
+        ``timeout``, ``memout``) has no value: None/NaN (a number is refused, as the
+        service refuses it, rather than stored beside the failure). ``evaluations``: the trial's
         evaluations, recorded as they are instead of the single metric row.
         """
         number = trial.number if isinstance(trial, Trial) else int(trial)
@@ -243,6 +244,9 @@ class Optimizer:
         if status == "ok" and not math.isfinite(value):
             raise InputDataError(f"trial {number}: status 'ok' needs a finite value, got {value}; "
                                  "report a failure with status='crash' (or timeout/memout)")
+        if status != "ok" and (math.isfinite(value) or (test_value is not None and math.isfinite(test_value))):
+            raise InputDataError(f"trial {number}: a {status!r} trial has no value, got value={value} "
+                                 f"test_value={test_value}; pass None")
         outcome = {
             "value": value, "status": status,
             "test_value": None if test_value is None or not math.isfinite(test_value) else float(test_value),

@@ -151,3 +151,17 @@ def test_posterior_mean_selects_an_evaluated_configuration(quad, make):
     assert opt.best().value == min(r.value for r in opt.history.completed if r.ok)
     with pytest.raises(InputDataError, match="select"):
         opt.best(select="median")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("status", ["crash", "timeout", "memout"])
+@pytest.mark.parametrize("value, test_value", [(0.3, None), (None, 0.3), (2.05e16, None)])
+def test_a_failed_trial_told_with_a_value_is_refused_and_stays_pending(kb_path, dataset_id, small_cash, status, value,
+                                                                       test_value):
+    space, _ = small_cash
+    with KnowledgeBase(kb_path) as kb:
+        opt = Optimizer(space, RandomSearch(), kb=kb, session_id="s", dataset_id=dataset_id, seed=0)
+        trial = opt.ask()
+        with pytest.raises(InputDataError, match="has no value"):
+            opt.tell(trial, value, status=status, test_value=test_value)
+        assert kb.query("SELECT count(*) AS n FROM runs")["n"].iloc[0] == 0
+        assert opt.tell(trial, None, status=status).status == status  # told as a failure, it is recorded
