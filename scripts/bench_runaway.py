@@ -80,7 +80,8 @@ def run_budget(data: Path, kb: Path, budget: float) -> None:
 
 def run_interrupt(data: Path, kb: Path, delay: float, group: bool, extra: list[str]) -> float:
     proc = subprocess.Popen(command(data, kb, extra), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+                            text=True, start_new_session=True,  # Ctrl-C handled as in a terminal, even when
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # run in the background
     time.sleep(delay)
     if proc.poll() is not None:
         print(f"  {data.name} after {delay:g} s: had already ended (exit {proc.returncode})", flush=True)

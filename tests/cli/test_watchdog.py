@@ -22,8 +22,11 @@ while True:  # work that swallows every interrupt, as a compiled call that never
 
 
 def _start(budget: str) -> subprocess.Popen:
+    # Ctrl-C's default handling, as in a terminal: a test run started in the background by a
+    # shell inherits an ignored SIGINT, which the watchdog leaves ignored
     proc = subprocess.Popen([sys.executable, "-c", STUCK.format(budget=budget)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert proc.stdout.readline().strip() == "ready"
     return proc
 
