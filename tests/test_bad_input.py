@@ -300,7 +300,7 @@ NUMERIC_OPTIONS = [
     (["ingest", "openml", "--task", "1"], "--deadline", "seconds"),
     (["ingest", "openml", "--task", "1"], "--attempts", "count"),
     (["ingest", "pmf", "--no-fetch"], "--max-chunks", "count-or-0"),
-    (["serve"], "--port", "port"),
+    (["serve"], "--port", "port"), (["serve"], "--max-pending", "count"),
     (["quickstart", "--no-keel"], "--demo-budget", "count"), (["quickstart", "--no-keel"], "--demo-seeds", "count"),
     (["quickstart", "--no-keel"], "--seed", "seed"),
     (["data", "meta-features", "sklearn:iris"], "--seed", "seed"), (["data", "add", "sklearn:iris"], "--seed", "seed"),

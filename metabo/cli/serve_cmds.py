@@ -9,10 +9,10 @@ from __future__ import annotations
 import argparse
 import logging
 
-from metabo.cli._args import integer
+from metabo.cli._args import count, integer
 from metabo.exceptions import InputDataError
 from metabo.kb import KnowledgeBase
-from metabo.service.settings import DEFAULT_HOST, DEFAULT_PORT, TOKEN_ENV
+from metabo.service.settings import DEFAULT_HOST, DEFAULT_MAX_PENDING, DEFAULT_PORT, TOKEN_ENV
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -25,7 +25,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from metabo.cli.kb_cmds import check_kb_arg
 
         check_kb_arg(args.kb)
-    settings = ServiceSettings.resolve(host=args.host, port=args.port, token=args.token, kb_path=args.kb)
+    settings = ServiceSettings.resolve(host=args.host, port=args.port, token=args.token, kb_path=args.kb,
+                                       max_pending=args.max_pending)
     KnowledgeBase(settings.kb_path).close()  # a store in use or a bad path: one line, before anything is served
     _check_port(settings.host, settings.port)
     level = logging.getLevelName(logging.getLogger().getEffectiveLevel()).lower()
@@ -56,4 +57,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    "any other needs a token)")
     p.add_argument("--port", type=integer(low=0, high=65535), default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
     p.add_argument("--token", default=None, help=f"bearer token clients must send (default: ${TOKEN_ENV})")
+    p.add_argument("--max-pending", type=count(), default=DEFAULT_MAX_PENDING,
+                   help=f"the most trials a study may have asked and not told (default {DEFAULT_MAX_PENDING}); "
+                   "an ask beyond them is answered 409")
     p.set_defaults(func=cmd_serve)

@@ -66,8 +66,10 @@ class ServiceSettings:
     def resolve(
         cls, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, token: str | None = None,
         kb_path: str | Path | None = None, environ: Mapping[str, str] | None = None,
+        max_pending: int = DEFAULT_MAX_PENDING,
     ) -> ServiceSettings:
         """The settings of ``metabo serve``: ``token`` if given, else :data:`TOKEN_ENV`."""
         env = os.environ if environ is None else environ
         token = token if token is not None else (env.get(TOKEN_ENV) or None)
-        return cls(host=host, port=port, token=token, kb_path=None if kb_path is None else Path(kb_path))
+        return cls(host=host, port=port, token=token, kb_path=None if kb_path is None else Path(kb_path),
+                   max_pending=max_pending)

@@ -26,6 +26,9 @@ def test_a_non_loopback_host_needs_a_token_from_the_flag_or_the_environment():
         ServiceSettings(token=" ")
     with pytest.raises(InputDataError, match="port"):
         ServiceSettings(port=70000)
+    assert ServiceSettings.resolve(environ={}, max_pending=7).max_pending == 7  # metabo serve --max-pending
+    with pytest.raises(InputDataError, match="max_pending"):
+        ServiceSettings.resolve(environ={}, max_pending=0)
 
 
 def test_metabo_serve_refuses_to_start_off_loopback_without_a_token(capsys, monkeypatch, tmp_path):
