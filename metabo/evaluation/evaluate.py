@@ -294,29 +294,31 @@ def evaluate(
     out = []
     with threadpool_limits(limits=threads):
         started = time.perf_counter()
+
+        def split_limit(split: Split, when: str) -> tuple[bool, float | None]:
+            """(time is left, the split's limit) under ``total_time_limit``; a timeout is
+            recorded for the split when none is left."""
+            if total_time_limit is None:
+                return True, time_limit
+            left = total_time_limit - (time.perf_counter() - started)
+            if left <= 0:
+                message = f"Timeout: no time left for fold {split.fold}{when} (limit {total_time_limit:.1f} s for all folds)"
+                out.append(_failed(algorithm, params, split, "timeout", message, 0.0, metric_fns))
+                return False, None
+            return True, left if time_limit is None else min(time_limit, left)
+
         for split in splits:
-            limit = time_limit
-            if total_time_limit is not None:
-                left = total_time_limit - (time.perf_counter() - started)
-                if left <= 0:
-                    message = (f"Timeout: no time left for fold {split.fold} "
-                               f"(limit {total_time_limit:.1f} s for all folds)")
-                    out.append(_failed(algorithm, params, split, "timeout", message, 0.0, metric_fns))
-                    continue
-                limit = left if limit is None else min(limit, left)
+            if not split_limit(split, "")[0]:
+                continue
             try:
                 prepared = prepared_split(spec, dataset, split)
             except Exception as e:  # noqa: BLE001 - a preprocessing failure is this split's outcome
                 out.append(_failed(algorithm, params, split, "crash", describe(e), 0.0, metric_fns))
                 continue
-            if total_time_limit is not None:  # the preprocessing (here, not in the worker) counts too
-                left = total_time_limit - (time.perf_counter() - started)
-                if left <= 0:
-                    message = (f"Timeout: no time left for fold {split.fold} after its preprocessing "
-                               f"(limit {total_time_limit:.1f} s for all folds)")
-                    out.append(_failed(algorithm, params, split, "timeout", message, 0.0, metric_fns))
-                    continue
-                limit = left if time_limit is None else min(time_limit, left)
+            # the preprocessing (here, not in the worker) counts too
+            ok, limit = split_limit(split, " after its preprocessing")
+            if not ok:
+                continue
             outcome = run_with_limits(
                 _fit_predict, clone(estimator, safe=False), prepared, codes, split, n_classes,
                 time_limit=limit, memory_limit_mb=memory_limit_mb,

@@ -14,7 +14,6 @@ is derived from the runs and is rebuilt where it is needed.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -25,6 +24,7 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
+from metabo.data.pypi_fetch import sha256_of
 from metabo.exceptions import InputDataError, KnowledgeBaseError, MetaboError, SchemaVersionError
 from metabo.kb.schema import FILL_RUN_PROTOCOLS, SCHEMA_VERSION, TABLE_KEYS, TABLE_SINCE, TABLES
 
@@ -66,7 +66,7 @@ def export_parquet(kb: KnowledgeBase, folder: str | Path, *, compression: str = 
             )
             counts[table] = 0 if table in without else int(
                 con.execute(f"SELECT count(*) FROM {table}").fetchone()[0])  # noqa: S608
-            digests[table] = _sha256(tmp / f"{table}.parquet")
+            digests[table] = sha256_of(tmp / f"{table}.parquet")
         (tmp / MANIFEST).write_text(json.dumps(
             {"schema_version": kb.schema_version(), "rows": counts, "sha256": digests}, indent=2))
         _replace_folder(tmp, out)
@@ -104,14 +104,6 @@ def _replace_folder(tmp: Path, out: Path) -> None:
             shutil.rmtree(old, ignore_errors=True)
     else:
         os.replace(tmp, out)
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def import_parquet(kb: KnowledgeBase, folder: str | Path) -> dict[str, int]:
@@ -185,6 +177,6 @@ def _check_digests(src: Path, manifest: dict) -> None:
         raise InputDataError(f"{src / MANIFEST} is corrupt: its sha256 entry is not a table of files")
     for table, expected in digests.items():
         path = src / f"{table}.parquet"
-        if path.is_file() and _sha256(path) != expected:
+        if path.is_file() and sha256_of(path) != expected:
             raise InputDataError(f"{path} is not the file the export wrote (its SHA-256 differs from the "
                                  "manifest's): a corrupt or changed file; export it again")
