@@ -232,7 +232,7 @@ def _disk_full_after(n: int):
         from metabo.kb import parquet_io
 
         written = []
-        real = parquet_io._sha256
+        real = parquet_io.sha256_of
 
         def sha256(path):
             written.append(path)
@@ -240,7 +240,7 @@ def _disk_full_after(n: int):
                 raise OSError(errno.ENOSPC, "No space left on device", str(path))
             return real(path)
 
-        monkeypatch.setattr(parquet_io, "_sha256", sha256)
+        monkeypatch.setattr(parquet_io, "sha256_of", sha256)
 
     return install
 
