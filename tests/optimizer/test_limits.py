@@ -58,14 +58,29 @@ def test_the_prediction_comes_from_the_recorded_fit_seconds(tmp_path):
         assert default_limit(kb, dataset_id=stored, algorithms=["knn"], n_rows=90, n_features=4, fits=1).predicted == {}
 
 
-def test_a_trial_without_a_time_limit_is_killed_at_its_default_limit(monkeypatch, tmp_path):
+def _search_alone(kb: KnowledgeBase, session_id: str) -> None:
+    """``tune`` on iris with two random knn trials and no time limit; its error must say both were cut."""
+    with pytest.raises(MetaboError, match="no successful trial"):
+        tune("sklearn:iris", budget=2, space=default_cash_space(["knn"]), strategy="random", kb=kb, cv=None,
+             meta_features=False, refit=False, session_id=session_id)
+
+
+def _search_ensemble(kb: KnowledgeBase, session_id: str) -> None:
+    """``tune_ensemble`` (post-hoc) on the same search; nothing to ensemble once both trials were cut."""
+    from metabo.ensembles.search import tune_ensemble
+
+    with pytest.raises(MetaboError):
+        tune_ensemble("sklearn:iris", method="posthoc", budget=2, space=default_cash_space(["knn"]),
+                      strategy="random", kb=kb, cv=None, meta_features=False, session_id=session_id)
+
+
+@pytest.mark.parametrize("search", [_search_alone, _search_ensemble], ids=["tune", "tune_ensemble"])
+def test_a_trial_without_a_time_limit_is_killed_at_its_default_limit(search, monkeypatch, tmp_path):
     monkeypatch.setattr(limits, "BASE_SECONDS", 1.0)
     monkeypatch.setattr(algorithms, "build_estimator", lambda algorithm, params, seed: Stuck())
     with KnowledgeBase(tmp_path / "kb.duckdb") as kb:
         start = time.monotonic()
-        with pytest.raises(MetaboError, match="no successful trial"):  # both trials were cut
-            tune("sklearn:iris", budget=2, space=default_cash_space(["knn"]), strategy="random", kb=kb, cv=None,
-                 meta_features=False, refit=False, session_id="stuck")
+        search(kb, "stuck")
         assert time.monotonic() - start < 120  # generous: only that it did not sleep 600 s
         runs = kb.query("SELECT DISTINCT config_id, status, message FROM runs WHERE source = 'session:stuck'")
         assert len(runs) == 2 and set(runs["status"]) == {"timeout"}
@@ -111,23 +126,3 @@ def test_meta_features_past_their_limit_leave_the_dataset_stored_without_them(tm
         assert kb.query("SELECT count(*) AS n FROM meta_features WHERE dataset_id = ?", [full])["n"].iloc[0] > 20
     assert meta_features_limit(iris, left=8.0) == pytest.approx(2.0)
     assert meta_features_limit(wine) > meta_features_limit(iris)  # without a budget: grows with the table
-
-
-def test_an_ensemble_search_without_a_time_limit_is_bounded_the_same(monkeypatch, tmp_path):
-    from metabo.ensembles.search import tune_ensemble
-
-    monkeypatch.setattr(limits, "BASE_SECONDS", 1.0)
-    monkeypatch.setattr(algorithms, "build_estimator", lambda algorithm, params, seed: Stuck())
-    with KnowledgeBase(tmp_path / "kb.duckdb") as kb:
-        start = time.monotonic()
-        try:
-            tune_ensemble("sklearn:iris", method="posthoc", budget=2, space=default_cash_space(["knn"]),
-                          strategy="random", kb=kb, cv=None, meta_features=False, session_id="stuck-ensemble")
-        except MetaboError:  # nothing to ensemble: both trials were cut
-            pass
-        assert time.monotonic() - start < 120  # generous: only that it did not sleep 600 s
-        runs = kb.query("SELECT DISTINCT config_id, status, message FROM runs WHERE source = 'session:stuck-ensemble'")
-        assert len(runs) == 2 and set(runs["status"]) == {"timeout"}
-        assert all("(limit 1.0" in m for m in runs["message"])
-        settings = json.loads(get_session(kb, "stuck-ensemble")["settings"])
-        assert settings["time_limit"] is None and settings["default_time_limit"].startswith("per split: max(1 s")
