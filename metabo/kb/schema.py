@@ -42,6 +42,7 @@ Tables (lower ``runs.value`` is better, always):
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 
@@ -254,6 +255,25 @@ TABLE_KEYS: dict[str, tuple[str, ...]] = {
 }
 
 RUN_STATUSES: tuple[str, ...] = ("ok", "crash", "timeout", "memout")
+
+
+def check_outcome(status: str, **values: float | None) -> None:
+    """One trial's outcome is consistent: ``status`` is one of :data:`RUN_STATUSES`, ``ok``
+    carries a finite ``value``, and a failure (crash, timeout, memout) carries no value at all
+    (None or NaN): a number beside a failure would be stored as if measured. The one rule for
+    :meth:`metabo.optimizer.Optimizer.tell` and the service's requests (which answer 422)."""
+    from metabo.exceptions import InputDataError
+
+    if status not in RUN_STATUSES:
+        raise InputDataError(f"status must be one of {RUN_STATUSES}, got {status!r}")
+    finite = {name: v for name, v in values.items() if v is not None and math.isfinite(v)}
+    if status == "ok" and "value" in values and "value" not in finite:
+        raise InputDataError(f"status 'ok' needs a finite value, got {values['value']}; "
+                             "report a failure with status crash/timeout/memout")
+    if status != "ok" and finite:
+        given = " and ".join(f"{name}={v}" for name, v in finite.items())
+        raise InputDataError(f"a {status} has no value, got {given}: send it as null (or status 'ok' "
+                             "with the value measured)")
 
 # SQL expression of a run's identity hash over a relation with the runs' columns.
 # Positions are fixed; fidelity is appended only when present, so the ids of runs

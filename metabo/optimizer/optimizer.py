@@ -46,7 +46,7 @@ import numpy as np
 
 from metabo.exceptions import InputDataError, MetaboError
 from metabo.kb.canonical import config_id
-from metabo.kb.schema import RUN_STATUSES
+from metabo.kb.schema import check_outcome
 from metabo.optimizer.history import LIARS, History, Liar, Trial, TrialRecord
 from metabo.space.cash import CASHSpace, as_cash
 from metabo.space.space import SearchSpace
@@ -238,15 +238,11 @@ class Optimizer:
         record = self._history[number]
         if record.complete:
             raise InputDataError(f"trial {number} was already told ({record.status}, {record.value})")
-        if status not in RUN_STATUSES:
-            raise InputDataError(f"status must be one of {RUN_STATUSES}, got {status!r}")
+        try:
+            check_outcome(status, value=value, test_value=test_value)
+        except InputDataError as e:
+            raise InputDataError(f"trial {number}: {e}") from None
         value = math.nan if value is None else float(value)
-        if status == "ok" and not math.isfinite(value):
-            raise InputDataError(f"trial {number}: status 'ok' needs a finite value, got {value}; "
-                                 "report a failure with status='crash' (or timeout/memout)")
-        if status != "ok" and (math.isfinite(value) or (test_value is not None and math.isfinite(test_value))):
-            raise InputDataError(f"trial {number}: a {status!r} trial has no value, got value={value} "
-                                 f"test_value={test_value}; pass None")
         outcome = {
             "value": value, "status": status,
             "test_value": None if test_value is None or not math.isfinite(test_value) else float(test_value),

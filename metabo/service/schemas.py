@@ -22,7 +22,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, StrictStr, model_validator
 
-from metabo.kb.schema import RUN_STATUSES
+from metabo.kb.schema import RUN_STATUSES, check_outcome
 from metabo.strategies.names import COLD_STRATEGIES
 from metabo.strategies.warm import AUTO, WARM_STRATEGIES
 
@@ -66,7 +66,7 @@ Params = Annotated[dict[Name, Value], Field(max_length=500, json_schema_extra=_k
 MetaFeatures = Annotated[dict[Name, Finite | None],
                          Field(min_length=1, max_length=5000, json_schema_extra=_keyed_by_names)]
 #: A failed outcome: it carries no value.
-FAILED = ("crash", "timeout", "memout")
+FAILED = tuple(s for s in RUN_STATUSES if s != "ok")
 #: A class probability and a class index of predictions, as the schema states them
 #: (:class:`TellIn` checks them with messages naming the row).
 Probability = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=-MAX_MAGNITUDE, le=MAX_MAGNITUDE,
@@ -232,21 +232,12 @@ class TellIn(Body, json_schema_extra=_outcome_rule(("value", "test_value", "pred
 
     @model_validator(mode="after")
     def _consistent(self) -> TellIn:
-        if self.status == "ok" and self.value is None:
-            raise ValueError("status 'ok' needs a finite value; report a failure with status crash/timeout/memout")
-        _no_value_if_failed(self.status, value=self.value, test_value=self.test_value)
+        check_outcome(self.status, value=self.value, test_value=self.test_value)
         if self.predictions is not None:
             if self.status != "ok":
                 raise ValueError("predictions are stored for successful trials only")
             _check_predictions(self.predictions)
         return self
-
-
-def _no_value_if_failed(status: str, **values: float | None) -> None:
-    given = [name for name, v in values.items() if v is not None]
-    if status in FAILED and given:
-        raise ValueError(f"a {status} has no value: send {' and '.join(given)} as null (or status 'ok' with "
-                         "the value measured)")
 
 
 #: How far a row of probabilities may sum from 1 (they are stored as float32).
@@ -370,9 +361,7 @@ class RunIn(Body, json_schema_extra=_outcome_rule(("value",))):
 
     @model_validator(mode="after")
     def _value(self) -> RunIn:
-        if self.status == "ok" and self.value is None:
-            raise ValueError("a run with status 'ok' needs a finite value")
-        _no_value_if_failed(self.status, value=self.value)
+        check_outcome(self.status, value=self.value)
         return self
 
 
