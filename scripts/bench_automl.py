@@ -3,15 +3,15 @@ against FLAML and Optuna's TPE, on datasets held out from the knowledge base
 (protocol and tools: metabo.benchmarks.automl).
 
     python scripts/bench_automl.py run [--datasets 20] [--seeds 2] [--budgets 30 120]
-        [--tools metabo,metabo-gp,flaml,optuna] [--parallel 2] [--out reports/automl]
+        [--tools metabo,metabo-gp,flaml,autogluon,optuna] [--parallel 2] [--out reports/automl]
     python scripts/bench_automl.py report [--out reports/automl]
 
 Results are appended to <out>/runs.jsonl, one line per (dataset, seed, budget, tool), so
 a killed run resumes where it stopped (keys already there are skipped; delete a line to
 run it again). Runs go budget by budget, so the first budget's table fills first.
-FLAML gets its own virtual environment (made on first use, --flaml-venv): flaml[automl]
-pins its own scikit-learn, LightGBM and XGBoost ranges, which need not agree with this
-project's.
+FLAML and AutoGluon each get their own virtual environment (made on first use,
+--flaml-venv, --autogluon-venv): they pin their own scikit-learn, LightGBM and XGBoost
+ranges, which need not agree with this project's.
 """
 
 from __future__ import annotations
@@ -36,20 +36,24 @@ from metabo.kb import KnowledgeBase
 from metabo.paths import cache_dir
 
 
-def flaml_python(venv: Path) -> str:
-    """The python of FLAML's virtual environment ``venv``, made first if missing."""
+def peer_python(tool: str, venv: Path) -> str:
+    """The python of ``tool``'s virtual environment ``venv`` (:data:`automl.PEERS`), made
+    first if missing: FLAML and AutoGluon pin their own scikit-learn, LightGBM and XGBoost
+    ranges, which need not agree with this project's (or each other's)."""
+    requirement, module = automl.PEERS[tool]
     python = venv / "bin" / "python"
-    has_flaml = python.exists() and subprocess.run([str(python), "-c", "import flaml.automl"],
+    installed = python.exists() and subprocess.run([str(python), "-c", f"import {module}"],
                                                    capture_output=True).returncode == 0
-    if not has_flaml:
-        print(f"FLAML runs in its own virtual environment (its pins differ from metabo's); making it in {venv} "
-              "with pip install 'flaml[automl]' (a few minutes, about 1 GB)", file=sys.stderr)
+    if not installed:
+        print(f"{tool} runs in its own virtual environment (its pins differ from metabo's); making it in {venv} "
+              f"with pip install '{requirement}' (minutes, one or more GB)", file=sys.stderr)
         if not python.exists():
             subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", "flaml[automl]", "pandas"], check=True)
-    version = subprocess.run([str(python), "-c", "import flaml; print(flaml.__version__)"], capture_output=True,
-                             text=True, check=True).stdout.strip()
-    print(f"FLAML {version} in {venv}")
+        subprocess.run([str(python), "-m", "pip", "install", "-q", requirement, "pandas"], check=True)
+    package = requirement.split("[")[0]
+    version = subprocess.run([str(python), "-c", f"import importlib.metadata as m; print(m.version({package!r}))"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    print(f"{package} {version} in {venv}")
     return str(python)
 
 
@@ -90,7 +94,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"{len(jobs)} tool runs, {len(jobs) - len(todo)} already in {results}, {len(todo)} to run")
     if not todo:
         return report(args)
-    fpy = flaml_python(Path(args.flaml_venv)) if any(j["tool"] == "flaml" for j in todo) else None
+    pythons = {tool: peer_python(tool, Path(getattr(args, f"{tool}_venv")))
+               for tool in automl.PEERS if any(j["tool"] == tool for j in todo)}
 
     scratch = Path(tempfile.mkdtemp(prefix="bench-automl-"))
     held: dict[str, tuple[Path, list[str]]] = {}
@@ -112,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
             own_kb, removed = work / "kb.duckdb", held[task][1]
             shutil.copyfile(held[task][0], own_kb)
         res = automl.run_tool(tool, cell / "train.csv", cell / "test.csv", work, budget=budget, seed=seed,
-                              kb=own_kb, flaml_python=fpy)
+                              kb=own_kb, peer_python=pythons)
         row = {"dataset": job["dataset"], "seed": seed, "budget": budget, "tool": tool,
                "test_error": automl.error_rate(work / "pred.csv", cells[task, seed]), "held_out": removed, **res}
         shutil.rmtree(work, ignore_errors=True)
@@ -159,7 +164,9 @@ def main() -> int:
     p.add_argument("--budgets", type=float, nargs="+", default=[30.0, 120.0], help="seconds per tool run")
     p.add_argument("--tools", default=",".join(automl.TOOLS))
     p.add_argument("--parallel", type=int, default=2, help="tool runs at once (each on one core)")
-    p.add_argument("--flaml-venv", default=str(cache_dir("venv-flaml")))
+    for tool in automl.PEERS:
+        p.add_argument(f"--{tool}-venv", default=str(cache_dir(f"venv-{tool}")),
+                       help=f"{tool}'s own virtual environment (made on first use)")
     p.add_argument("--out", default="reports/automl")
     args = p.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")

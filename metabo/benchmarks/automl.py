@@ -25,6 +25,9 @@ Tools (:data:`TOOLS`):
 - ``flaml``: ``AutoML.fit(time_budget=T, starting_points="data", n_jobs=1)``, FLAML's
   zero-shot (meta-learned) start, in its own virtual environment: its pins differ from
   this project's (``scripts/automl_runners/flaml_runner.py``).
+- ``autogluon``: ``TabularPredictor(eval_metric="accuracy").fit(time_limit=T, num_cpus=1)``
+  with AutoGluon's default preset (``medium_quality``), in its own virtual environment
+  (``scripts/automl_runners/autogluon_runner.py``).
 - ``optuna``: Optuna's TPE, define-by-run over metabo's CASH space
   (:class:`metabo.benchmarks.peers.OptunaSuggester`), each trial evaluated as metabo
   evaluates one (:func:`optuna_tpe`), then the best refitted on the whole 75% inside the
@@ -63,7 +66,11 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-TOOLS = ("metabo", "metabo-gp", "flaml", "optuna")
+TOOLS = ("metabo", "metabo-gp", "flaml", "autogluon", "optuna")
+#: The tools that run in a virtual environment of their own: what pip installs there and
+#: the import that says it is installed.
+PEERS: dict[str, tuple[str, str]] = {"flaml": ("flaml[automl]", "flaml.automl"),
+                                     "autogluon": ("autogluon.tabular[all]", "autogluon.tabular")}
 #: The tool every other is compared with, head to head.
 REFERENCE = "metabo"
 #: A run overruns its budget T when it takes more than (1 + OVERRUN) T seconds.
@@ -195,17 +202,17 @@ def _json_line(log: str) -> dict[str, Any]:
 
 
 def run_tool(tool: str, train: Path, test: Path, work: Path, *, budget: float, seed: int, kb: Path | None,
-             flaml_python: str | None = None) -> dict[str, Any]:
+             peer_python: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Run ``tool`` on ``train`` (target column :data:`TARGET`) for ``budget`` seconds,
     its predictions for ``test`` written to ``work/pred.csv``. Returns ``seconds`` (the
     whole tuning command), ``code`` (0 when it succeeded), ``trials``,
     ``first_model`` (seconds, where the tool reports it), ``predict_seconds``,
     ``version`` and the log's tail when it failed. ``kb`` is the held-out knowledge base
-    of the metabo tools, which write their session to it."""
+    of the metabo tools, which write their session to it; ``peer_python``: the python of
+    each :data:`PEERS` tool's virtual environment."""
     # absolute paths: each tool runs in ``work`` (abspath, not resolve: a venv's python is a symlink)
     train, test, work = (Path(os.path.abspath(p)) for p in (train, test, work))
     kb = None if kb is None else Path(os.path.abspath(kb))
-    flaml_python = None if flaml_python is None else os.path.abspath(flaml_python)
     pred = work / "pred.csv"
     hard = 3 * budget + 60  # a hung tool is killed; its run counts as failed and overrun
     info: dict[str, Any] = {"trials": None, "first_model": None, "predict_seconds": None, "version": None}
@@ -225,11 +232,11 @@ def run_tool(tool: str, train: Path, test: Path, work: Path, *, budget: float, s
                 timeout=600, cwd=work)
             if pcode != 0:
                 code, log = pcode, plog
-    elif tool in ("flaml", "optuna"):
-        if tool == "flaml" and flaml_python is None:
-            raise InputDataError("flaml needs the python of FLAML's virtual environment (flaml_python=); "
+    elif tool in (*PEERS, "optuna"):
+        if tool in PEERS and tool not in (peer_python or {}):
+            raise InputDataError(f"{tool} needs the python of its own virtual environment (peer_python=); "
                                  "scripts/bench_automl.py makes it")
-        python = flaml_python if tool == "flaml" else sys.executable
+        python = os.path.abspath(peer_python[tool]) if tool in PEERS and peer_python else sys.executable
         cmd = [python, str(RUNNERS / f"{tool}_runner.py"), str(train), str(test), str(pred), str(budget), str(seed)]
         seconds, code, log = _run(cmd, timeout=hard, cwd=work)
         report = _json_line(log)
@@ -438,7 +445,7 @@ def plot(rows: Sequence[Mapping[str, Any]], path: Path) -> None:
     plt.close(fig)
 
 
-__all__ = ["OVERRUN", "REFERENCE", "TARGET", "TOOLS", "SearchResult", "average_ranks", "done_keys", "error_rate",
-           "error_table", "head_to_head", "held_out_kb", "one_thread_env", "optuna_tpe", "outer_split",
+__all__ = ["OVERRUN", "PEERS", "REFERENCE", "TARGET", "TOOLS", "SearchResult", "average_ranks", "done_keys",
+           "error_rate", "error_table", "head_to_head", "held_out_kb", "one_thread_env", "optuna_tpe", "outer_split",
            "overrun_rate", "parse_metabo_log", "pending", "plot", "read_results", "result_key", "run_tool",
            "summarize", "write_cell"]
