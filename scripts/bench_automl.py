@@ -49,7 +49,7 @@ def peer_python(tool: str, venv: Path) -> str:
               f"with pip install '{requirement}' (minutes, one or more GB)", file=sys.stderr)
         if not python.exists():
             subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", requirement, "pandas"], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", *requirement.split(), "pandas"], check=True)
     package = requirement.split("[")[0]
     version = subprocess.run([str(python), "-c", f"import importlib.metadata as m; print(m.version({package!r}))"],
                              capture_output=True, text=True, check=True).stdout.strip()

@@ -67,9 +67,10 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 TOOLS = ("metabo", "metabo-gp", "flaml", "autogluon", "optuna")
-#: The tools that run in a virtual environment of their own: what pip installs there and
-#: the import that says it is installed.
-PEERS: dict[str, tuple[str, str]] = {"flaml": ("flaml[automl]", "flaml.automl"),
+#: The tools that run in a virtual environment of their own: what pip installs there (FLAML's
+#: zero-shot start imports ``packaging``, which flaml[automl] does not require) and the
+#: import that says it is installed.
+PEERS: dict[str, tuple[str, str]] = {"flaml": ("flaml[automl] packaging", "flaml.automl, packaging"),
                                      "autogluon": ("autogluon.tabular[all]", "autogluon.tabular")}
 #: The tool every other is compared with, head to head.
 REFERENCE = "metabo"
