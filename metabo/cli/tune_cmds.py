@@ -144,7 +144,9 @@ def cmd_tune_ensemble(args: argparse.Namespace) -> int:
     if refit:
         print(f"test {result.metric} after refitting the members on training + validation rows: "
               f"{_fmt(result.refit_test_error)}")
-    if args.save_model is not None and result.model is not None:
+    if args.save_model is not None:
+        if result.model is None:
+            raise InputDataError("no model to save: the members' final fit failed (see the log)")
         result.model.save(args.save_model, trusted=args.trusted)
         print(f"saved the ensemble to {args.save_model} (metabo predict {args.save_model} DATA)")
     return 0
@@ -232,8 +234,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
     if result.refit_test_error is not None:
         print(f"refitted on training + validation rows, test {result.metric}: {_fmt(result.refit_test_error)}")
     if result.model is not None:
-        rows = "every row" if args.final_rows == "all" else "training + validation rows"
-        print(f"model: the selection fitted on {rows}")
+        rows = "every row" if result.model_rows == "all" else "training + validation rows"
+        cut = " (its fit on every row failed or ran out of time)" if result.model_rows != args.final_rows else ""
+        print(f"model: the selection fitted on {rows}{cut}")
     # the first model on the command's clock (loading the libraries included), as "in all"
     first = None if result.time_to_first_model is None else (
         result.time_to_first_model + tune_started - args.started)

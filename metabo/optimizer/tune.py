@@ -117,6 +117,9 @@ class TuneResult:
     #: rows (``refit=True``): ``predict``, ``predict_proba``, ``classes_`` (the labels as
     #: given), ``save(path)``
     model: EnsembleModel | None = None
+    #: the rows ``model`` was fitted on: ``all``, or ``train+valid`` (asked for with
+    #: ``final_rows``, or the fit on every row failed or was cut by the time budget)
+    model_rows: Literal["all", "train+valid"] | None = None
     #: wall-clock seconds from the start of the call to the end of each told trial, by number
     trial_end_seconds: dict[int, float] | None = None
     #: wall-clock seconds of the final fit, and of the whole call
@@ -580,20 +583,30 @@ def tune(
         logger.warning("search stopped: %s", e)
     opt.finish()
     best = opt.best(select)
-    model, refit_error, refit_seconds = None, None, None
+    model, refit_error, refit_seconds, model_rows = None, None, None, None
     if refit and best.ok:  # here, on the dataset in memory
         t0 = time.monotonic()
         try:
             with deadline(clock):
                 model, refit_error = final_model(best, setup, seed=seed, metric=metric)
-                if model is not None and final_rows == "all":
-                    model = deployed_model(best, setup, seed=seed) or model
         except TimeBudgetExceeded as e:  # the search's results stand, without a model
             logger.warning("no final model: %s", e)
             model, refit_error = None, None
+        if model is not None:
+            model_rows = "train+valid"
+        if model is not None and final_rows == "all":
+            try:
+                with deadline(clock):
+                    deployed = deployed_model(best, setup, seed=seed)
+            except TimeBudgetExceeded as e:  # the scored fit is a model too: it is kept
+                logger.warning("the fit on every row was cut (%s); the model is the fit on training + validation "
+                               "rows", e)
+                deployed = None
+            if deployed is not None:
+                model, model_rows = deployed, "all"
         refit_seconds = time.monotonic() - t0
     return TuneResult(opt.session_id, setup.dataset_id, metric, select, best, opt.history, refit_error, name, note,
-                      model=model, trial_end_seconds=ends, refit_seconds=refit_seconds,
+                      model=model, model_rows=model_rows, trial_end_seconds=ends, refit_seconds=refit_seconds,
                       total_seconds=time.monotonic() - started,
                       cv=setup.folds)
 

@@ -127,8 +127,31 @@ def test_the_model_returned_by_default_is_fitted_on_every_row(iris_frame):
     everything = EnsembleModel([(full.algorithm, full.params)], seed=1).fit_dataset(data)
     np.testing.assert_array_equal(full.model.predict_proba(X), everything.predict_proba(X))
     assert not np.array_equal(full.model.predict_proba(X), scored.model.predict_proba(X))
+    assert (full.model_rows, scored.model_rows) == ("all", "train+valid")
     with pytest.raises(InputDataError, match="final_rows"):
         tune(iris_frame, **kw, final_rows="some")
+
+
+def test_a_fit_on_every_row_cut_by_the_budget_keeps_the_scored_fit(iris_frame, monkeypatch):
+    """When the time budget runs out during the fit on every row, the model returned is the
+    scored fit on training + validation rows (said in ``model_rows``), not None: a user who
+    asked for a model within the budget gets one."""
+    import importlib
+
+    from metabo.exceptions import TimeBudgetExceeded
+
+    def cut(*args, **kwargs):
+        raise TimeBudgetExceeded("the time budget of 30 s ran out")
+
+    space = default_cash_space(["knn", "logistic_regression"])
+    kw = {"target": "target", "budget": 3, "space": space, "strategy": "random", "seed": 1}
+    scored = tune(iris_frame, **kw, final_rows="train+valid")
+    # the module, not the function metabo.optimizer exports under its name
+    monkeypatch.setattr(importlib.import_module("metabo.optimizer.tune"), "deployed_model", cut)
+    kept = tune(iris_frame, **kw)
+    assert kept.model_rows == "train+valid" and kept.refit_test_error == scored.refit_test_error
+    X = iris_frame.drop(columns="target")
+    np.testing.assert_array_equal(kept.model.predict_proba(X), scored.model.predict_proba(X))
 
 
 def test_a_dataframe_and_its_csv_give_the_same_session(tmp_path, iris_frame):
