@@ -17,23 +17,31 @@ from typing import NoReturn
 
 from metabo.cli import watchdog
 
-if __name__ == "__main__" or os.path.basename(sys.argv[0]) == "metabo":  # the command, not an import
+#: this module runs as the ``metabo`` command (not imported by a program or a test)
+_COMMAND = __name__ == "__main__" or os.path.basename(sys.argv[0]) == "metabo"
+if _COMMAND:
     watchdog.install_for_command(sys.argv)  # before the imports below: Ctrl-C during them ends it too
 
-from metabo.cli import (  # noqa: E402
-    data_cmds,
-    ingest_cmds,
-    kb_cmds,
-    predict_cmds,
-    serve_cmds,
-    sessions_cmds,
-    space_cmds,
-    transfer_cmds,
-    tune_cmds,
-)
-from metabo import __version__
-from metabo.cli._args import count
-from metabo.exceptions import MetaboError
+try:  # Ctrl-C while the commands' modules load: one line and 130, as during a command
+    from metabo import __version__
+    from metabo.cli import (
+        data_cmds,
+        ingest_cmds,
+        kb_cmds,
+        predict_cmds,
+        serve_cmds,
+        sessions_cmds,
+        space_cmds,
+        transfer_cmds,
+        tune_cmds,
+    )
+    from metabo.cli._args import count
+    from metabo.exceptions import MetaboError
+except KeyboardInterrupt:
+    if not _COMMAND:
+        raise
+    print("interrupted; nothing was done", file=sys.stderr)
+    raise SystemExit(130) from None
 
 
 class _Parser(argparse.ArgumentParser):

@@ -66,3 +66,25 @@ def test_outside_the_command_it_never_ends_the_process():
         assert not any(t.name == "metabo-watchdog" for t in __import__("threading").enumerate())
         assert watchdog.exit_now(130) == 130
         dog.budget_done()
+
+
+INTERRUPTED_IMPORT = """
+import runpy, sys
+
+class Interrupt:  # Ctrl-C arriving while a command's module loads
+    def find_spec(self, name, path=None, target=None):
+        if name == "metabo.cli.tune_cmds":
+            raise KeyboardInterrupt
+
+sys.meta_path.insert(0, Interrupt())
+sys.argv = ["metabo", {argv}]
+runpy.run_module("metabo.cli.main", run_name="__main__")
+"""
+
+
+def test_an_interrupt_while_the_command_loads_is_one_line_and_130():
+    for argv in ('"kb", "stats"', '"tune", "sklearn:iris", "--budget", "3"'):  # without and with the watchdog
+        done = subprocess.run([sys.executable, "-c", INTERRUPTED_IMPORT.format(argv=argv)], capture_output=True,
+                              text=True, timeout=60)
+        assert done.returncode == 130, done.stderr
+        assert done.stderr.strip() == "interrupted; nothing was done"
