@@ -172,8 +172,13 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-landmarkers", action="store_true")
     p.set_defaults(func=cmd_meta_features)
-    p = ds.add_parser("add", parents=[common], help="store datasets and their meta-features")
-    p.add_argument("specs", nargs="+")
+    p = ds.add_parser("add", parents=[common], help="store datasets and their meta-features",
+                      description="Store datasets and their meta-features. One dataset that does not load is the "
+                                  "command's error and stores nothing. Several are stored one by one, each in its "
+                                  "own transaction: one that fails is reported (exit 1) and the others stay stored, "
+                                  "so a bad file does not cost the meta-features already computed.")
+    p.add_argument("specs", nargs="+", help="files (CSV, Parquet, ARFF, ...) or specs: sklearn:NAME, keel:NAME, "
+                                            "openml:ID")
     p.add_argument("--target", help="target column for files")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-landmarkers", action="store_true")
