@@ -15,13 +15,10 @@ ones 0) before any metric is computed, so every metric sees all K columns.
 from __future__ import annotations
 
 import math
-
-import warnings
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
 import numpy as np
-from sklearn import metrics as _skm
 
 from metabo.exceptions import InputDataError
 
@@ -65,20 +62,35 @@ def _need_proba(name: str, y_true: np.ndarray, proba: np.ndarray | None) -> np.n
     return proba
 
 
+def _same_length(y_true: np.ndarray, y_pred: np.ndarray) -> None:
+    if y_true.shape != y_pred.shape or y_true.ndim != 1:
+        raise InputDataError(f"y_true and the predictions must be 1-D of one length, got {y_true.shape} and "
+                             f"{y_pred.shape}")
+
+
 def error_rate(y_true: np.ndarray, proba: np.ndarray | None = None, y_pred: np.ndarray | None = None) -> float:
-    """Fraction of misclassified rows, ``1 - accuracy``."""
-    return float(1.0 - _skm.accuracy_score(np.asarray(y_true), _labels(y_true, proba, y_pred)))
+    """Fraction of misclassified rows, ``1 - accuracy`` (scikit-learn's ``accuracy_score``,
+    computed directly: a search scores every fold of every trial with it)."""
+    y_true, labels = np.asarray(y_true), np.asarray(_labels(y_true, proba, y_pred))
+    _same_length(y_true, labels)
+    if len(y_true) == 0:
+        raise InputDataError("an error rate needs at least one row")
+    return float(np.mean(y_true != labels))
 
 
 def balanced_error_rate(
     y_true: np.ndarray, proba: np.ndarray | None = None, y_pred: np.ndarray | None = None
 ) -> float:
     """``1 - balanced accuracy``: the mean over the classes present in ``y_true`` of
-    their error rates (scikit-learn's ``balanced_accuracy_score``)."""
-    with warnings.catch_warnings():  # "y_pred contains classes not in y_true": expected
-        warnings.simplefilter("ignore")
-        acc = _skm.balanced_accuracy_score(np.asarray(y_true), _labels(y_true, proba, y_pred))
-    return float(1.0 - acc)
+    their error rates (scikit-learn's ``balanced_accuracy_score``; predictions of classes
+    absent from ``y_true`` count as errors of their row's class only)."""
+    y_true, labels = np.asarray(y_true), np.asarray(_labels(y_true, proba, y_pred))
+    _same_length(y_true, labels)
+    if len(y_true) == 0:
+        raise InputDataError("a balanced error rate needs at least one row")
+    classes, index = np.unique(y_true, return_inverse=True)
+    wrong = np.bincount(index, weights=(y_true != labels).astype(np.float64), minlength=len(classes))
+    return float(np.mean(wrong / np.bincount(index, minlength=len(classes))))
 
 
 def ovr_balanced_error_rate(
@@ -111,7 +123,14 @@ def log_loss(y_true: np.ndarray, proba: np.ndarray | None = None, y_pred: np.nda
     confident mistake costs about 36 per row rather than infinity.
     """
     proba = _need_proba("log_loss", y_true, proba)
-    return float(_skm.log_loss(np.asarray(y_true), proba, labels=np.arange(proba.shape[1])))
+    y_true = np.asarray(y_true)
+    k = proba.shape[1]
+    if len(y_true) == 0 or not np.issubdtype(y_true.dtype, np.integer) or y_true.min() < 0 or y_true.max() >= k:
+        raise InputDataError(f"log_loss: y_true must be class codes 0..{k - 1}")
+    if proba.min() < 0 or proba.max() > 1:
+        raise InputDataError("log_loss: probabilities must lie in [0, 1]")
+    eps = np.finfo(np.float64).eps
+    return float(-np.mean(np.log(np.clip(proba[np.arange(len(y_true)), y_true], eps, 1 - eps))))
 
 
 def one_minus_auc(
@@ -121,7 +140,7 @@ def one_minus_auc(
 
     Binary (K = 2): ``1 - roc_auc_score(y_true == 1, proba[:, 1])``. Multiclass: one
     minus the macro average of the one-vs-rest AUCs, ``1 - mean_k AUC(y_true == k,
-    proba[:, k])``, which equals scikit-learn's ``roc_auc_score(..., multi_class="ovr",
+    proba[:, k])`` (each by :func:`_auc`), which equals scikit-learn's ``roc_auc_score(..., multi_class="ovr",
     average="macro")`` when every class occurs in ``y_true``. A class absent from
     ``y_true`` (or making up all of it) has no defined one-vs-rest AUC and is left out
     of the average; NaN when no class has one (e.g. a single-class validation set).
@@ -135,8 +154,21 @@ def one_minus_auc(
         positive = y_true == c
         if positive.all() or not positive.any():
             continue
-        aucs.append(_skm.roc_auc_score(positive, proba[:, c]))
+        aucs.append(_auc(positive, proba[:, c]))
     return float(1.0 - np.mean(aucs)) if aucs else float("nan")
+
+
+def _auc(positive: np.ndarray, score: np.ndarray) -> float:
+    """The ROC AUC of ``score`` for the boolean labels ``positive``, by the Mann-Whitney
+    statistic (Hanley and McNeil 1982, eq. 2): ``(R+ - n+ (n+ + 1) / 2) / (n+ n-)`` with
+    ``R+`` the sum of the positives' ranks, ties sharing their mean rank. It equals the
+    trapezoidal area scikit-learn's ``roc_auc_score`` computes, in one sort."""
+    from scipy.stats import rankdata
+
+    ranks = rankdata(score)
+    n_pos = int(positive.sum())
+    n_neg = len(positive) - n_pos
+    return float((ranks[positive].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
 
 
 METRICS: Mapping[str, Metric] = MappingProxyType(

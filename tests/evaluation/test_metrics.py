@@ -111,3 +111,45 @@ def test_probability_metrics_refuse_labels_only():
         log_loss(np.array([0, 1]), y_pred=np.array([0, 1]))
     with pytest.raises(InputDataError):
         error_rate(np.array([0, 1]))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_metrics_agree_with_scikit_learn(seed):
+    """The metrics are computed directly (a search scores every fold of every trial); they
+    agree with scikit-learn's on random predictions, ties, absent classes and predicted
+    classes absent from y_true included."""
+    import warnings
+
+    from sklearn import metrics as skm
+
+    rng = np.random.default_rng(seed)
+    n, k = int(rng.integers(2, 60)), int(rng.integers(2, 6))
+    y = rng.integers(0, k, n)
+    if len(np.unique(y)) < 2:
+        y[0], y[1] = 0, 1
+    P = rng.random((n, k)) ** 3
+    P[rng.random(n) < 0.2] = 1.0  # rows of ties
+    P[rng.random((n, k)) < 0.1] = 0.0  # zero probabilities: clipped
+    P = P / P.sum(axis=1, keepdims=True)
+    P = np.round(P, 2) if seed % 2 else P  # rounded scores: ties across rows
+    pred = P.argmax(axis=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # sklearn: classes predicted but absent, rows not summing to 1
+        assert error_rate(y, P) == pytest.approx(1 - skm.accuracy_score(y, pred), abs=1e-12)
+        assert balanced_error_rate(y, P) == pytest.approx(1 - skm.balanced_accuracy_score(y, pred), abs=1e-12)
+        assert log_loss(y, P) == pytest.approx(skm.log_loss(y, P, labels=np.arange(k)), rel=1e-9)
+        present = np.unique(y)
+        if k == 2:
+            reference = skm.roc_auc_score(y == 1, P[:, 1])
+        else:  # the macro one-vs-rest average over the classes present
+            reference = np.mean([skm.roc_auc_score(y == c, P[:, c]) for c in present])
+        assert one_minus_auc(y, P) == pytest.approx(1 - reference, abs=1e-12)
+
+
+def test_log_loss_refuses_what_scikit_learn_refuses():
+    with pytest.raises(InputDataError, match="class codes"):
+        log_loss(np.array([0, 2]), np.array([[0.5, 0.5], [0.5, 0.5]]))
+    with pytest.raises(InputDataError, match=r"\[0, 1\]"):
+        log_loss(np.array([0, 1]), np.array([[1.5, -0.5], [0.5, 0.5]]))
+    with pytest.raises(InputDataError, match="one length"):
+        error_rate(np.array([0, 1, 1]), y_pred=np.array([0, 1]))
