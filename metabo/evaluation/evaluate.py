@@ -59,7 +59,7 @@ from metabo.evaluation.factories import Factory, registry_factory
 from metabo.evaluation.metrics import align_proba, get_metric
 from metabo.evaluation.preprocessing import make_preprocessor
 from metabo.evaluation.protocols import EvaluationProtocol, Holdout, Split, class_codes, class_labels
-from metabo.evaluation.runner import Ok, describe, run_with_limits
+from metabo.evaluation.runner import Ok, describe, run_each_with_limits
 from metabo.exceptions import EvaluationError, InputDataError, UnknownAlgorithmError
 
 if TYPE_CHECKING:
@@ -291,48 +291,63 @@ def evaluate(
     # The thread limits are set here, in the process that forks the workers, once per call:
     # a worker inherits them, where setting them inside each worker makes OpenBLAS rebuild
     # its thread server after the fork (about 80 ms per fold, as much as a small fit).
-    out = []
     with threadpool_limits(limits=threads):
         started = time.perf_counter()
 
-        def split_limit(split: Split, when: str) -> tuple[bool, float | None]:
-            """(time is left, the split's limit) under ``total_time_limit``; a timeout is
-            recorded for the split when none is left."""
+        def split_limit(split: Split, when: str) -> tuple[str | None, float | None]:
+            """(None, the split's limit) under ``total_time_limit``, or (the timeout's
+            message, None) when no time is left for the split."""
             if total_time_limit is None:
-                return True, time_limit
+                return None, time_limit
             left = total_time_limit - (time.perf_counter() - started)
             if left <= 0:
-                message = f"Timeout: no time left for fold {split.fold}{when} (limit {total_time_limit:.1f} s for all folds)"
-                out.append(_failed(algorithm, params, split, "timeout", message, 0.0, metric_fns))
-                return False, None
-            return True, left if time_limit is None else min(time_limit, left)
+                return (f"Timeout: no time left for fold {split.fold}{when} (limit {total_time_limit:.1f} s for all "
+                        "folds)"), None
+            return None, left if time_limit is None else min(time_limit, left)
 
-        for split in splits:
-            if not split_limit(split, "")[0]:
+        runnable: list[tuple[int, Split, _Prepared]] = []  # (position in splits, split, its prepared rows)
+        done: dict[int, Evaluation] = {}
+        for position, split in enumerate(splits):
+            late = split_limit(split, "")[0]
+            if late is not None:
+                done[position] = _failed(algorithm, params, split, "timeout", late, 0.0, metric_fns)
                 continue
             try:
                 prepared = prepared_split(spec, dataset, split)
             except Exception as e:  # noqa: BLE001 - a preprocessing failure is this split's outcome
-                out.append(_failed(algorithm, params, split, "crash", describe(e), 0.0, metric_fns))
+                done[position] = _failed(algorithm, params, split, "crash", describe(e), 0.0, metric_fns)
                 continue
-            # the preprocessing (here, not in the worker) counts too
-            ok, limit = split_limit(split, " after its preprocessing")
-            if not ok:
-                continue
-            outcome = run_with_limits(
-                _fit_predict, clone(estimator, safe=False), prepared, codes, split, n_classes,
-                time_limit=limit, memory_limit_mb=memory_limit_mb,
-            )
+            runnable.append((position, split, prepared))
+
+        late_messages: dict[int, str] = {}
+
+        def limit_of(i: int) -> float | None:
+            """The limit of the i-th runnable split when it starts (the preprocessing, here
+            and not in the worker, counted too); 0 once no time is left."""
+            late, limit = split_limit(runnable[i][1], " after its preprocessing")
+            if late is not None:
+                late_messages[i] = late
+                return 0.0
+            return limit
+
+        # one worker for the trial's splits (runner.run_each_with_limits), each split its own limit
+        outcomes = run_each_with_limits(
+            _fit_predict, [(clone(estimator, safe=False), prepared, codes, split, n_classes)
+                           for _, split, prepared in runnable],
+            time_limit=None if time_limit is None and total_time_limit is None else limit_of,
+            memory_limit_mb=memory_limit_mb)
+        for i, ((position, split, _), outcome) in enumerate(zip(runnable, outcomes)):
             if not isinstance(outcome, Ok):
-                logger.info("%s %s fold %d: %s", algorithm, params, split.fold, outcome.message)
-                out.append(_failed(algorithm, params, split, outcome.status, outcome.message, outcome.seconds,
-                                   metric_fns))
+                message = late_messages.get(i, outcome.message)
+                logger.info("%s %s fold %d: %s", algorithm, params, split.fold, message)
+                done[position] = _failed(algorithm, params, split, outcome.status, message, outcome.seconds,
+                                         metric_fns)
                 continue
             fitted: _Fitted = outcome.value
             test = None
             if fitted.test_proba is not None:
                 test = _scores(metric_fns, codes[split.test_idx], fitted.test_proba)
-            out.append(Evaluation(
+            done[position] = Evaluation(
                 algorithm=algorithm, params=params, fold=split.fold, repeat=split.repeat,
                 split_seed=split.split_seed, fidelity=split.n_train, status="ok",
                 message=fitted.warnings, fit_seconds=fitted.fit_seconds,
@@ -340,8 +355,8 @@ def evaluate(
                 valid=_scores(metric_fns, codes[split.valid_idx], fitted.valid_proba), test=test,
                 valid_proba=fitted.valid_proba if keep_predictions else None,
                 test_proba=fitted.test_proba if keep_predictions else None,
-            ))
-    return out
+            )
+    return [done[position] for position in sorted(done)]
 
 
 # ---------------------------------------------------------------------- to the knowledge base

@@ -33,7 +33,7 @@ import os
 import resource
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -117,6 +117,32 @@ def _child(conn: Any, fn: Callable[..., Any], args: tuple[Any, ...], memory_limi
         conn.close()
 
 
+def _child_each(conn: Any, fn: Callable[..., Any], calls: list[tuple[Any, ...]], memory_limit_mb: int | None) -> None:
+    """Body of the forked worker of :func:`run_each_with_limits`: limit memory once, then run
+    every call in turn and report each as (status, payload, seconds) as soon as it ends."""
+    if memory_limit_mb is not None:
+        _, hard = resource.getrlimit(resource.RLIMIT_AS)
+        limit = _address_space() + int(memory_limit_mb) * 2**20
+        if hard != resource.RLIM_INFINITY:
+            limit = min(limit, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    try:
+        for args in calls:
+            start = time.perf_counter()
+            try:
+                report: tuple[str, Any] = ("ok", fn(*args))
+            except BaseException as e:  # noqa: BLE001 - everything is reported to the parent
+                report = _classify(e, memory_limit_mb is not None)
+            seconds = time.perf_counter() - start
+            try:
+                conn.send((*report, seconds))
+            except BaseException as e:  # noqa: BLE001 - e.g. an unpicklable result
+                status = "memout" if isinstance(e, MemoryError) else "crash"
+                conn.send((status, f"the result could not be sent back: {describe(e)}", seconds))
+    finally:
+        conn.close()
+
+
 def _address_space() -> int:
     """This process's current virtual memory size in bytes (Linux ``/proc``)."""
     with open("/proc/self/statm") as f:
@@ -184,3 +210,76 @@ def run_with_limits(
             proc.kill()
             proc.join()
         recv.close()
+
+
+def run_each_with_limits(
+    fn: Callable[..., Any],
+    calls: Sequence[tuple[Any, ...]],
+    *,
+    time_limit: float | Callable[[int], float | None] | None = None,
+    memory_limit_mb: int | None = None,
+) -> Iterator[Outcome]:
+    """``run_with_limits(fn, *args)`` for each ``args`` of ``calls``, in order, yielding
+    each :data:`Outcome` as it ends; with a limit, in one forked worker for all of them
+    rather than one each (a fork of a process holding NumPy, scikit-learn and DuckDB costs
+    tens of milliseconds, as much as a small fit). Each call keeps its own limits: the
+    worker reports every call when it ends, and one that runs past its time limit (or
+    kills the worker) is recorded alone; a new worker takes the calls after it.
+
+    ``time_limit``: seconds for every call, or a function of the call's index giving its
+    limit when the call starts to be waited for (None: none; 0 or less: no time left, a
+    :class:`Timeout` without waiting)."""
+    calls = list(calls)
+    if time_limit is None and memory_limit_mb is None:
+        for args in calls:
+            yield run_with_limits(fn, *args)
+        return
+    if memory_limit_mb is not None and memory_limit_mb <= 0:
+        raise ValueError(f"memory_limit_mb must be positive, got {memory_limit_mb}")
+
+    def limit_of(i: int) -> float | None:
+        return time_limit(i) if callable(time_limit) else time_limit
+
+    ctx = mp.get_context("fork")
+    i = 0
+    while i < len(calls):
+        limit = limit_of(i)
+        if limit is not None and limit <= 0:  # no worker for a call without time
+            i += 1
+            yield Timeout("Timeout: no time left", 0.0)
+            continue
+        recv, send = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=_child_each, args=(send, fn, calls[i:], memory_limit_mb), name="metabo-eval")
+        proc.start()
+        send.close()
+        try:
+            while True:
+                start = time.perf_counter()
+                if not recv.poll(limit):
+                    proc.kill()
+                    elapsed = time.perf_counter() - start
+                    i += 1
+                    yield Timeout(f"Timeout: killed after {elapsed:.1f} s (limit {limit} s)", elapsed)
+                    break  # a new worker for the calls after it
+                try:
+                    status, payload, seconds = recv.recv()
+                except (EOFError, OSError):
+                    proc.join()
+                    i += 1
+                    yield Crash(_died(proc.exitcode, memory_limit_mb is not None), time.perf_counter() - start)
+                    break
+                i += 1
+                if status == "ok":
+                    yield Ok(payload, seconds)
+                else:
+                    yield (Memout if status == "memout" else Crash)(payload, seconds)
+                if i == len(calls):
+                    break
+                limit = limit_of(i)
+                if limit is not None and limit <= 0:
+                    break  # the worker has started this call; it is stopped, the call timed out above
+        finally:
+            if proc.is_alive():
+                proc.kill()
+            proc.join()
+            recv.close()

@@ -99,3 +99,36 @@ def test_bad_limits_are_refused():
         run_with_limits(_add, 1, 2, time_limit=0)
     with pytest.raises(ValueError):
         run_with_limits(_add, 1, 2, memory_limit_mb=-5)
+
+
+def _step(kind):
+    """One call of a trial's worker: its pid, after sleeping, raising or dying as told."""
+    if kind == "sleep":
+        time.sleep(60)
+    elif kind == "raise":
+        raise ValueError("bad fold")
+    elif kind == "die":
+        os._exit(3)
+    return os.getpid()
+
+
+def test_each_call_its_own_outcome_in_one_worker_until_one_is_killed():
+    from metabo.evaluation.runner import run_each_with_limits
+
+    calls = [("ok",), ("raise",), ("ok",), ("sleep",), ("ok",), ("die",), ("ok",)]
+    outcomes = list(run_each_with_limits(_step, calls, time_limit=lambda i: 1.0 if i == 3 else 30.0))
+    assert [o.status for o in outcomes] == ["ok", "crash", "ok", "timeout", "ok", "crash", "ok"]
+    first, second, third = outcomes[0].value, outcomes[4].value, outcomes[6].value
+    assert outcomes[2].value == first != os.getpid()  # one worker, past a call that raised
+    assert len({first, second, third}) == 3  # a new worker after the timeout and after the death
+    assert outcomes[1].message == "ValueError: bad fold" and "limit 1.0 s" in outcomes[3].message
+    assert "exited with code 3" in outcomes[5].message
+
+
+def test_a_call_without_time_is_a_timeout_without_a_worker():
+    from metabo.evaluation.runner import run_each_with_limits
+
+    outcomes = list(run_each_with_limits(_step, [("sleep",), ("ok",)], time_limit=lambda i: 0.0 if i == 0 else 30.0))
+    assert [o.status for o in outcomes] == ["timeout", "ok"] and outcomes[0].seconds == 0.0
+    # without limits: in this process, as run_with_limits
+    assert [o.value for o in run_each_with_limits(_step, [("ok",), ("ok",)])] == [os.getpid()] * 2
