@@ -12,8 +12,8 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from metabo.cli._args import count, seconds
 from metabo.cli import watchdog
+from metabo.cli._args import count, seconds
 from metabo.cli.kb_cmds import add_backend_arguments, open_kb
 from metabo.exceptions import InputDataError
 from metabo.kb.sessions import completed_trials
@@ -22,6 +22,8 @@ from metabo.strategies.names import COLD_STRATEGIES
 from metabo.strategies.warm import AUTO, WARM_STRATEGIES
 
 STRATEGIES = (AUTO, *COLD_STRATEGIES, *WARM_STRATEGIES)
+#: the ensembles that steer the search itself (metabo.ensembles.search.tune_ensemble)
+SEARCHED_ENSEMBLES = ("esmbo", "eo", "divbo")
 
 
 def _fmt(value: float | None) -> str:
@@ -98,7 +100,8 @@ def cmd_tune_ensemble(args: argparse.Namespace) -> int:
     from metabo.space.algorithms import default_cash_space
 
     if args.reshuffle or args.select != "argmin":
-        raise InputDataError("--ensemble keeps one validation part and builds its own ensemble: drop --reshuffle/--select")
+        raise InputDataError("--ensemble keeps one validation part and builds its own ensemble: "
+                             "drop --reshuffle/--select")
     if args.n_jobs != 1 or args.backend != "loky" or args.scheduler is not None:
         raise InputDataError("--ensemble evaluates one trial at a time (its search reads each trial's predictions "
                              "before the next ask): drop --n-jobs/--backend/--scheduler")
@@ -152,6 +155,28 @@ def cmd_tune_ensemble(args: argparse.Namespace) -> int:
     return 0
 
 
+def _print_ensemble(result) -> None:
+    """What the post-hoc ensemble decided: its members and gain, or why the single
+    configuration is the model."""
+    choice = result.ensemble
+    if choice is None:
+        if result.ensemble_note:
+            print(f"ensemble: {result.ensemble_note}")
+        return
+    d = choice.decision
+    gain = f"cross-validated gain {d.gain:+.4f} +- {d.se:.4f} over the best configuration"
+    if choice.kept == "single":
+        print(f"ensemble: not kept ({gain}, within its noise; selection over {choice.models} models)")
+        return
+    print(f"ensemble of {len(choice.weights)} members ({choice.combine}; {gain}; selection over {choice.models} "
+          "models):")
+    for number, weight in sorted(choice.weights.items(), key=lambda kv: -kv[1]):
+        record = result.history[number]
+        print(f"  {weight:.3f}  trial {number} {record.algorithm} {json.dumps(record.params, sort_keys=True)}")
+    if result.ensemble_note:
+        print(f"ensemble: {result.ensemble_note}")
+
+
 def cmd_tune(args: argparse.Namespace) -> int:
     from metabo.evaluation.protocols import parse_cv
     from metabo.optimizer import tune
@@ -169,14 +194,21 @@ def cmd_tune(args: argparse.Namespace) -> int:
         raise InputDataError(f"the time budget of {clock.seconds:g} s is spent before the data are loaded (starting "
                              f"took {clock.elapsed():.1f} s): give a larger --time-budget")
     session = _session_id(args)
-    if args.ensemble is not None and clock is not None:
-        raise InputDataError("--ensemble runs --budget trials; --time-budget is for a single configuration's search")
+    searched = args.ensemble in SEARCHED_ENSEMBLES
+    if searched and clock is not None:
+        raise InputDataError(f"--ensemble {args.ensemble} runs --budget trials; --time-budget takes the default "
+                             "--ensemble posthoc (or none)")
+    if args.ensemble_size is not None and args.ensemble == "none":
+        raise InputDataError("--ensemble-size applies to an ensemble: drop it with --ensemble none")
+    if args.no_guard and not searched:
+        raise InputDataError("--no-guard applies to --ensemble esmbo, eo or divbo; the post-hoc ensemble is kept only "
+                             "when it beats the best configuration (--ensemble none: never)")
     from metabo.space.algorithms import default_cash_space
 
     space = default_cash_space(args.algorithms)  # an unknown name is refused before the watchdog starts
     # Ctrl-C and the time budget end the command even inside a long compiled call
     guard = watchdog.watch_budget(None if clock is None else clock.start + clock.seconds)
-    if args.ensemble is not None:
+    if searched:
         return cmd_tune_ensemble(args)
     bar: tqdm | None = None
     try:
@@ -210,7 +242,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
                     select=args.select.replace("-", "_"), metric=args.metric, time_limit=args.time_limit,
                     session_id=session, meta_features=not args.no_meta_features, progress=progress,
                     n_jobs=args.n_jobs, backend=args.backend, scheduler=args.scheduler, max_train=args.max_train,
-                    on_strategy=started, final_rows=args.final_rows, cv=parse_cv(args.cv),
+                    on_strategy=started, final_rows=args.final_rows, cv=parse_cv(args.cv), ensemble=args.ensemble,
+                    **({} if args.ensemble_size is None else {"ensemble_size": args.ensemble_size}),
                 )
             finally:
                 guard.budget_done()
@@ -233,10 +266,13 @@ def cmd_tune(args: argparse.Namespace) -> int:
     print(f"test {result.metric}: {_fmt(result.test_error)}")
     if result.refit_test_error is not None:
         print(f"refitted on training + validation rows, test {result.metric}: {_fmt(result.refit_test_error)}")
+    _print_ensemble(result)
     if result.model is not None:
         rows = "every row" if result.model_rows == "all" else "training + validation rows"
         cut = " (its fit on every row failed or ran out of time)" if result.model_rows != args.final_rows else ""
-        print(f"model: the selection fitted on {rows}{cut}")
+        what = "the selection" if len(result.model.members_) == 1 else \
+            f"the ensemble of {len(result.model.members_)} members"
+        print(f"model: {what} fitted on {rows}{cut}")
     # the first model on the command's clock (loading the libraries included), as "in all"
     first = None if result.time_to_first_model is None else (
         result.time_to_first_model + tune_started - args.started)
@@ -252,7 +288,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("tune", parents=[common], help="tune a classifier on a dataset (random search, GP-BO, or warm-started from the knowledge base)")
+    p = sub.add_parser("tune", parents=[common], help="tune a classifier on a dataset (random search, GP-BO, or "
+                                                      "warm-started from the knowledge base), an ensemble when "
+                                                      "one beats the best configuration")
     p.add_argument("data", help="a CSV/Parquet/ARFF path (with --target) or a spec: sklearn:iris, keel:..., openml:ID")
     p.add_argument("--target", help="the target column of a file")
     p.add_argument("--budget", type=count(), help="number of evaluated configurations (or give --time-budget)")
@@ -290,10 +328,13 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                         "scored fit)")
     p.add_argument("--no-meta-features", action="store_true", help="store the dataset without meta-features")
     add_backend_arguments(p, n_jobs_help="trials evaluated at once, in synchronous batches (1: sequential)")
-    p.add_argument("--ensemble", choices=("esmbo", "eo", "divbo", "posthoc"),
-                   help="build an ensemble: ESMBO, EO, DivBO, or post-hoc ensemble selection, around --strategy")
+    p.add_argument("--ensemble", choices=("posthoc", "none", *SEARCHED_ENSEMBLES), default="posthoc",
+                   help="the model returned: posthoc (default) is the bagged ensemble selection over the trials' "
+                        "out-of-fold predictions when its cross-validated gain over the best configuration is beyond "
+                        "its noise, that configuration otherwise; none: always that configuration alone; esmbo, eo, "
+                        "divbo: an ensemble search around --strategy (with --budget)")
     p.add_argument("--ensemble-size", type=count(),
-                   help="EO's slots m (12), DivBO's and post-hoc selection's size limit (25, 50)")
+                   help="post-hoc selection's size limit (50), EO's slots m (12), DivBO's size limit (25)")
     p.add_argument("--eo-loss", choices=("squared_margin", "c_bound", "sigmoid"), default="squared_margin",
                    help="EO's ensemble loss (thesis sec. 4.3)")
     p.add_argument("--cv", default="auto", metavar="auto|none|K",
@@ -301,8 +342,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                         "--ensemble: select on its out-of-fold predictions); auto: 5 folds up to 3,000 rows, a "
                         "60/20/20 hold-out above; none: the hold-out")
     p.add_argument("--no-guard", action="store_true",
-                   help="with --ensemble: keep the search's ensemble even when its cross-validated gain over the "
-                        "single best configuration is within its noise")
+                   help="with --ensemble esmbo, eo or divbo: keep the search's ensemble even when its "
+                        "cross-validated gain over the single best configuration is within its noise")
     p.add_argument("--save-model", type=Path, metavar="PATH",
                    help="save the model (the selection, or the ensemble, refitted on training + validation rows) "
                         "for metabo predict: a skops file (e.g. model.skops), safe to load; a .joblib/.pkl "

@@ -69,20 +69,27 @@ import numpy as np
 import pandas as pd
 
 from metabo.data.dataset import Dataset
+from metabo.evaluation.backends import backend_context, check_backend, worker_count
 from metabo.evaluation.evaluate import DEFAULT_METRICS, Evaluation
 from metabo.evaluation.metrics import get_metric
-from metabo.evaluation.backends import backend_context, check_backend, worker_count
 from metabo.evaluation.parallel import EvalTask, TaskResult, evaluate_many
 from metabo.evaluation.protocols import (
     EvaluationProtocol,
     KFold,
     ReshuffledHoldout,
+    class_codes,
+    class_labels,
     require_classification,
     resolve_cv,
     search_protocol,
 )
 from metabo.exceptions import EvaluationError, InputDataError, TimeBudgetExceeded
-from metabo.optimizer.budget import DEADLINE_GRACE, TimeBudget, deadline, final_fit_seconds
+from metabo.optimizer.budget import (
+    DEADLINE_GRACE,
+    TimeBudget,
+    deadline,
+    final_fit_seconds,
+)
 from metabo.optimizer.history import History, Trial, TrialRecord
 from metabo.optimizer.limits import DefaultLimit, default_limit
 from metabo.optimizer.optimizer import Optimizer, Select, get_session
@@ -93,6 +100,7 @@ from metabo.strategies.names import COLD_STRATEGIES
 from metabo.strategies.warm import AUTO, WARM_STRATEGIES, choose, warm_factory
 
 if TYPE_CHECKING:
+    from metabo.ensembles.library import EnsembleChoice, OutOfFoldLibrary
     from metabo.ensembles.model import EnsembleModel
     from metabo.kb.store import KnowledgeBase
 
@@ -127,6 +135,11 @@ class TuneResult:
     total_seconds: float | None = None
     #: the folds of the search's cross-validation (None: a hold-out)
     cv: int | None = None
+    #: the post-hoc ensemble's choice (``ensemble.kept``: ``ensemble`` or ``single``, its
+    #: members, cross-validated gain and noise); None when none was made (``ensemble_note``)
+    ensemble: EnsembleChoice | None = None
+    #: why no ensemble was chosen or fitted, when so
+    ensemble_note: str = ""
 
     @property
     def algorithm(self) -> str:
@@ -334,7 +347,11 @@ def prepare(
     require_classification(data, target=target)
     dataset_id = None
     if kb is not None:
-        from metabo.ingest.datasets import has_own_meta_features, ingest_dataset, meta_features_limit
+        from metabo.ingest.datasets import (
+            has_own_meta_features,
+            ingest_dataset,
+            meta_features_limit,
+        )
 
         if meta_features and not has_own_meta_features(kb, stored):
             limit = meta_features_limit(stored, None if clock is None else clock.left())
@@ -472,6 +489,8 @@ def tune(
     scheduler: str | None = None,
     max_train: int | None = None,
     on_strategy: Callable[[str, str, str | None], None] | None = None,
+    ensemble: Literal["posthoc", "none"] = "posthoc",
+    ensemble_size: int = 50,
 ) -> TuneResult:
     """Tune ``dataset`` for ``budget`` trials or ``time_budget`` seconds; return the
     selected configuration and its model.
@@ -515,9 +534,19 @@ def tune(
             ``backend`` (``loky``, ``dask``, ``ray``, ...; for dask and ray the cluster at
             ``scheduler`` or a local one), in synchronous batches (module docstring);
             ``n_jobs=1`` is the sequential run.
+        ensemble: ``posthoc`` (default): the model returned is the bagged ensemble selection
+            over the trials' out-of-fold predictions when its cross-validated gain over the
+            selected configuration is beyond its noise, that configuration otherwise
+            (:mod:`metabo.ensembles.library`; ``TuneResult.ensemble`` says which and why);
+            ``none``: always the selected configuration alone.
+        ensemble_size: the ensemble selection's size limit (draws with replacement).
     """
     if final_rows not in ("all", "train+valid"):
         raise InputDataError(f"final_rows must be 'all' or 'train+valid', got {final_rows!r}")
+    if ensemble not in ("posthoc", "none"):
+        raise InputDataError(f"ensemble must be 'posthoc' or 'none', got {ensemble!r}")
+    if isinstance(ensemble_size, bool) or not isinstance(ensemble_size, int) or ensemble_size < 1:
+        raise InputDataError(f"ensemble_size must be a positive integer, got {ensemble_size!r}")
     clock = time_budget if isinstance(time_budget, TimeBudget) or time_budget is None else TimeBudget(time_budget)
     check_budget(budget, clock)
     check_limits(time_limit, memory_limit_mb)
@@ -557,8 +586,8 @@ def tune(
     if time_limit is None:  # every trial is bounded all the same (metabo.optimizer.limits)
         limit = default_trial_limit(setup, kb, space, seed=seed, metric=metric)
         settings["default_time_limit"] = limit.describe()
-    opt = open_session(kb, space, strategy, session_id=session_id, dataset_id=setup.dataset_id, metric=metric, seed=seed,
-                       settings=settings)
+    opt = open_session(kb, space, strategy, session_id=session_id, dataset_id=setup.dataset_id, metric=metric,
+                       seed=seed, settings=settings)
     ends: dict[int, float] = {}
 
     def told(record: TrialRecord) -> None:
@@ -566,27 +595,45 @@ def tune(
         if progress is not None:
             progress(record)
 
+    library, ensemble_note = None, ""
+    if ensemble == "posthoc":
+        library, ensemble_note = _library(setup, seed=seed, metric=metric, ensemble_size=ensemble_size,
+                                          keep_predictions=keep_predictions)
+
     reserve = None
     if clock is not None and refit:
-        def reserve() -> float:  # the scored fit, and the fit on every row when one is made
+        def reserve() -> float:  # the scored fit, the fit on every row when one is made, an ensemble's members
             best = opt.history.best()
             scored = final_fit_seconds(best, train_rows=train_rows, final_rows=refit_rows, fits=fits)
-            return scored + (final_fit_seconds(best, train_rows=train_rows, final_rows=setup.data.n_instances,
-                                               fits=fits) if final_rows == "all" else 0.0)
+            everything = final_fit_seconds(best, train_rows=train_rows, final_rows=setup.data.n_instances,
+                                           fits=fits) if final_rows == "all" else 0.0
+            others = 0.0
+            if library is not None and best is not None:
+                runners_up = sorted((r for r in opt.history.completed if r.ok and r.number != best.number),
+                                    key=lambda r: (r.value, r.number))[:ENSEMBLE_RESERVE - 1]
+                others = sum(final_fit_seconds(r, train_rows=train_rows, final_rows=refit_rows, fits=fits)
+                             for r in runners_up)
+            return scored + everything + others
 
     try:  # the trials end by their own limits; a second more for telling the one cut last
         with deadline(clock, grace=DEADLINE_GRACE + 1.0):
             run_trials(opt, setup, budget=budget, seed=seed, time_limit=time_limit, memory_limit_mb=memory_limit_mb,
                        keep_predictions=keep_predictions, n_jobs=n_jobs, backend=backend, scheduler=scheduler,
-                       progress=told, clock=clock, reserve=reserve, default_limit=limit)
+                       progress=told, clock=clock, reserve=reserve, default_limit=limit,
+                       on_evaluated=None if library is None else library.observe)
     except TimeBudgetExceeded as e:  # e.g. in a strategy's ask: the trials told so far stand
         logger.warning("search stopped: %s", e)
     opt.finish()
     best = opt.best(select)
+    choice = None
+    if library is not None and best.ok:
+        choice = library.choose(best.number)
+        if choice is None:
+            ensemble_note = f"{len(library)} trial(s) with out-of-fold predictions: nothing to ensemble"
     model, refit_error, refit_seconds, model_rows = None, None, None, None
     if refit and best.ok:  # here, on the dataset in memory
         t0 = time.monotonic()
-        try:
+        try:  # the selected configuration first: whatever happens next, a model
             with deadline(clock):
                 model, refit_error = final_model(best, setup, seed=seed, metric=metric)
         except TimeBudgetExceeded as e:  # the search's results stand, without a model
@@ -594,10 +641,19 @@ def tune(
             model, refit_error = None, None
         if model is not None:
             model_rows = "train+valid"
+        ensembled = False
+        if model is not None and choice is not None and choice.kept == "ensemble":
+            fitted, why = _ensemble_model(choice, opt.history, setup, seed=seed, metric=metric, clock=clock,
+                                          train_rows=train_rows, fits=fits, refit_rows=refit_rows)
+            if fitted is None:
+                ensemble_note = f"the ensemble was not fitted ({why}): the selected configuration instead"
+            else:
+                (model, refit_error), ensemble_note = fitted, why
+                ensembled = True
         if model is not None and final_rows == "all":
             try:
                 with deadline(clock):
-                    deployed = deployed_model(best, setup, seed=seed)
+                    deployed = _fit_all_rows(model, setup) if ensembled else deployed_model(best, setup, seed=seed)
             except TimeBudgetExceeded as e:  # the scored fit is a model too: it is kept
                 logger.warning("the fit on every row was cut (%s); the model is the fit on training + validation "
                                "rows", e)
@@ -608,7 +664,85 @@ def tune(
     return TuneResult(opt.session_id, setup.dataset_id, metric, select, best, opt.history, refit_error, name, note,
                       model=model, model_rows=model_rows, trial_end_seconds=ends, refit_seconds=refit_seconds,
                       total_seconds=time.monotonic() - started,
-                      cv=setup.folds)
+                      cv=setup.folds, ensemble=choice, ensemble_note=ensemble_note)
+
+
+#: under a time budget the search stops in time to fit this many members of an ensemble
+#: (the best trial and the runners-up): the ensemble's own fits are reserved, not hoped for
+ENSEMBLE_RESERVE = 5
+
+
+def _library(setup: Setup, *, seed: int, metric: str, ensemble_size: int, keep_predictions: bool
+             ) -> tuple[OutOfFoldLibrary | None, str]:
+    """The library of out-of-fold predictions the search fills, or None and why none can be
+    kept (a reshuffled protocol predicts other rows at each trial; no predictions kept)."""
+    from metabo.ensembles.library import OutOfFoldLibrary
+
+    if isinstance(setup.protocol, ReshuffledHoldout):
+        return None, "no ensemble: the reshuffled protocol predicts other rows at each trial"
+    if not keep_predictions:
+        return None, "no ensemble: the trials' predictions were not kept (keep_predictions=False)"
+    splits = setup.protocol.splits(setup.data, seed)
+    if any(s.valid_idx is None or len(s.valid_idx) == 0 for s in splits):
+        return None, "no ensemble: the protocol has no validation rows"
+    return OutOfFoldLibrary(splits, class_codes(setup.data), len(class_labels(setup.data)), metric=metric,
+                            ensemble_size=ensemble_size, seed=seed), ""
+
+
+def _ensemble_model(choice: EnsembleChoice, history: History, setup: Setup, *, seed: int, metric: str,
+                    clock: TimeBudget | None, train_rows: int, fits: int, refit_rows: int
+                    ) -> tuple[tuple[EnsembleModel, float | None] | None, str]:
+    """The chosen ensemble fitted on training + validation rows and its test ``metric``
+    (:func:`~metabo.ensembles.model.refit_test_error`) with a note, or None and why.
+    Under a time budget only the members of highest weight whose predicted fits
+    (:func:`~metabo.optimizer.budget.final_fit_seconds`) fit in the time left are fitted,
+    their weights renormalized (the note says so); None when fewer than two fit, when the
+    budget runs out during the fit, or when a member's fit fails."""
+    from metabo.ensembles.model import refit_test_error
+
+    weights = dict(choice.weights)
+    note = ""
+    if clock is not None:  # the members of highest weight whose fits fit in the time left
+        left, need, kept = clock.left(), 0.0, {}
+        for k in sorted(weights, key=lambda k: (-weights[k], k)):
+            seconds = final_fit_seconds(history[k], train_rows=train_rows, final_rows=refit_rows, fits=fits)
+            if need + seconds > left:
+                break
+            need += seconds
+            kept[k] = weights[k]
+        if len(kept) < 2:
+            need = sum(final_fit_seconds(history[k], train_rows=train_rows, final_rows=refit_rows, fits=fits)
+                       for k in weights)
+            return None, f"its {len(weights)} members need about {need:.1f} s, {max(left, 0):.1f} s were left"
+        if len(kept) < len(weights):
+            note = (f"{len(kept)} of its {len(weights)} members, those of highest weight that fit in the "
+                    f"{left:.1f} s left")
+            total = sum(kept.values())
+            weights = {k: w / total for k, w in kept.items()}
+    numbers = list(weights)
+    members = [(history[k].algorithm, dict(history[k].params)) for k in numbers]
+    try:
+        with deadline(clock):
+            model, error = refit_test_error(members, list(weights.values()), choice.combine,  # type: ignore[arg-type]
+                                            setup.data, setup.protocol, seed=seed, metric=metric)
+    except TimeBudgetExceeded:
+        return None, "the time budget ran out during its fit"
+    except EvaluationError as e:
+        logger.warning("the ensemble's final fit failed: %s", e)
+        return None, f"a member's fit failed: {e}"
+    return (model, error if math.isfinite(error) else None), note
+
+
+def _fit_all_rows(model: EnsembleModel, setup: Setup) -> EnsembleModel | None:
+    """``model``'s members and weights fitted again on every row; None, logged, when a fit fails."""
+    from metabo.ensembles.model import EnsembleModel
+
+    try:
+        return EnsembleModel(model.members, model.weights, model.combine, model.seed).fit_dataset(setup.data)
+    except EvaluationError as e:
+        logger.warning("the ensemble's fit on every row failed (%s); the model is its fit on training + "
+                       "validation rows", e)
+        return None
 
 
 def final_model(best: TrialRecord, setup: Setup, *, seed: int, metric: str

@@ -14,17 +14,18 @@ from metabo.kb import KnowledgeBase
 ALGORITHMS = ["gaussian_nb", "lda", "knn"]
 
 
-def test_posthoc_ensemble_saved_and_loaded(tmp_path, capsys):
+def test_searched_ensemble_saved_and_loaded(tmp_path, capsys):
     kb_path, model_path = str(tmp_path / "kb.duckdb"), tmp_path / "m.skops"
     assert main(["kb", "init", kb_path]) == 0  # --kb names an existing store
-    code = main(["tune", "sklearn:iris", "--budget", "6", "--ensemble", "posthoc", "--kb", kb_path,
-                 "--save-model", str(model_path), "--algorithms", *ALGORITHMS, "--session", "ens", "--seed", "1",
+    code = main(["tune", "sklearn:iris", "--budget", "6", "--ensemble", "eo", "--kb", kb_path,
+                 "--save-model", str(model_path), "--algorithms", "gaussian_nb", "knn", "decision_tree",
+                 "--session", "ens", "--seed", "1",
                  "--cv", "none", "--no-guard"])
     out, err = capsys.readouterr()
     assert code == 0, err
-    assert "session ens: 6 trials" in out and "(posthoc around gp, seed 1)" in out
+    assert "session ens: 6 trials" in out and "(eo around gp, seed 1)" in out
     assert "selection on the 20% validation part" in out
-    assert "ensemble of " in out and "distinct members (average)" in out
+    assert "ensemble of " in out and "distinct members (" in out
     assert "validation error_rate: 0." in out and "test error_rate: 0." in out
     assert "test error_rate after refitting the members on training + validation rows: " in out
     assert "mean pairwise diversity of the members: 0." in out
@@ -34,7 +35,7 @@ def test_posthoc_ensemble_saved_and_loaded(tmp_path, capsys):
     model = EnsembleModel.load(model_path)
     n_members = int(out.split("ensemble of ")[1].split()[0])
     assert len(model.configurations) <= n_members  # identical configurations are merged
-    assert {c["algorithm"] for c in model.configurations} <= set(ALGORITHMS)
+    assert {c["algorithm"] for c in model.configurations} <= {"gaussian_nb", "knn", "decision_tree"}
     assert sum(c["weight"] for c in model.configurations) == pytest.approx(1.0)
     X = load_iris(as_frame=True).data
     P = model.predict_proba(X)
@@ -46,7 +47,8 @@ def test_posthoc_ensemble_saved_and_loaded(tmp_path, capsys):
         runs = kb.query("SELECT algorithm, source FROM runs WHERE metric = 'error_rate'")
         n_predictions = kb.stats()["predictions"]
     assert len(runs) == 6 and set(runs["source"]) == {"session:ens"}
-    assert set(runs["algorithm"]) <= set(ALGORITHMS) and n_predictions == 12  # valid + test of each trial
+    assert set(runs["algorithm"]) <= {"gaussian_nb", "knn", "decision_tree"}
+    assert n_predictions == 12  # valid + test of each trial
 
 
 def test_eo_with_the_c_bound(tmp_path, capsys):
@@ -73,19 +75,28 @@ def test_ensemble_refuses_a_reshuffled_protocol_and_a_used_session(tmp_path, cap
     assert "session 's' exists" in capsys.readouterr().err
 
 
-def test_cross_validated_ensemble_says_what_the_guard_kept(tmp_path, capsys):
-    """By default iris (150 rows) is searched on 5-fold out-of-fold predictions, and the
-    guard's decision is printed: an ensemble with its cross-validated gain, or the single
-    best configuration and why."""
-    assert main(["kb", "init", str(tmp_path / "kb.duckdb")]) == 0
-    code = main(["tune", "sklearn:iris", "--budget", "5", "--ensemble", "posthoc", "--algorithms", *ALGORITHMS,
-                 "--kb", str(tmp_path / "kb.duckdb")])
+def test_the_default_model_says_what_the_post_hoc_ensemble_kept(tmp_path, capsys):
+    """By default iris (150 rows) is searched on 5-fold out-of-fold predictions, and what
+    the post-hoc ensemble kept is printed: its members with their cross-validated gain, or
+    the best configuration and why; the model saved is the one printed."""
+    kb_path, model_path = str(tmp_path / "kb.duckdb"), tmp_path / "m.skops"
+    assert main(["kb", "init", kb_path]) == 0
+    code = main(["tune", "sklearn:iris", "--budget", "5", "--algorithms", *ALGORITHMS, "--kb", kb_path,
+                 "--save-model", str(model_path)])
     out, err = capsys.readouterr()
     assert code == 0, err
-    assert "out-of-fold predictions (5-fold cross-validation" in out
-    assert ("cross-validated gain" in out and "over the single best" in out) or "(guard: within its noise)" in out
-    with KnowledgeBase(str(tmp_path / "kb.duckdb")) as kb:
+    assert "(mean over 5-fold cross-validation" in out
+    model = EnsembleModel.load(model_path)
+    if "ensemble: not kept (cross-validated gain" in out:
+        assert "model: the selection fitted on every row" in out and len(model.configurations) == 1
+    else:
+        n = int(out.split("ensemble of ")[1].split()[0])
+        assert "cross-validated gain" in out and "model: the ensemble of " in out and "fitted on every row" in out
+        assert 1 < len(model.configurations) <= n  # identical configurations are merged
+    with KnowledgeBase(kb_path) as kb:
         runs = kb.query("SELECT fold FROM runs WHERE metric = 'error_rate'")
     assert sorted(set(runs["fold"])) == [0, 1, 2, 3, 4] and len(runs) == 25
-    assert main(["tune", "sklearn:iris", "--budget", "2", "--ensemble", "posthoc", "--cv", "x"]) == 2
+    assert main(["tune", "sklearn:iris", "--budget", "2", "--cv", "x"]) == 2
     assert "--cv" in capsys.readouterr().err
+    assert main(["tune", "sklearn:iris", "--budget", "2", "--no-guard", "--kb", kb_path]) == 2
+    assert "--no-guard applies to --ensemble esmbo" in capsys.readouterr().err

@@ -112,7 +112,7 @@ def test_unknown_backend_and_missing_packages_are_clear_errors(tmp_path, monkeyp
     assert main(["kb", "build", "sklearn:iris", "--configs", "1", "--backend", "loky", "--scheduler",
                  "tcp://127.0.0.1:1", "--kb", kb]) == 2
     assert "for the dask and ray backends" in capsys.readouterr().err
-    assert main([*tune_args, "--ensemble", "posthoc", "--n-jobs", "2"]) == 2
+    assert main([*tune_args, "--ensemble", "esmbo", "--n-jobs", "2"]) == 2
     assert "--ensemble evaluates one trial at a time" in capsys.readouterr().err
 
     monkeypatch.setitem(sys.modules, "ray", None)  # not installed, whether it is or not

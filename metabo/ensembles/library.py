@@ -1,0 +1,111 @@
+"""The library of a search's out-of-fold predictions, and the ensemble ``tune`` returns by
+default when it beats the single best configuration.
+
+Every successful trial of a search whose splits are fixed (the k-fold cross-validation of
+``tune``'s default protocol, or its 60/20/20 hold-out) predicts the same selection rows:
+the out-of-fold rows of the folds, or the validation part
+(:func:`~metabo.ensembles.search.selection_rows`). :class:`OutOfFoldLibrary` keeps those
+probabilities as the trials are told, at most ``max_models`` of them (the best by the
+trial's value; float32, so 3,000 rows x 3 classes x 100 models is 3.6 MB), so choosing an
+ensemble afterwards costs no refit.
+
+:meth:`OutOfFoldLibrary.choose` is auto-sklearn's design (Feurer et al. 2015, sec. 3:
+ensemble selection over the models the search trained, on held-out predictions) with two
+safeguards of this project:
+
+- the selection is bagged (Caruana et al. 2004, sec. 4: 20 bags of half the library, the
+  weights averaged), which :class:`~metabo.ensembles.selection.PostHocSelection` does;
+- the ensemble is kept only when its gain over the single best, measured on rows its
+  selection did not see, exceeds one standard error
+  (:func:`~metabo.ensembles.guard.guarded_ensemble`); otherwise the single best trial is
+  returned. The selection rows are the out-of-fold rows, not a 20% part, whenever ``tune``
+  cross-validates (Caruana et al. 2006, sec. 3, hillclimb on cross-validated predictions).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from metabo.ensembles.guard import GuardDecision, guarded_ensemble
+from metabo.ensembles.search import out_of_fold, selection_rows
+from metabo.ensembles.selection import PostHocSelection
+from metabo.evaluation.evaluate import Evaluation
+from metabo.evaluation.protocols import Split
+from metabo.optimizer.history import TrialRecord
+
+logger = logging.getLogger(__name__)
+
+#: the default ceiling of models kept in the library (the best by value)
+MAX_MODELS = 100
+
+
+@dataclass(frozen=True)
+class EnsembleChoice:
+    """What :meth:`OutOfFoldLibrary.choose` decided: the guard's decision (``kept`` is
+    ``"ensemble"`` or ``"single"``) and the members as (trial number, weight)."""
+
+    decision: GuardDecision
+    models: int  # the library's size when it chose
+
+    @property
+    def kept(self) -> str:
+        return self.decision.kept
+
+    @property
+    def weights(self) -> dict[int, float]:
+        return self.decision.weights
+
+    @property
+    def combine(self) -> str:
+        return self.decision.combine
+
+
+class OutOfFoldLibrary:
+    """Out-of-fold probabilities of a search's successful trials on ``splits``' selection
+    rows (module docstring); give :meth:`observe` as ``run_trials``' ``on_evaluated``."""
+
+    def __init__(self, splits: Sequence[Split], codes: np.ndarray, n_classes: int, *, metric: str = "error_rate",
+                 ensemble_size: int = 50, max_models: int = MAX_MODELS, seed: int = 0) -> None:
+        self.n_splits = len(splits)
+        y = np.asarray(codes)[selection_rows(list(splits))]
+        self.selection = PostHocSelection(None, y, metric=metric, ensemble_size=ensemble_size,  # type: ignore[arg-type]
+                                          n_classes=n_classes, seed=seed)
+        self.metric, self.max_models, self.seed = metric, int(max_models), int(seed)
+        self._values: dict[int, float] = {}
+
+    def __len__(self) -> int:
+        return len(self.selection.probas)
+
+    def observe(self, record: TrialRecord, evaluations: list[Evaluation]) -> None:
+        """Keep ``record``'s out-of-fold probabilities when every split of it succeeded;
+        past ``max_models``, the model of highest value (the latest among ties) leaves."""
+        if not (record.ok and len(evaluations) == self.n_splits
+                and all(e.ok and e.valid_proba is not None for e in evaluations)):
+            return
+        proba = out_of_fold([e.valid_proba for e in evaluations])  # type: ignore[misc]
+        if proba.shape[0] != len(self.selection.y) or not np.all(np.isfinite(proba)):
+            logger.warning("trial %d: its out-of-fold predictions do not cover the selection rows; left out of the "
+                           "ensemble", record.number)
+            return
+        self.selection.observe(record.number, proba)  # checks the shape and values
+        self.selection.probas[record.number] = proba.astype(np.float32)
+        self._values[record.number] = float(record.value)
+        if len(self._values) > self.max_models:
+            worst = max(self._values, key=lambda k: (self._values[k], k))
+            del self._values[worst], self.selection.probas[worst]
+
+    def choose(self, single: int) -> EnsembleChoice | None:
+        """The bagged ensemble selection over the library, kept if its cross-validated gain
+        over trial ``single`` (the search's selection) is beyond its noise, else ``single``
+        alone; None when the library holds fewer than two models or not ``single``."""
+        if len(self) < 2 or single not in self.selection.probas:
+            return None
+        decision = guarded_ensemble(self.selection, metric=self.metric, seed=self.seed, single=single)
+        return EnsembleChoice(decision, len(self))
+
+
+__all__ = ["MAX_MODELS", "EnsembleChoice", "OutOfFoldLibrary"]

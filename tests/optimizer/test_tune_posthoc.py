@@ -1,0 +1,73 @@
+"""tune()'s default model: the post-hoc ensemble over the trials' out-of-fold predictions
+when it beats the selected configuration, that configuration otherwise."""
+
+from __future__ import annotations
+
+import importlib
+import time
+
+import numpy as np
+import pytest
+
+from metabo.data.loaders import load_dataset
+from metabo.ensembles.model import EnsembleModel, refit_test_error
+from metabo.evaluation.protocols import search_protocol
+from metabo.optimizer import tune
+from metabo.optimizer.budget import TimeBudget
+from metabo.space.algorithms import default_cash_space
+
+SPACE = default_cash_space(["knn", "logistic_regression", "decision_tree", "random_forest"])
+KW = {"budget": 12, "strategy": "random", "seed": 0, "space": SPACE}
+
+
+@pytest.fixture(scope="module")
+def kept():
+    return tune("sklearn:breast_cancer", **KW)
+
+
+def test_the_ensemble_kept_is_the_model_and_its_refit_error_is_its_own(kept):
+    data = load_dataset("sklearn:breast_cancer")
+    choice = kept.ensemble
+    assert choice is not None and choice.kept == "ensemble" and choice.models == 12
+    assert choice.decision.gain > choice.decision.se  # the guard's rule
+    members = [(kept.history[k].algorithm, dict(kept.history[k].params)) for k in choice.weights]
+    weights = list(choice.weights.values())
+    protocol = search_protocol("auto", data.n_instances)  # tune's default: 5 folds on 569 rows
+    _, error = refit_test_error(members, weights, choice.combine, data, protocol, seed=0)
+    assert kept.refit_test_error == pytest.approx(error)
+    # the model returned: the same members and weights fitted on every row
+    everything = EnsembleModel(members, weights, choice.combine, 0).fit_dataset(data)
+    assert kept.model_rows == "all"
+    np.testing.assert_allclose(kept.model.predict_proba(data.X), everything.predict_proba(data.X))
+
+
+def test_ensemble_none_returns_the_selection_alone(kept):
+    alone = tune("sklearn:breast_cancer", **KW, ensemble="none")
+    assert alone.ensemble is None and alone.ensemble_note == ""
+    assert len(alone.model.members_) == 1 and alone.best.number == kept.best.number
+    assert alone.model.members_[0][0] == kept.best.algorithm
+
+
+def test_a_reshuffled_protocol_says_why_there_is_no_ensemble():
+    result = tune("sklearn:iris", budget=3, strategy="random", seed=0, space=SPACE, reshuffle=True)
+    assert result.ensemble is None and "reshuffled" in result.ensemble_note
+    assert len(result.model.members_) == 1
+
+
+def test_no_time_for_the_members_keeps_the_selection(kept):
+    tune_module = importlib.import_module("metabo.optimizer.tune")
+    data = load_dataset("sklearn:breast_cancer")
+    setup = tune_module.prepare(data, kb=None, seed=0)
+    spent = TimeBudget(1.0, start=time.monotonic() - 10.0)  # spent 9 s ago
+    fitted, why = tune_module._ensemble_model(kept.ensemble, kept.history, setup, seed=0, metric="error_rate",
+                                              clock=spent, train_rows=364, fits=5, refit_rows=455)
+    assert fitted is None and why.startswith(f"its {len(kept.ensemble.weights)} members need about")
+
+
+def test_bad_ensemble_arguments_are_refused():
+    from metabo.exceptions import InputDataError
+
+    with pytest.raises(InputDataError, match="'posthoc' or 'none'"):
+        tune("sklearn:iris", budget=1, ensemble="bagging")
+    with pytest.raises(InputDataError, match="ensemble_size"):
+        tune("sklearn:iris", budget=1, ensemble_size=0)
