@@ -22,6 +22,8 @@ Tools (:data:`TOOLS`):
   default strategy, then ``metabo predict M TEST`` (timed apart, ``predict_seconds``: the
   budget is the tune command's).
 - ``metabo-gp``: the same with ``--strategy gp`` (cold GP-BO).
+- ``metabo-single``: the default with ``--ensemble none`` (the best configuration alone,
+  never the post-hoc ensemble).
 - ``flaml``: ``AutoML.fit(time_budget=T, starting_points="data", n_jobs=1)``, FLAML's
   zero-shot (meta-learned) start, in its own virtual environment: its pins differ from
   this project's (``scripts/automl_runners/flaml_runner.py``).
@@ -66,7 +68,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-TOOLS = ("metabo", "metabo-gp", "flaml", "autogluon", "optuna")
+TOOLS = ("metabo", "metabo-gp", "metabo-single", "flaml", "autogluon", "optuna")
 #: The tools that run in a virtual environment of their own: what pip installs there (FLAML's
 #: zero-shot start imports ``packaging``, which flaml[automl] does not require) and the
 #: import that says it is installed.
@@ -179,11 +181,16 @@ def _version(package: str) -> str | None:
 
 
 def parse_metabo_log(log: str) -> dict[str, Any]:
-    """Trials, strategy and seconds to the first model from ``metabo tune``'s output
-    (``session S: N trials on D (STRATEGY, seed K)`` and ``...; first model after X s``)."""
-    out: dict[str, Any] = {"trials": None, "strategy": None, "first_model": None}
+    """Trials, strategy, seconds to the first model and the model's members from ``metabo
+    tune``'s output (``session S: N trials on D (STRATEGY, seed K)``, ``...; first model
+    after X s``, ``model: the ensemble of N members ...`` or ``model: the selection ...``)."""
+    out: dict[str, Any] = {"trials": None, "strategy": None, "first_model": None, "members": None}
     for line in log.splitlines():
-        if line.startswith("session ") and " trials on " in line:
+        if line.startswith("model: the ensemble of "):
+            out["members"] = int(line.split("model: the ensemble of ", 1)[1].split()[0])
+        elif line.startswith("model: the selection "):
+            out["members"] = 1
+        elif line.startswith("session ") and " trials on " in line:
             out["trials"] = int(line.split(": ", 1)[1].split()[0])
             out["strategy"] = line.rsplit("(", 1)[1].split(",")[0]
         elif "first model after " in line:
@@ -217,7 +224,7 @@ def run_tool(tool: str, train: Path, test: Path, work: Path, *, budget: float, s
     pred = work / "pred.csv"
     hard = 3 * budget + 60  # a hung tool is killed; its run counts as failed and overrun
     info: dict[str, Any] = {"trials": None, "first_model": None, "predict_seconds": None, "version": None}
-    if tool in ("metabo", "metabo-gp"):
+    if tool in ("metabo", "metabo-gp", "metabo-single"):
         if kb is None:
             raise InputDataError(f"{tool} needs the held-out knowledge base (kb=)")
         model = work / "model.skops"
@@ -225,6 +232,8 @@ def run_tool(tool: str, train: Path, test: Path, work: Path, *, budget: float, s
                str(budget), "--save-model", str(model), "--kb", str(kb), "--seed", str(seed)]
         if tool == "metabo-gp":
             cmd += ["--strategy", "gp"]
+        elif tool == "metabo-single":
+            cmd += ["--ensemble", "none"]
         seconds, code, log = _run(cmd, timeout=hard, cwd=work)
         info.update(parse_metabo_log(log), version=_version("metabo"))
         if code == 0:

@@ -108,8 +108,11 @@ def test_metabo_logs_and_error_rates_are_read_back(tmp_path):
     log = ("session abc (resume it with --resume if interrupted)\nstrategy: warm: 41 tasks\n"
            "session abc: 142 trials on dataset-x (warm, seed 1), 2 failed\n"
            "time: 29.1 s in tune (final fit 0.3 s), 29.8 s in all; first model after 1.8 s\n")
-    assert automl.parse_metabo_log(log) == {"trials": 142, "strategy": "warm", "first_model": 1.8}
-    assert automl.parse_metabo_log("Traceback ...") == {"trials": None, "strategy": None, "first_model": None}
+    assert automl.parse_metabo_log(log) == {"trials": 142, "strategy": "warm", "first_model": 1.8, "members": None}
+    assert automl.parse_metabo_log(log + "model: the ensemble of 7 members fitted on every row\n")["members"] == 7
+    assert automl.parse_metabo_log(log + "model: the selection fitted on every row\n")["members"] == 1
+    assert automl.parse_metabo_log("Traceback ...") == {"trials": None, "strategy": None, "first_model": None,
+                                                        "members": None}
     (tmp_path / "p.csv").write_text("prediction\n1\n2\n01\n")
     assert automl.error_rate(tmp_path / "p.csv", np.array([1, 1, "01"], dtype=object)) == pytest.approx(1 / 3)
     assert automl.error_rate(tmp_path / "p.csv", np.array(["1", "2"])) is None  # wrong length
