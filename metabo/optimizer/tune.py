@@ -602,18 +602,38 @@ def tune(
 
     reserve = None
     if clock is not None and refit:
-        def reserve() -> float:  # the scored fit, the fit on every row when one is made, an ensemble's members
+        decided: dict[tuple[int, int], EnsembleChoice | None] = {}
+
+        def scored_fit(record: TrialRecord) -> float:
+            return final_fit_seconds(record, train_rows=train_rows, final_rows=refit_rows, fits=fits)
+
+        def reserve() -> float:
+            """The scored fit of the best trial, its fit on every row when one is made, and
+            the fits of an ensemble's other members (at most ENSEMBLE_RESERVE in all). When
+            the runners-up's fits would stop the search, the guard is asked whether there
+            will be an ensemble (its answer kept until the library or the best trial
+            changes) and its members' fits reserved, or none: a search whose ensemble would
+            not be kept is not cut short for it."""
             best = opt.history.best()
-            scored = final_fit_seconds(best, train_rows=train_rows, final_rows=refit_rows, fits=fits)
-            everything = final_fit_seconds(best, train_rows=train_rows, final_rows=setup.data.n_instances,
-                                           fits=fits) if final_rows == "all" else 0.0
-            others = 0.0
-            if library is not None and best is not None:
-                runners_up = sorted((r for r in opt.history.completed if r.ok and r.number != best.number),
-                                    key=lambda r: (r.value, r.number))[:ENSEMBLE_RESERVE - 1]
-                others = sum(final_fit_seconds(r, train_rows=train_rows, final_rows=refit_rows, fits=fits)
-                             for r in runners_up)
-            return scored + everything + others
+            own = scored_fit(best) + (final_fit_seconds(best, train_rows=train_rows,
+                                                        final_rows=setup.data.n_instances, fits=fits)
+                                      if final_rows == "all" else 0.0)
+            if library is None or best is None or len(library) < 2:
+                return own
+            runners_up = sorted((r for r in opt.history.completed if r.ok and r.number != best.number),
+                                key=lambda r: (r.value, r.number))[:ENSEMBLE_RESERVE - 1]
+            likely = own + sum(scored_fit(r) for r in runners_up)
+            if clock.trial_limit(likely) is not None:
+                return likely  # a trial starts either way: it is only kept short of the ensemble's fits
+            key = (len(library), best.number)
+            if key not in decided:
+                decided.clear()
+                decided[key] = library.choose(best.number)
+            choice = decided[key]
+            if choice is None or choice.kept != "ensemble":
+                return own
+            members = sorted((k for k in choice.weights if k != best.number), key=lambda k: -choice.weights[k])
+            return own + sum(scored_fit(opt.history[k]) for k in members[:ENSEMBLE_RESERVE - 1])
 
     try:  # the trials end by their own limits; a second more for telling the one cut last
         with deadline(clock, grace=DEADLINE_GRACE + 1.0):
