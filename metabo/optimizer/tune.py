@@ -646,21 +646,27 @@ def tune(
     opt.finish()
     best = opt.best(select)
     choice = None
-    if library is not None and best.ok:
-        choice = library.choose(best.number)
-        if choice is None:
-            ensemble_note = f"{len(library)} trial(s) with out-of-fold predictions: nothing to ensemble"
     model, refit_error, refit_seconds, model_rows = None, None, None, None
+    t0 = time.monotonic()
     if refit and best.ok:  # here, on the dataset in memory
-        t0 = time.monotonic()
-        try:  # the selected configuration first: whatever happens next, a model
-            with deadline(clock):
+        try:  # the selected configuration first: whatever happens next, a model (a second past the
+            # budget rather than none, as a trial cut last gets; the CLI's watchdog allows 3)
+            with deadline(clock, grace=DEADLINE_GRACE + 1.0):
                 model, refit_error = final_model(best, setup, seed=seed, metric=metric)
         except TimeBudgetExceeded as e:  # the search's results stand, without a model
             logger.warning("no final model: %s", e)
             model, refit_error = None, None
         if model is not None:
             model_rows = "train+valid"
+    if library is not None and best.ok and (model is not None or not refit):
+        try:  # the guard's cross-validated selections take a moment too: after the model above
+            with deadline(clock):
+                choice = library.choose(best.number)
+            if choice is None:
+                ensemble_note = f"{len(library)} trial(s) with out-of-fold predictions: nothing to ensemble"
+        except TimeBudgetExceeded:
+            ensemble_note = "no time was left to choose an ensemble"
+    if refit and best.ok:
         ensembled = False
         if model is not None and choice is not None and choice.kept == "ensemble":
             fitted, why = _ensemble_model(choice, opt.history, setup, seed=seed, metric=metric, clock=clock,
