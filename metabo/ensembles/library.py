@@ -9,7 +9,7 @@ probabilities as the trials are told, at most ``max_models`` of them (the best b
 trial's value; float32, so 3,000 rows x 3 classes x 100 models is 3.6 MB), so choosing an
 ensemble afterwards costs no refit.
 
-:meth:`OutOfFoldLibrary.choose` is auto-sklearn's design (Feurer et al. 2015, sec. 3:
+:meth:`OutOfFoldLibrary.choose` is auto-sklearn's design (Feurer et al. 2015, sec. 3.2:
 ensemble selection over the models the search trained, on held-out predictions) with two
 safeguards of this project:
 

@@ -22,7 +22,10 @@ With ``refit=True`` (the default) the selected configuration is trained again on
 row of its split that is not test (training and validation rows, also those a
 ``max_train`` subsample left out of the search) and scored on the same test part:
 ``refit_test_error``. The model returned, ``TuneResult.model`` (a fitted
-:class:`~metabo.ensembles.model.EnsembleModel` of one member, the model one would deploy),
+:class:`~metabo.ensembles.model.EnsembleModel`, the model one would deploy: by default,
+``ensemble="posthoc"``, the ensemble selected over the trials' out-of-fold predictions
+when the guard keeps it (:mod:`metabo.ensembles.library`; its members are refitted the same
+way and ``refit_test_error`` is its own), else the selected configuration alone),
 is then trained on every row given, the test part too (``final_rows="all"``, the default:
 a deployed model should learn from all the data, as FLAML's ``retrain_full`` and
 auto-sklearn's refit do; ``refit_test_error`` estimates its error from the fit on 80% of
