@@ -185,9 +185,11 @@ def cmd_tune(args: argparse.Namespace) -> int:
     if args.budget is None and args.time_budget is None:
         raise InputDataError("give --budget N (trials) or --time-budget SECONDS, or both")
     if args.save_model is not None:  # before any search: a model that cannot be saved is lost
-        from metabo.ensembles.model import check_model_path
+        from metabo.ensembles.model import check_model_path, is_pickle_path
 
         check_model_path(args.save_model, trusted=args.trusted)
+        if not is_pickle_path(args.save_model):  # its writer now, inside the time budget, not after it
+            import skops.io  # noqa: F401
     # the clock starts with the command, so that loading the libraries counts too
     clock = None if args.time_budget is None else TimeBudget(args.time_budget, start=args.started)
     if clock is not None and clock.trial_limit() is None:  # spent before anything is loaded or stored

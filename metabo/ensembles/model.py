@@ -43,7 +43,6 @@ from typing import Any, Literal
 import joblib
 import numpy as np
 import pandas as pd
-import skops.io as sio
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
@@ -295,6 +294,8 @@ class EnsembleModel(ClassifierMixin, BaseEstimator):
             def write(f: Any) -> None:
                 joblib.dump(payload, f)
         else:
+            import skops.io as sio  # here: importing it lists every scikit-learn estimator (seconds)
+
             data = sio.dumps(payload)
             outside = _untrusted(sio.get_untrusted_types(data=data))
             if outside:  # a file load() would refuse: say so now
@@ -338,6 +339,8 @@ class EnsembleModel(ClassifierMixin, BaseEstimator):
                 "if you trust where it came from, with --trusted (trusted=True)")
         try:
             if skops_file:
+                import skops.io as sio  # here: importing it lists every scikit-learn estimator (seconds)
+
                 types = sio.get_untrusted_types(file=path)
                 outside = _untrusted(types)
                 if outside:
