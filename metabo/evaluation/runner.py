@@ -96,15 +96,22 @@ def _classify(exc: BaseException, memory_limited: bool) -> tuple[str, str]:
     return "crash", message
 
 
+def _limit_memory(memory_limit_mb: int | None) -> None:
+    """In a worker: lower the address-space limit to what it has now plus ``memory_limit_mb``
+    (module docstring), never above the hard limit."""
+    if memory_limit_mb is None:
+        return
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    limit = _address_space() + int(memory_limit_mb) * 2**20
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+
+
 def _child(conn: Any, fn: Callable[..., Any], args: tuple[Any, ...], memory_limit_mb: int | None) -> None:
     """Body of the forked worker: limit memory, run, report (status, payload)."""
     try:
-        if memory_limit_mb is not None:
-            _, hard = resource.getrlimit(resource.RLIMIT_AS)
-            limit = _address_space() + int(memory_limit_mb) * 2**20
-            if hard != resource.RLIM_INFINITY:
-                limit = min(limit, hard)
-            resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+        _limit_memory(memory_limit_mb)
         report: tuple[str, Any] = ("ok", fn(*args))
     except BaseException as e:  # noqa: BLE001 - everything is reported to the parent
         report = _classify(e, memory_limit_mb is not None)
@@ -120,12 +127,7 @@ def _child(conn: Any, fn: Callable[..., Any], args: tuple[Any, ...], memory_limi
 def _child_each(conn: Any, fn: Callable[..., Any], calls: list[tuple[Any, ...]], memory_limit_mb: int | None) -> None:
     """Body of the forked worker of :func:`run_each_with_limits`: limit memory once, then run
     every call in turn and report each as (status, payload, seconds) as soon as it ends."""
-    if memory_limit_mb is not None:
-        _, hard = resource.getrlimit(resource.RLIMIT_AS)
-        limit = _address_space() + int(memory_limit_mb) * 2**20
-        if hard != resource.RLIM_INFINITY:
-            limit = min(limit, hard)
-        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    _limit_memory(memory_limit_mb)
     try:
         for args in calls:
             start = time.perf_counter()
