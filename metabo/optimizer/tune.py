@@ -604,8 +604,10 @@ def tune(
                                           keep_predictions=keep_predictions)
 
     reserve = None
+    # the guard's answer for (library size, best trial): asked during the search by the
+    # reserve below, reused after it when neither has changed since
+    decided: dict[tuple[int, int], EnsembleChoice | None] = {}
     if clock is not None and refit:
-        decided: dict[tuple[int, int], EnsembleChoice | None] = {}
 
         def scored_fit(record: TrialRecord) -> float:
             return final_fit_seconds(record, train_rows=train_rows, final_rows=refit_rows, fits=fits)
@@ -664,13 +666,13 @@ def tune(
     if library is not None and best.ok and (model is not None or not refit):
         try:  # the guard's cross-validated selections take a moment too: after the model above
             with deadline(clock):
-                choice = library.choose(best.number)
+                key = (len(library), best.number)
+                choice = decided[key] if key in decided else library.choose(best.number)
             if choice is None:
                 ensemble_note = f"{len(library)} trial(s) with out-of-fold predictions: nothing to ensemble"
         except TimeBudgetExceeded:
             ensemble_note = "no time was left to choose an ensemble"
     if refit and best.ok:
-        ensembled = False
         if model is not None and choice is not None and choice.kept == "ensemble":
             fitted, why = _ensemble_model(choice, opt.history, setup, seed=seed, metric=metric, clock=clock,
                                           train_rows=train_rows, fits=fits, refit_rows=refit_rows)
@@ -678,11 +680,10 @@ def tune(
                 ensemble_note = f"the ensemble was not fitted ({why}): the selected configuration instead"
             else:
                 (model, refit_error), ensemble_note = fitted, why
-                ensembled = True
         if model is not None and final_rows == "all":
             try:
                 with deadline(clock):
-                    deployed = _fit_all_rows(model, setup) if ensembled else deployed_model(best, setup, seed=seed)
+                    deployed = fit_on_every_row(model, setup)
             except TimeBudgetExceeded as e:  # the scored fit is a model too: it is kept
                 logger.warning("the fit on every row was cut (%s); the model is the fit on training + validation "
                                "rows", e)
@@ -733,16 +734,16 @@ def _ensemble_model(choice: EnsembleChoice, history: History, setup: Setup, *, s
     note = ""
     if clock is not None:  # the members of highest weight whose fits fit in the time left
         left, need, kept = clock.left(), 0.0, {}
+        seconds = {k: final_fit_seconds(history[k], train_rows=train_rows, final_rows=refit_rows, fits=fits)
+                   for k in weights}
         for k in sorted(weights, key=lambda k: (-weights[k], k)):
-            seconds = final_fit_seconds(history[k], train_rows=train_rows, final_rows=refit_rows, fits=fits)
-            if need + seconds > left:
+            if need + seconds[k] > left:
                 break
-            need += seconds
+            need += seconds[k]
             kept[k] = weights[k]
         if len(kept) < 2:
-            need = sum(final_fit_seconds(history[k], train_rows=train_rows, final_rows=refit_rows, fits=fits)
-                       for k in weights)
-            return None, f"its {len(weights)} members need about {need:.1f} s, {max(left, 0):.1f} s were left"
+            return None, (f"its {len(weights)} members need about {sum(seconds.values()):.1f} s, "
+                          f"{max(left, 0):.1f} s were left")
         if len(kept) < len(weights):
             note = (f"{len(kept)} of its {len(weights)} members, those of highest weight that fit in the "
                     f"{left:.1f} s left")
@@ -762,18 +763,6 @@ def _ensemble_model(choice: EnsembleChoice, history: History, setup: Setup, *, s
     return (model, error if math.isfinite(error) else None), note
 
 
-def _fit_all_rows(model: EnsembleModel, setup: Setup) -> EnsembleModel | None:
-    """``model``'s members and weights fitted again on every row; None, logged, when a fit fails."""
-    from metabo.ensembles.model import EnsembleModel
-
-    try:
-        return EnsembleModel(model.members, model.weights, model.combine, model.seed).fit_dataset(setup.data)
-    except EvaluationError as e:
-        logger.warning("the ensemble's fit on every row failed (%s); the model is its fit on training + "
-                       "validation rows", e)
-        return None
-
-
 def final_model(best: TrialRecord, setup: Setup, *, seed: int, metric: str
                 ) -> tuple[EnsembleModel | None, float | None]:
     """The selected configuration fitted on every non-test row of its split and its test
@@ -790,16 +779,16 @@ def final_model(best: TrialRecord, setup: Setup, *, seed: int, metric: str
     return model, error if math.isfinite(error) else None
 
 
-def deployed_model(best: TrialRecord, setup: Setup, *, seed: int) -> EnsembleModel | None:
-    """The selected configuration fitted on every row of the dataset; None, logged, when
-    that fit fails (the scored fit on training + validation rows is returned instead)."""
+def fit_on_every_row(model: EnsembleModel, setup: Setup) -> EnsembleModel | None:
+    """``model`` (the selected configuration or the ensemble: its members, weights and
+    combination) fitted again on every row of the dataset; None, logged, when a fit fails
+    (the scored fit on training + validation rows is returned instead)."""
     from metabo.ensembles.model import EnsembleModel
 
     try:
-        return EnsembleModel([(best.algorithm, dict(best.params))], seed=seed).fit_dataset(setup.data)
+        return EnsembleModel(model.members, model.weights, model.combine, model.seed).fit_dataset(setup.data)
     except EvaluationError as e:
-        logger.warning("the fit of trial %d on every row failed (%s); the model is its fit on training + "
-                       "validation rows", best.number, e)
+        logger.warning("the fit on every row failed (%s); the model is its fit on training + validation rows", e)
         return None
 
 

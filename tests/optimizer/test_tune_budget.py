@@ -147,7 +147,7 @@ def test_a_fit_on_every_row_cut_by_the_budget_keeps_the_scored_fit(iris_frame, m
     kw = {"target": "target", "budget": 3, "space": space, "strategy": "random", "seed": 1}
     scored = tune(iris_frame, **kw, final_rows="train+valid")
     # the module, not the function metabo.optimizer exports under its name
-    monkeypatch.setattr(importlib.import_module("metabo.optimizer.tune"), "deployed_model", cut)
+    monkeypatch.setattr(importlib.import_module("metabo.optimizer.tune"), "fit_on_every_row", cut)
     kept = tune(iris_frame, **kw)
     assert kept.model_rows == "train+valid" and kept.refit_test_error == scored.refit_test_error
     X = iris_frame.drop(columns="target")
