@@ -108,27 +108,16 @@ def _limit_memory(memory_limit_mb: int | None) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
 
 
-def _child(conn: Any, fn: Callable[..., Any], args: tuple[Any, ...], memory_limit_mb: int | None) -> None:
-    """Body of the forked worker: limit memory, run, report (status, payload)."""
-    try:
-        _limit_memory(memory_limit_mb)
-        report: tuple[str, Any] = ("ok", fn(*args))
-    except BaseException as e:  # noqa: BLE001 - everything is reported to the parent
-        report = _classify(e, memory_limit_mb is not None)
-    try:
-        conn.send(report)
-    except BaseException as e:  # noqa: BLE001 - e.g. an unpicklable result
-        status = "memout" if isinstance(e, MemoryError) else "crash"
-        conn.send((status, f"the result could not be sent back: {describe(e)}"))
-    finally:
-        conn.close()
-
-
-def _child_each(conn: Any, fn: Callable[..., Any], calls: list[tuple[Any, ...]], memory_limit_mb: int | None) -> None:
+def _worker(conn: Any, fn: Callable[..., Any], calls: list[tuple[Any, ...]], memory_limit_mb: int | None) -> None:
     """Body of the forked worker of :func:`run_each_with_limits`: limit memory once, then run
-    every call in turn and report each as (status, payload, seconds) as soon as it ends."""
-    _limit_memory(memory_limit_mb)
+    every call in turn and report each as (status, payload, seconds) as soon as it ends
+    (a limit that cannot be set is the first call's crash)."""
     try:
+        try:
+            _limit_memory(memory_limit_mb)
+        except (OSError, ValueError) as e:
+            conn.send((*_classify(e, False), 0.0))
+            return
         for args in calls:
             start = time.perf_counter()
             try:
@@ -170,13 +159,14 @@ def run_with_limits(
 ) -> Outcome:
     """Run ``fn(*args)`` under the limits and return its :data:`Outcome` (never raises
     for a failure of ``fn``; see module docstring). ``fn`` and its result must be
-    picklable only for the result's trip through the pipe (fork shares the rest)."""
+    picklable only for the result's trip through the pipe (fork shares the rest). With a
+    limit, the worker of :func:`run_each_with_limits` for this one call."""
     if time_limit is not None and time_limit <= 0:
         raise ValueError(f"time_limit must be positive, got {time_limit}")
     if memory_limit_mb is not None and memory_limit_mb <= 0:
         raise ValueError(f"memory_limit_mb must be positive, got {memory_limit_mb}")
-    start = time.perf_counter()
     if time_limit is None and memory_limit_mb is None:
+        start = time.perf_counter()
         try:
             value = fn(*args)
         except Exception as e:  # noqa: BLE001 - a failure of fn is an outcome
@@ -185,33 +175,8 @@ def run_with_limits(
             return cls(message, time.perf_counter() - start)
         return Ok(value, time.perf_counter() - start)
 
-    ctx = mp.get_context("fork")
-    recv, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(send, fn, args, memory_limit_mb), name="metabo-eval")
-    proc.start()
-    send.close()
-    try:
-        wait = None if time_limit is None else max(0.0, start + time_limit - time.perf_counter())
-        if not recv.poll(wait):
-            proc.kill()
-            proc.join()
-            elapsed = time.perf_counter() - start
-            return Timeout(f"Timeout: killed after {elapsed:.1f} s (limit {time_limit} s)", elapsed)
-        try:
-            status, payload = recv.recv()
-        except (EOFError, OSError):
-            proc.join()
-            return Crash(_died(proc.exitcode, memory_limit_mb is not None), time.perf_counter() - start)
-        proc.join(timeout=5.0)  # reported; a child stuck on exit is killed below
-        elapsed = time.perf_counter() - start
-        if status == "ok":
-            return Ok(payload, elapsed)
-        return (Memout if status == "memout" else Crash)(payload, elapsed)
-    finally:
-        if proc.is_alive():
-            proc.kill()
-            proc.join()
-        recv.close()
+    (outcome,) = run_each_with_limits(fn, [args], time_limit=time_limit, memory_limit_mb=memory_limit_mb)
+    return outcome
 
 
 def run_each_with_limits(
@@ -251,7 +216,7 @@ def run_each_with_limits(
             yield Timeout("Timeout: no time left", 0.0)
             continue
         recv, send = ctx.Pipe(duplex=False)
-        proc = ctx.Process(target=_child_each, args=(send, fn, calls[i:], memory_limit_mb), name="metabo-eval")
+        proc = ctx.Process(target=_worker, args=(send, fn, calls[i:], memory_limit_mb), name="metabo-eval")
         proc.start()
         send.close()
         try:
