@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -41,6 +42,8 @@ logger = logging.getLogger(__name__)
 
 #: the default ceiling of models kept in the library (the best by value)
 MAX_MODELS = 100
+#: the default size limit of each bag's selection (draws with replacement)
+ENSEMBLE_SIZE = 50
 
 
 @dataclass(frozen=True)
@@ -65,47 +68,70 @@ class EnsembleChoice:
 
 
 class OutOfFoldLibrary:
-    """Out-of-fold probabilities of a search's successful trials on ``splits``' selection
-    rows (module docstring); give :meth:`observe` as ``run_trials``' ``on_evaluated``."""
+    """Out-of-fold probabilities of a search's successful models on one set of selection
+    rows whose class codes are ``y`` (module docstring). :meth:`for_splits` makes the
+    library of a ``tune`` search (give :meth:`observe` as ``run_trials``' ``on_evaluated``);
+    :class:`~metabo.integrations.sklearn.MetaSearchCV` and the service's studies
+    :meth:`add` probabilities they hold already."""
 
-    def __init__(self, splits: Sequence[Split], codes: np.ndarray, n_classes: int, *, metric: str = "error_rate",
-                 ensemble_size: int = 50, max_models: int = MAX_MODELS, seed: int = 0) -> None:
-        self.n_splits = len(splits)
-        y = np.asarray(codes)[selection_rows(list(splits))]
-        self.selection = PostHocSelection(None, y, metric=metric, ensemble_size=ensemble_size,  # type: ignore[arg-type]
-                                          n_classes=n_classes, seed=seed)
+    def __init__(self, y: np.ndarray, n_classes: int, *, metric: str = "error_rate", ensemble_size: int = ENSEMBLE_SIZE,
+                 max_models: int = MAX_MODELS, seed: int = 0) -> None:
+        self.selection = PostHocSelection(None, np.asarray(y), metric=metric,  # type: ignore[arg-type]
+                                          ensemble_size=ensemble_size, n_classes=n_classes, seed=seed)
         self.metric, self.max_models, self.seed = metric, int(max_models), int(seed)
+        self.n_splits: int | None = None
         self._values: dict[int, float] = {}
+
+    @classmethod
+    def for_splits(cls, splits: Sequence[Split], codes: np.ndarray, n_classes: int, **options: Any
+                   ) -> OutOfFoldLibrary:
+        """The library of a search evaluated on ``splits``: its selection rows are their
+        validation parts in fold order (:func:`~metabo.ensembles.search.selection_rows`)."""
+        library = cls(np.asarray(codes)[selection_rows(list(splits))], n_classes, **options)
+        library.n_splits = len(splits)
+        return library
 
     def __len__(self) -> int:
         return len(self.selection.probas)
 
     def observe(self, record: TrialRecord, evaluations: list[Evaluation]) -> None:
-        """Keep ``record``'s out-of-fold probabilities when every split of it succeeded;
-        past ``max_models``, the model of highest value (the latest among ties) leaves."""
+        """Keep ``record``'s out-of-fold probabilities when every split of it succeeded
+        (a library made by :meth:`for_splits`)."""
+        if self.n_splits is None:
+            raise TypeError("observe needs the library of a search's splits (OutOfFoldLibrary.for_splits)")
         if not (record.ok and len(evaluations) == self.n_splits
                 and all(e.ok and e.valid_proba is not None for e in evaluations)):
             return
-        proba = out_of_fold([e.valid_proba for e in evaluations])  # type: ignore[misc]
+        self.add(record.number, float(record.value),
+                 out_of_fold([e.valid_proba for e in evaluations]))  # type: ignore[misc]
+
+    def add(self, number: int, value: float, proba: np.ndarray) -> bool:
+        """Keep model ``number``'s probabilities on the selection rows (its search value
+        ``value``, lower is better); False, logged, when they do not cover the rows or are
+        not finite. Past ``max_models``, the model of highest value (the latest among
+        ties) leaves."""
+        proba = np.asarray(proba, dtype=float)
         if proba.shape[0] != len(self.selection.y) or not np.all(np.isfinite(proba)):
-            logger.warning("trial %d: its out-of-fold predictions do not cover the selection rows; left out of the "
-                           "ensemble", record.number)
-            return
-        self.selection.observe(record.number, proba)  # checks the shape and values
-        self.selection.probas[record.number] = proba.astype(np.float32)
-        self._values[record.number] = float(record.value)
+            logger.warning("model %d: its out-of-fold predictions do not cover the selection rows; left out of the "
+                           "ensemble", number)
+            return False
+        self.selection.observe(number, proba)  # checks the shape and values
+        self.selection.probas[number] = proba.astype(np.float32)
+        self._values[number] = float(value)
         if len(self._values) > self.max_models:
             worst = max(self._values, key=lambda k: (self._values[k], k))
             del self._values[worst], self.selection.probas[worst]
+        return True
 
-    def choose(self, single: int) -> EnsembleChoice | None:
+    def choose(self, single: int | None) -> EnsembleChoice | None:
         """The bagged ensemble selection over the library, kept if its cross-validated gain
-        over trial ``single`` (the search's selection) is beyond its noise, else ``single``
-        alone; None when the library holds fewer than two models or not ``single``."""
-        if len(self) < 2 or single not in self.selection.probas:
+        over model ``single`` (the search's selection; None: the library's best on the
+        selection rows) is beyond its noise, else ``single`` alone; None when the library
+        holds fewer than two models or not ``single``."""
+        if len(self) < 2 or (single is not None and single not in self.selection.probas):
             return None
         decision = guarded_ensemble(self.selection, metric=self.metric, seed=self.seed, single=single)
         return EnsembleChoice(decision, len(self))
 
 
-__all__ = ["MAX_MODELS", "EnsembleChoice", "OutOfFoldLibrary"]
+__all__ = ["ENSEMBLE_SIZE", "MAX_MODELS", "EnsembleChoice", "OutOfFoldLibrary"]

@@ -13,9 +13,10 @@ the warm-start strategies (``knn``, ``rgpe``, ``rlgp``, ``scot``) read the other
 runs. Without ``kb`` (the default) nothing is read or written: a knowledge base is
 never opened implicitly.
 
-``ensemble=k``: post-hoc ensemble selection over the trials' out-of-fold class
-probabilities, as ``metabo tune --ensemble`` selects
-(:class:`~metabo.ensembles.selection.PostHocSelection`: Caruana et al. 2004's selection
+``ensemble="auto"`` (default) or ``k``: post-hoc ensemble selection over the trials'
+out-of-fold class probabilities, as ``metabo tune`` does by default (the same
+:class:`~metabo.ensembles.library.OutOfFoldLibrary` and
+:class:`~metabo.ensembles.selection.PostHocSelection`: Caruana et al. 2004's selection
 with replacement, at most ``k`` picks in each of 20 bags of half the library, the bags'
 weights averaged, so the result can hold more than ``k`` distinct members), then, with ``ensemble_guard``
 (default), :func:`~metabo.ensembles.guard.guarded_ensemble`: the single best candidate is
@@ -26,7 +27,11 @@ of sample. ``best_estimator_`` is the result refitted on all the data (an
 :class:`~metabo.integrations._sklearn_cash.CASHClassifier`; a scikit-learn
 ``VotingClassifier``, soft or hard, otherwise); ``ensemble_weights_`` maps candidate
 indices to weights and ``ensemble_decision_`` is the guard's
-:class:`~metabo.ensembles.guard.GuardDecision`.
+:class:`~metabo.ensembles.guard.GuardDecision`. When the guard keeps the single best,
+``best_estimator_`` is that candidate alone, as without an ensemble. ``"auto"`` is
+``k = 50`` when an ensemble can be formed (the estimator has ``predict_proba``, or the
+search is CASH, and the cv's test folds partition the rows), no ensemble otherwise;
+``ensemble_note_`` says which and why. ``ensemble=None`` turns it off.
 """
 
 from __future__ import annotations
@@ -50,8 +55,7 @@ from sklearn.utils import _safe_indexing, check_random_state, get_tags, indexabl
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import column_or_1d
 
-from metabo.ensembles.guard import guarded_ensemble
-from metabo.ensembles.selection import PostHocSelection
+from metabo.ensembles.library import ENSEMBLE_SIZE, OutOfFoldLibrary
 from metabo.evaluation.metrics import align_proba
 from metabo.evaluation.runner import describe
 from metabo.exceptions import InputDataError
@@ -86,7 +90,8 @@ class MetaSearchCV(BaseSearchCV):
         cv, scoring, refit, n_jobs, error_score, return_train_score: as in
             ``RandomizedSearchCV`` (one scorer; ``n_jobs`` runs a candidate's folds in
             parallel, candidates are sequential).
-        ensemble: None, or the size limit of each bag's post-hoc selection (module docstring).
+        ensemble: ``"auto"`` (default), the size limit of each bag's post-hoc selection, or
+            None (no ensemble); module docstring.
         ensemble_guard: with ``ensemble``, keep the single best candidate unless the
             ensemble's cross-validated gain is beyond its noise (module docstring).
         random_state: seeds the suggestions (and the CASH estimators); an int gives the
@@ -96,14 +101,14 @@ class MetaSearchCV(BaseSearchCV):
 
     Fitted attributes: those of ``RandomizedSearchCV`` (``cv_results_``, ``best_index_``,
     ``best_score_``, ``best_params_``, ``best_estimator_``, ``scorer_``, ``n_splits_``,
-    ``refit_time_``, ``multimetric_``), ``ensemble_weights_`` and ``ensemble_combine_`` (with
-    ``ensemble``; ``ensemble_decision_`` with the guard too),
+    ``refit_time_``, ``multimetric_``), ``ensemble_note_``, ``ensemble_weights_`` and
+    ``ensemble_combine_`` (with an ensemble; ``ensemble_decision_`` with the guard too),
     ``session_id_`` and ``dataset_id_`` (with ``kb``).
     """
 
     def __init__(self, estimator: Any = None, search_space: Any = None, *, kb: Any = None,
                  strategy: str | None = None, n_iter: int = 10, cv: Any = 5, scoring: Any = None,
-                 refit: bool | Callable[..., int] = True, ensemble: int | None = None, ensemble_guard: bool = True,
+                 refit: bool | Callable[..., int] = True, ensemble: int | str | None = "auto", ensemble_guard: bool = True,
                  random_state: Any = None, n_jobs: int | None = None, error_score: Any = np.nan,
                  return_train_score: bool = False, dataset_name: str | None = None) -> None:
         self.estimator = estimator
@@ -138,9 +143,10 @@ class MetaSearchCV(BaseSearchCV):
         n_iter, ensemble = self.n_iter, self.ensemble
         if isinstance(n_iter, bool) or not isinstance(n_iter, numbers.Integral) or n_iter < 1:
             raise InputDataError(f"n_iter must be a positive integer, got {n_iter!r}")
-        if ensemble is not None and (isinstance(ensemble, bool) or not isinstance(ensemble, numbers.Integral)
-                                     or ensemble < 1):
-            raise InputDataError(f"ensemble must be None or a positive integer (each bag's selection size), got {ensemble!r}")
+        if ensemble is not None and ensemble != "auto" and (
+                isinstance(ensemble, bool) or not isinstance(ensemble, numbers.Integral) or ensemble < 1):
+            raise InputDataError(f"ensemble must be 'auto', None or a positive integer (each bag's selection size), "
+                                 f"got {ensemble!r}")
         if not (self.scoring is None or isinstance(self.scoring, str) or callable(self.scoring)):
             raise InputDataError("MetaSearchCV optimizes one scorer: pass a scorer name or callable, not "
                                  f"{type(self.scoring).__name__}")
@@ -157,7 +163,7 @@ class MetaSearchCV(BaseSearchCV):
         if strategy in WARM_STRATEGIES and self.kb is None:
             raise InputDataError(f"strategy {strategy!r} warm-starts from a knowledge base: pass kb")
         space = tuned_space(self.estimator, self.search_space)
-        if ensemble is not None and not space.cash and not hasattr(self.estimator, "predict_proba"):
+        if ensemble not in (None, "auto") and not space.cash and not hasattr(self.estimator, "predict_proba"):
             raise InputDataError(f"ensemble needs class probabilities; {type(self.estimator).__name__} has no "
                                  "predict_proba")
         return space, strategy
@@ -184,10 +190,7 @@ class MetaSearchCV(BaseSearchCV):
         scorer = check_scoring(self.estimator if self.estimator is not None else CASHClassifier(), self.scoring)
         splits = list(check_cv(self.cv, y, classifier=True).split(X, y, groups))
         self.n_splits_ = len(splits)
-        if self.ensemble is not None and not np.array_equal(np.sort(np.concatenate([t for _, t in splits])),
-                                                            np.arange(len(y))):
-            raise InputDataError("ensemble needs out-of-fold predictions of every row: use a cv whose test "
-                                 "folds partition the data (KFold, StratifiedKFold, ...)")
+        ensemble, self.ensemble_note_ = self._ensemble_size(space, splits, len(y))
         n_iter, size = int(self.n_iter), space.size()
         if size is not None and size < n_iter:  # as RandomizedSearchCV does with lists only
             warnings.warn(f"the search space has {size} configurations, fewer than n_iter={n_iter}; running "
@@ -201,7 +204,7 @@ class MetaSearchCV(BaseSearchCV):
                 params = space.params(trial.algorithm, trial.params)
                 folds = Parallel(n_jobs=self.n_jobs)(
                     delayed(_fit_fold)(self._candidate(space, params, seed), X, y, train, test, scorer,
-                                       self.error_score, self.return_train_score, self.ensemble is not None)
+                                       self.error_score, self.return_train_score, ensemble is not None)
                     for train, test in splits)
                 candidates.append(params)
                 outs.extend(folds)
@@ -215,8 +218,8 @@ class MetaSearchCV(BaseSearchCV):
                 score = float(np.mean([f["test_scores"] for f in folds]))
                 opt.tell(trial, 1.0 - score, fit_seconds=fit_seconds, predict_seconds=score_seconds)
                 logger.info("trial %d %s: score %.4g", trial.number, params, score)
-                if self.ensemble is not None:
-                    oof[trial.number] = _out_of_fold(folds, splits, classes, len(y))
+                if ensemble is not None:
+                    oof[trial.number] = (1.0 - score, _out_of_fold(folds, splits, classes, len(y)))
             self.session_id_, self.dataset_id_ = opt.session_id, opt.dataset_id
         if len(failures) == n_iter:  # nothing to select: the estimator's own error (data, parameters)
             failures[0].add_note(f"MetaSearchCV: all {n_iter} candidates failed; this is the first error")
@@ -231,36 +234,61 @@ class MetaSearchCV(BaseSearchCV):
         if not callable(self.refit):
             self.best_score_ = float(self.cv_results_["mean_test_score"][self.best_index_])
         self.best_params_ = candidates[self.best_index_]
-        if self.ensemble is not None:
-            self._select_ensemble(oof, codes, len(classes), seed)
+        if ensemble is not None:
+            self._select_ensemble(oof, codes, len(classes), seed, ensemble)
         if self.refit:
             start = time.perf_counter()
-            self.best_estimator_ = self._refitted(space, candidates, seed, X, y)
+            self.best_estimator_ = self._refitted(space, candidates, seed, X, y, ensemble is not None)
             self.refit_time_ = time.perf_counter() - start
             if hasattr(self.best_estimator_, "feature_names_in_"):
                 self.feature_names_in_ = self.best_estimator_.feature_names_in_
         return self
 
-    def _select_ensemble(self, oof: dict[int, np.ndarray], codes: np.ndarray, n_classes: int, seed: int) -> None:
-        """``ensemble_weights_``, ``ensemble_combine_`` (and ``ensemble_decision_``) from the
-        candidates' out-of-fold probabilities ``oof`` (module docstring)."""
-        metric = _selection_metric(self.scoring)
-        selection = PostHocSelection(None, codes, metric=metric, ensemble_size=int(self.ensemble),
-                                     n_classes=n_classes, seed=seed)
-        for number in sorted(oof):
-            selection.observe(number, oof[number])
-        if self.ensemble_guard:
-            best = self.best_index_ if self.best_index_ in oof else None
-            decision = guarded_ensemble(selection, metric=metric, seed=seed, single=best)
-            weights, self.ensemble_combine_, self.ensemble_decision_ = decision.weights, decision.combine, decision
-            logger.info("ensemble guard: %s", decision.summary)
-        else:
-            weights, self.ensemble_combine_ = selection.ensemble(), "average"
-        self.ensemble_weights_ = {int(k): float(w) for k, w in weights.items()}
-
-    def _refitted(self, space: TunedSpace, candidates: list[dict[str, Any]], seed: int, X: Any, y: Any) -> Any:
-        """The best candidate, or the selected ensemble, fitted on all of ``(X, y)``."""
+    def _ensemble_size(self, space: TunedSpace, splits: list[tuple[np.ndarray, np.ndarray]], n: int
+                       ) -> tuple[int | None, str]:
+        """Each bag's selection size (None: no ensemble) and why (module docstring); an
+        ensemble asked for by size that cannot be formed is an error."""
         if self.ensemble is None:
+            return None, "no ensemble: ensemble=None"
+        partition = np.array_equal(np.sort(np.concatenate([t for _, t in splits])), np.arange(n))
+        if self.ensemble != "auto":
+            if not partition:
+                raise InputDataError("ensemble needs out-of-fold predictions of every row: use a cv whose test "
+                                     "folds partition the data (KFold, StratifiedKFold, ...)")
+            return int(self.ensemble), ""
+        if not space.cash and not hasattr(self.estimator, "predict_proba"):
+            return None, f"no ensemble: {type(self.estimator).__name__} has no predict_proba"
+        if not partition:
+            return None, "no ensemble: the cv's test folds do not partition the rows (no out-of-fold predictions)"
+        return ENSEMBLE_SIZE, ""
+
+    def _select_ensemble(self, oof: dict[int, tuple[float, np.ndarray]], codes: np.ndarray, n_classes: int,
+                         seed: int, size: int) -> None:
+        """``ensemble_weights_``, ``ensemble_combine_`` (and ``ensemble_decision_``) from the
+        candidates' losses and out-of-fold probabilities ``oof`` (module docstring)."""
+        library = OutOfFoldLibrary(codes, n_classes, metric=_selection_metric(self.scoring), ensemble_size=size,
+                                   max_models=max(len(oof), 1), seed=seed)
+        for number in sorted(oof):
+            library.add(number, *oof[number])
+        if not self.ensemble_guard:
+            self.ensemble_weights_ = {int(k): float(w) for k, w in library.selection.ensemble().items()}
+            self.ensemble_combine_ = "average"
+            return
+        choice = library.choose(self.best_index_ if self.best_index_ in oof else None)
+        if choice is None:  # one candidate succeeded: nothing to ensemble
+            self.ensemble_weights_, self.ensemble_combine_ = {int(self.best_index_): 1.0}, "average"
+            self.ensemble_note_ = f"{len(library)} candidate(s) with out-of-fold predictions: nothing to ensemble"
+            return
+        self.ensemble_weights_ = {int(k): float(w) for k, w in choice.weights.items()}
+        self.ensemble_combine_, self.ensemble_decision_ = choice.combine, choice.decision
+        self.ensemble_note_ = choice.decision.summary
+        logger.info("ensemble guard: %s", choice.decision.summary)
+
+    def _refitted(self, space: TunedSpace, candidates: list[dict[str, Any]], seed: int, X: Any, y: Any,
+                  ensembled: bool) -> Any:
+        """The best candidate, or the selected ensemble, fitted on all of ``(X, y)``."""
+        decision = getattr(self, "ensemble_decision_", None)
+        if not ensembled or (decision is not None and decision.kept == "single") or len(self.ensemble_weights_) < 2:
             return self._candidate(space, candidates[self.best_index_], seed).fit(X, y)
         members, weights = list(self.ensemble_weights_), list(self.ensemble_weights_.values())
         if space.cash:

@@ -493,7 +493,7 @@ def tune(
     max_train: int | None = None,
     on_strategy: Callable[[str, str, str | None], None] | None = None,
     ensemble: Literal["posthoc", "none"] = "posthoc",
-    ensemble_size: int = 50,
+    ensemble_size: int | None = None,
 ) -> TuneResult:
     """Tune ``dataset`` for ``budget`` trials or ``time_budget`` seconds; return the
     selected configuration and its model.
@@ -542,13 +542,15 @@ def tune(
             selected configuration is beyond its noise, that configuration otherwise
             (:mod:`metabo.ensembles.library`; ``TuneResult.ensemble`` says which and why);
             ``none``: always the selected configuration alone.
-        ensemble_size: the ensemble selection's size limit (draws with replacement).
+        ensemble_size: the ensemble selection's size limit (draws with replacement; None:
+            :data:`~metabo.ensembles.library.ENSEMBLE_SIZE`).
     """
     if final_rows not in ("all", "train+valid"):
         raise InputDataError(f"final_rows must be 'all' or 'train+valid', got {final_rows!r}")
     if ensemble not in ("posthoc", "none"):
         raise InputDataError(f"ensemble must be 'posthoc' or 'none', got {ensemble!r}")
-    if isinstance(ensemble_size, bool) or not isinstance(ensemble_size, int) or ensemble_size < 1:
+    if ensemble_size is not None and (isinstance(ensemble_size, bool) or not isinstance(ensemble_size, int)
+                                      or ensemble_size < 1):
         raise InputDataError(f"ensemble_size must be a positive integer, got {ensemble_size!r}")
     clock = time_budget if isinstance(time_budget, TimeBudget) or time_budget is None else TimeBudget(time_budget)
     check_budget(budget, clock)
@@ -702,11 +704,11 @@ def tune(
 ENSEMBLE_RESERVE = 5
 
 
-def _library(setup: Setup, *, seed: int, metric: str, ensemble_size: int, keep_predictions: bool
+def _library(setup: Setup, *, seed: int, metric: str, ensemble_size: int | None, keep_predictions: bool
              ) -> tuple[OutOfFoldLibrary | None, str]:
     """The library of out-of-fold predictions the search fills, or None and why none can be
     kept (a reshuffled protocol predicts other rows at each trial; no predictions kept)."""
-    from metabo.ensembles.library import OutOfFoldLibrary
+    from metabo.ensembles.library import ENSEMBLE_SIZE, OutOfFoldLibrary
 
     if isinstance(setup.protocol, ReshuffledHoldout):
         return None, "no ensemble: the reshuffled protocol predicts other rows at each trial"
@@ -715,8 +717,8 @@ def _library(setup: Setup, *, seed: int, metric: str, ensemble_size: int, keep_p
     splits = setup.protocol.splits(setup.data, seed)
     if any(s.valid_idx is None or len(s.valid_idx) == 0 for s in splits):
         return None, "no ensemble: the protocol has no validation rows"
-    return OutOfFoldLibrary(splits, class_codes(setup.data), len(class_labels(setup.data)), metric=metric,
-                            ensemble_size=ensemble_size, seed=seed), ""
+    return OutOfFoldLibrary.for_splits(splits, class_codes(setup.data), len(class_labels(setup.data)), metric=metric,
+                            ensemble_size=ensemble_size or ENSEMBLE_SIZE, seed=seed), ""
 
 
 def _ensemble_model(choice: EnsembleChoice, history: History, setup: Setup, *, seed: int, metric: str,

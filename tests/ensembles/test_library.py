@@ -40,7 +40,7 @@ def _noisy(seed: int, flip: float) -> np.ndarray:
 
 
 def test_it_keeps_successful_trials_in_float32_and_skips_failed_ones():
-    lib = OutOfFoldLibrary(SPLITS, CODES, K, seed=0)
+    lib = OutOfFoldLibrary.for_splits(SPLITS, CODES, K, seed=0)
     lib.observe(_record(0, 0.2), _evaluations(_noisy(0, 0.2)))
     lib.observe(_record(1, None, status="crash"), _evaluations(_noisy(1, 0.2), status="crash"))
     lib.observe(_record(2, 0.1), _evaluations(_noisy(2, 0.1))[:1])  # one split missing: not all rows predicted
@@ -49,14 +49,14 @@ def test_it_keeps_successful_trials_in_float32_and_skips_failed_ones():
 
 
 def test_past_its_ceiling_the_worst_model_leaves():
-    lib = OutOfFoldLibrary(SPLITS, CODES, K, max_models=2, seed=0)
+    lib = OutOfFoldLibrary.for_splits(SPLITS, CODES, K, max_models=2, seed=0)
     for number, value in enumerate([0.3, 0.1, 0.2, 0.3]):
         lib.observe(_record(number, value), _evaluations(_noisy(number, value)))
     assert sorted(lib.selection.probas) == [1, 2]
 
 
 def test_it_chooses_what_the_guard_decides_on_the_same_library():
-    lib = OutOfFoldLibrary(SPLITS, CODES, K, seed=3)
+    lib = OutOfFoldLibrary.for_splits(SPLITS, CODES, K, seed=3)
     assert lib.choose(0) is None  # nothing to ensemble yet
     probas = {k: _noisy(10 + k, 0.3) for k in range(6)}
     for k, P in probas.items():

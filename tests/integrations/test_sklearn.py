@@ -7,11 +7,16 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy.stats import loguniform, norm, randint
-from sklearn.base import clone
 from sklearn.datasets import make_classification
 from sklearn.exceptions import FitFailedWarning
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_val_score
+from sklearn.model_selection import (
+    GridSearchCV,
+    ShuffleSplit,
+    StratifiedKFold,
+    cross_val_score,
+)
+from sklearn.svm import LinearSVC
 from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
@@ -43,7 +48,7 @@ def test_sklearn_estimator_checks(estimator, check):
 
 def test_cv_results_agree_with_cross_val_score():
     X, y = data()
-    search = tree_search().fit(X, y)
+    search = tree_search(ensemble=None).fit(X, y)  # RandomizedSearchCV's refit: the best candidate
     res = search.cv_results_
     assert search.n_splits_ == 3 and len(res["params"]) == 5
     for i, params in enumerate(res["params"]):
@@ -199,6 +204,45 @@ def test_ensemble_guard_keeps_the_single_best_when_an_ensemble_cannot_gain():
     assert search.ensemble_weights_ == {search.best_index_: 1.0}
     single = DecisionTreeClassifier(random_state=0, max_depth=search.best_params_["max_depth"]).fit(X, y)
     np.testing.assert_array_equal(search.predict(X), single.predict(X))
+    # the single best kept: the estimator itself, as without an ensemble
+    assert isinstance(search.best_estimator_, DecisionTreeClassifier)
+    assert search.best_estimator_.max_depth == search.best_params_["max_depth"]
+
+
+def test_the_default_ensemble_is_the_library_choice_of_tune():
+    """ensemble='auto' (default) selects with the size tune uses, on the same library: the
+    guard's decision equals OutOfFoldLibrary.choose on the candidates' out-of-fold
+    probabilities, and the note says what was kept."""
+    from sklearn.model_selection import cross_val_predict
+
+    from metabo.ensembles.library import ENSEMBLE_SIZE, OutOfFoldLibrary
+
+    X, y = data(n=150)
+    search = tree_search(n_iter=6).fit(X, y)
+    library = OutOfFoldLibrary(y, len(np.unique(y)), ensemble_size=ENSEMBLE_SIZE, seed=0)
+    for i, params in enumerate(search.cv_results_["params"]):
+        tree = DecisionTreeClassifier(random_state=0).set_params(**params)
+        library.add(i, 1 - search.cv_results_["mean_test_score"][i],
+                    cross_val_predict(tree, X, y, cv=CV, method="predict_proba"))
+    expected = library.choose(search.best_index_)
+    assert expected is not None and search.ensemble_decision_.kept == expected.kept
+    assert search.ensemble_weights_ == pytest.approx(expected.weights)
+    assert search.ensemble_note_ == expected.decision.summary
+
+
+@pytest.mark.parametrize(("estimator", "cv", "why"), [
+    (DecisionTreeClassifier(random_state=0), ShuffleSplit(3, test_size=0.3, random_state=0), "do not partition"),
+    (LinearSVC(), CV, "LinearSVC has no predict_proba"),
+])
+def test_the_default_ensemble_steps_aside_when_it_cannot_be_formed(estimator, cv, why):
+    """'auto' does not refuse what an explicit size refuses: no ensemble, and the note says why."""
+    X, y = data()
+    space = TREE_SPACE if isinstance(estimator, DecisionTreeClassifier) else {"C": [0.1, 1.0, 10.0]}
+    search = MetaSearchCV(estimator, space, n_iter=3, cv=cv, random_state=0).fit(X, y)
+    assert why in search.ensemble_note_ and not hasattr(search, "ensemble_weights_")
+    assert type(search.best_estimator_) is type(estimator)
+    with pytest.raises(ValueError, match="ensemble"):
+        MetaSearchCV(estimator, space, n_iter=3, cv=cv, ensemble=5, random_state=0).fit(X, y)
 
 
 def test_cash_search_with_nominal_columns_and_an_ensemble():
@@ -222,7 +266,8 @@ def test_cash_search_with_nominal_columns_and_an_ensemble():
     ({"search_space": {"max_depth": []}}, "no choices"),
     ({"search_space": {"max_depth": norm()}}, "scipy.stats.norm is not supported"),
     ({"search_space": None}, "must be a non-empty dict"),
-    ({"ensemble": 0}, "ensemble must be None or a positive integer"),
+    ({"ensemble": 0}, "ensemble must be 'auto', None or a positive integer"),
+    ({"ensemble": "yes"}, "ensemble must be 'auto', None or a positive integer"),
     ({"scoring": ["accuracy", "f1_macro"]}, "one scorer"),
 ])
 def test_bad_input_raises_before_anything_is_stored(tmp_path, kw, match):
