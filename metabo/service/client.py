@@ -272,6 +272,15 @@ class RemoteOptimizer:
         """The selected trial: ``argmin`` or ``posterior_mean`` (as :meth:`Optimizer.best`)."""
         return TrialRecord.from_json(self.client.request("GET", self._path("best"), params={"select": select}))
 
+    def ensemble(self, labels: Sequence[int] | np.ndarray, *, ensemble_size: int = 50, seed: int = 0
+                 ) -> dict[str, Any]:
+        """The post-hoc ensemble of the study's trials from their told predictions and the
+        validation rows' true class indices ``labels`` (``POST /studies/{id}/ensemble``):
+        ``kept``, ``combine``, ``members`` (trial numbers and weights) and why."""
+        body = {"labels": np.asarray(labels).ravel().tolist(), "ensemble_size": int(ensemble_size),
+                "seed": int(seed)}
+        return self.client.request("POST", self._path("ensemble"), json_body=body)  # type: ignore[no-any-return]
+
     @property
     def history(self) -> History:
         """Every trial of the study (all clients'), in the order asked."""

@@ -108,6 +108,13 @@ def best(request: Request, study_id: StudyId,
     return _manager(request).best(study_id, select).to_json()
 
 
+@router.post("/studies/{study_id}/ensemble", response_model=s.EnsembleOut, responses=_ERRORS, tags=["studies"],
+             summary="The post-hoc ensemble of the trials' stored predictions, or the best trial alone")
+def ensemble(request: Request, study_id: StudyId, body: s.EnsembleIn) -> dict[str, Any]:
+    return _manager(request).ensemble(study_id, [int(v) for v in body.labels], ensemble_size=body.ensemble_size,
+                                      seed=body.seed)
+
+
 @router.get("/studies/{study_id}/history", response_model=s.HistoryOut, responses=_ERRORS, tags=["studies"],
             summary="Every trial of the study, in the order asked")
 def history(request: Request, study_id: StudyId) -> dict[str, Any]:

@@ -284,6 +284,45 @@ class HistoryOut(BaseModel):
     trials: list[TrialRecordOut]
 
 
+class EnsembleIn(Body):
+    """The true class index (0, 1, ...) of every validation row the trials' predictions
+    were told on, in their order; each bag's selection size and the seed of the bags and
+    of the guard's folds (:class:`~metabo.ensembles.library.OutOfFoldLibrary`)."""
+
+    labels: Annotated[list[ClassIndex], Field(min_length=2, max_length=1_000_000)]
+    ensemble_size: Annotated[int, BeforeValidator(_integral), Field(strict=True, ge=1, le=1000)] = 50
+    seed: Annotated[int, BeforeValidator(_integral), Field(strict=True, ge=0, le=2**31 - 1)] = 0
+
+    @model_validator(mode="after")
+    def _indices(self) -> EnsembleIn:
+        bad = next((p for p in self.labels if not (float(p) >= 0 and float(p).is_integer())), None)
+        if bad is not None:
+            raise ValueError(f"labels are class indices (0, 1, ...), got {bad}")
+        return self
+
+
+class EnsembleMemberOut(BaseModel):
+    number: int
+    weight: float
+
+
+class EnsembleOut(BaseModel):
+    """The guard's choice over the study's trials with predictions: the bagged ensemble
+    selection (``kept: ensemble``) or the best trial alone (``single``), the members'
+    weights (summing to 1), how they are combined, the cross-validated gain of the
+    ensemble over the best trial and its standard error, and why."""
+
+    study_id: str
+    kept: Literal["ensemble", "single"]
+    combine: Literal["average", "vote"]
+    members: list[EnsembleMemberOut]
+    gain: float | None
+    se: float | None
+    models: int
+    left_out: list[int]
+    note: str
+
+
 # ------------------------------------------------------------------ knowledge
 class SuggestIn(Body):
     """Warm-start configurations for a task with these meta-features."""

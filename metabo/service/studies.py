@@ -267,6 +267,55 @@ class StudyManager:
                 raise NoResultError(f"study {study_id!r} has no successful trial yet")
             return opt.best(select)
 
+    def ensemble(self, study_id: str, labels: Sequence[int], *, ensemble_size: int = 50, seed: int = 0
+                 ) -> dict[str, Any]:
+        """The post-hoc ensemble of the study's successful trials from their stored
+        validation predictions and the rows' true ``labels``, as ``tune`` chooses it
+        (:meth:`~metabo.ensembles.library.OutOfFoldLibrary.choose`: bagged ensemble selection,
+        kept only when its cross-validated gain over the best trial is beyond its noise).
+        Class indices are one-hot probabilities; trials whose predictions have another row
+        count or more classes than ``labels`` are left out (listed). Nothing is stored."""
+        from metabo.ensembles.library import OutOfFoldLibrary
+
+        y = np.asarray(labels, dtype=int)
+        with self._open(study_id) as (_, opt):
+            done = [r for r in opt.history.completed if r.ok]
+            if not done:
+                raise NoResultError(f"study {study_id!r} has no successful trial yet")
+            best = opt.best("argmin")
+            with self.store.locked() as kb:
+                stored = {}
+                for r in done:
+                    try:
+                        stored[r.number] = kb.get_predictions(self._run_id(opt, r))
+                    except InputDataError:  # told without predictions
+                        continue
+            metric = opt.metric
+        stored = {k: P.ravel() if P.ndim == 2 and P.shape[1] == 1 else P for k, P in stored.items()}  # labels
+        n_classes = int(max(y.max() + 1, *(P.shape[1] for P in stored.values() if P.ndim == 2), 2))
+        library = OutOfFoldLibrary(y, n_classes, metric=metric, ensemble_size=ensemble_size,
+                                   max_models=max(len(stored), 1), seed=seed)
+        left_out = []
+        for number, P in sorted(stored.items()):
+            if P.ndim == 1:  # class indices: one-hot probabilities (a class beyond the labels': left out)
+                codes = P.astype(int)
+                P = np.eye(n_classes)[codes] if len(codes) and codes.max() < n_classes else np.empty((0, 0))
+            if P.shape != (len(y), n_classes) or not library.add(number, float(opt.history[number].value), P):
+                left_out.append(number)
+        choice = library.choose(best.number) if best.number in library.selection.probas else None
+        if choice is None:
+            why = (f"{len(library)} trial(s) have predictions of the {len(y)} labelled rows"
+                   + ("" if best.number in library.selection.probas else f", trial {best.number} (the best) not "
+                      "among them") + ": nothing to ensemble, the best trial alone")
+            return {"study_id": study_id, "kept": "single", "combine": "average",
+                    "members": [{"number": best.number, "weight": 1.0}], "gain": None, "se": None,
+                    "models": len(library), "left_out": left_out, "note": why}
+        members = sorted(choice.weights.items(), key=lambda kv: (-kv[1], kv[0]))
+        return {"study_id": study_id, "kept": choice.kept, "combine": choice.combine,
+                "members": [{"number": int(k), "weight": float(w)} for k, w in members],
+                "gain": float(choice.decision.gain), "se": float(choice.decision.se), "models": choice.models,
+                "left_out": left_out, "note": choice.decision.summary}
+
     def history(self, study_id: str) -> list[TrialRecord]:
         """Every trial of the study, in the order asked."""
         with self._open(study_id) as (_, opt):

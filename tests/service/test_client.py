@@ -71,6 +71,11 @@ def test_remote_tell_takes_predictions_failures_and_numpy_values(client, study):
         remote.tell(99, 0.1)
     with pytest.raises(RemoteNotFoundError, match="unknown study"):
         RemoteOptimizer(study_id="nope", client=ServiceClient(http=client)).ask()
+    # the study's ensemble: one trial with predictions of these two rows, so the best alone
+    out = remote.ensemble(np.array([1, 0]))
+    assert out["kept"] == "single" and out["members"] == [{"number": 0, "weight": 1.0}]
+    with pytest.raises(RemoteInputError, match="class indices"):
+        remote.ensemble([0.5, 1])
 
 
 def test_service_client_datasets_studies_and_ingestion(client):

@@ -81,6 +81,69 @@ def test_tell_stores_timings_failures_and_validation_predictions_with_the_run(cl
                        json={"value": 0.3, "predictions": [0, 1, 1, 2]}).status_code == 200
 
 
+def _noisy(y, seed, flip):
+    """Probabilities calling the true class with confidence 0.7, wrong on a share ``flip``."""
+    wrong = np.random.default_rng(seed).random(len(y)) < flip
+    p1 = np.where((y == 1) ^ wrong, 0.7, 0.3)
+    return np.column_stack([1 - p1, p1])
+
+
+def test_the_ensemble_of_a_study_is_tunes_choice_on_its_stored_predictions(client, study):
+    """POST /studies/{id}/ensemble: the library's choice (tune's) over the told predictions
+    with the labels given; trials without predictions, of another row count, or failed, are
+    not in it; class indices count as one-hot probabilities; nothing is stored."""
+    from metabo.ensembles.library import OutOfFoldLibrary
+
+    y = np.tile([0, 1], 60)
+    probas = {}
+    for k in range(6):
+        t = client.post(f"/studies/{study}/ask").json()
+        P = _noisy(y, 10 + k, 0.3)
+        value = float(np.mean(P.argmax(1) != y))
+        probas[t["number"]] = (value, P)
+        assert client.post(f"/studies/{study}/trials/{t['number']}/tell",
+                           json={"value": value, "predictions": P.tolist()}).status_code == 200
+    extra = [client.post(f"/studies/{study}/ask").json()["number"] for _ in range(4)]
+    client.post(f"/studies/{study}/trials/{extra[0]}/tell", json={"value": 0.9})  # no predictions
+    client.post(f"/studies/{study}/trials/{extra[1]}/tell", json={"value": 0.9, "predictions": [0, 1, 1]})
+    client.post(f"/studies/{study}/trials/{extra[2]}/tell", json={"status": "crash"})
+    labels = np.where(np.arange(len(y)) % 3 == 0, 1 - y, y)  # class indices: wrong on a third of the rows
+    r = client.post(f"/studies/{study}/trials/{extra[3]}/tell",
+                    json={"value": float(np.mean(labels != y)), "predictions": labels.tolist()})
+    assert r.status_code == 200, r.text
+    probas[extra[3]] = (float(np.mean(labels != y)), np.eye(2)[labels])
+    r = client.post(f"/studies/{study}/ensemble", json={"labels": y.tolist(), "ensemble_size": 20, "seed": 4})
+    assert r.status_code == 200, r.text
+    out = r.json()
+    reference = OutOfFoldLibrary(y, 2, ensemble_size=20, seed=4)
+    for number, (value, P) in sorted(probas.items()):
+        reference.add(number, value, P)
+    best = min(probas, key=lambda k: (probas[k][0], k))
+    expected = reference.choose(best)
+    assert (out["models"], out["left_out"]) == (7, [extra[1]]), out
+    assert (out["kept"], out["combine"]) == (expected.kept, expected.combine) and out["kept"] == "ensemble"
+    assert {m["number"]: m["weight"] for m in out["members"]} == pytest.approx(expected.weights)
+    assert out["gain"] == pytest.approx(expected.decision.gain) and out["note"] == expected.decision.summary
+    assert client.get(f"/studies/{study}").json()["n_trials"] == 10  # asked nothing, stored nothing
+
+
+def test_the_ensemble_of_a_study_refuses_what_it_cannot_use(client, study):
+    r = client.post(f"/studies/{study}/ensemble", json={"labels": [0, 1, 1]})
+    assert r.status_code == 404 and "no successful trial" in r.json()["detail"]
+    t = client.post(f"/studies/{study}/ask").json()
+    client.post(f"/studies/{study}/trials/{t['number']}/tell", json={"value": 0.2, "predictions": [0, 1, 0]})
+    out = client.post(f"/studies/{study}/ensemble", json={"labels": [0, 1, 1]}).json()
+    assert out["kept"] == "single" and out["members"] == [{"number": t["number"], "weight": 1.0}]
+    assert "nothing to ensemble" in out["note"]
+    u = client.post(f"/studies/{study}/ask").json()  # a class the labels do not have: left out
+    client.post(f"/studies/{study}/trials/{u['number']}/tell", json={"value": 0.3, "predictions": [0, 1, 2]})
+    out = client.post(f"/studies/{study}/ensemble", json={"labels": [0, 1, 1]}).json()
+    assert (out["kept"], out["models"], out["left_out"]) == ("single", 1, [u["number"]])
+    for body in ({"labels": [0, 1.5]}, {"labels": [-1, 0]}, {"labels": []}, {"labels": [0, 1], "ensemble_size": 0}):
+        assert client.post(f"/studies/{study}/ensemble", json=body).status_code == 422, body
+    assert client.post("/studies/nosuch/ensemble", json={"labels": [0, 1]}).status_code == 404
+
+
 def test_best_by_posterior_mean_and_no_best_before_a_success(client, study):
     assert client.get(f"/studies/{study}/best").status_code == 404
     t = client.post(f"/studies/{study}/ask").json()
