@@ -10,12 +10,7 @@ from scipy.stats import loguniform, norm, randint
 from sklearn.datasets import make_classification
 from sklearn.exceptions import FitFailedWarning
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import (
-    GridSearchCV,
-    ShuffleSplit,
-    StratifiedKFold,
-    cross_val_score,
-)
+from sklearn.model_selection import GridSearchCV, ShuffleSplit, StratifiedKFold, cross_val_score
 from sklearn.svm import LinearSVC
 from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils.estimator_checks import parametrize_with_checks
