@@ -1,22 +1,30 @@
 """What a recorded configuration costs to fit on a new dataset, from the stored fit seconds.
 
 Notation: for a past task ``t`` and a configuration ``c`` (stored id) of algorithm
-``a``, ``s_tc`` the median fit seconds of its successful runs of a metric and ``n_t`` the
+``a``, ``s_tc`` the median fit seconds of its successful runs of a metric, ``n_t`` the
 task's training rows (the runs' ``fidelity`` when recorded, else 60% of its rows, the
-default holdout's training part); ``n`` the new task's training rows.
+default holdout's training part) and ``d_t`` its features; ``n`` and ``d`` the new task's.
 
-Fit time grows as a power of the rows, ``s ~ n^alpha_a`` (about 1 for trees and linear
-models, about 2 for kernel SVMs). ``alpha_a`` is the within-configuration slope of
-``log s_tc`` on ``log n_t`` over every configuration of ``a`` run on two or more tasks
-(the pooled least-squares slope with a fixed effect per configuration), clipped to
-[1, 2.5] (at least linear: a smaller slope is the fixed overhead of fits on small tables, which
-large ones do not have) and 1 when no configuration has two sizes. The predicted fit seconds of ``c``
-on the new task are the median over the tasks it ran on of
-``s_tc (n / n_t)^alpha_a``. Features, classes and the machine are not modelled; a
-strategy can rescale by what it observes (:func:`observed_scale`).
+Fit time is modelled as a power of rows and features, ``s ~ n^alpha_a d^beta_a``.
+``(alpha_a, beta_a)`` are the within-configuration least-squares coefficients of
+``log s_tc`` on ``(log n_t, log d_t)`` over every configuration of ``a`` run on two or
+more tasks (pooled, a fixed effect per configuration), clipped to [0, 2.5] and [0, 2];
+``beta_a = 0`` when the features do not vary within configurations (or ``d`` is not
+given), and ``(1, 0)`` without evidence. On the tables the store holds (up to about
+10,000 rows) the slopes are well below 1 (fixed overhead dominates), so they are used as
+fitted up to ``N_a``, the largest recorded training size of ``a``; beyond it, where the
+overhead no longer dominates, the rows' exponent is at least linear:
+
+    s_hat_tc = s_tc (min(n, N_a) / n_t)^alpha_a (max(n, N_a) / N_a)^max(alpha_a, 1) (d / d_t)^beta_a
+
+and the predicted fit seconds of ``c`` are the median of ``s_hat_tc`` over the tasks it
+ran on. Classes and the machine are not modelled; a strategy can rescale by what it
+observes (:func:`observed_scale`). ``python scripts/bench_costs.py`` measures the
+predictions on held-out tasks.
 
 Used by :class:`~metabo.strategies.portfolio.PortfolioWarmStart` under a time budget, so
-that the warm start does not open with configurations that cannot finish in it.
+that the warm start does not open with configurations that cannot finish in it, and by
+the default trial limits (:mod:`metabo.optimizer.limits`).
 """
 
 from __future__ import annotations
@@ -31,8 +39,9 @@ if TYPE_CHECKING:
     from metabo.kb.store import KnowledgeBase
     from metabo.optimizer.history import History
 
-#: the exponent's range (rows -> fit seconds) and its value without evidence
-ALPHA_RANGE = (1.0, 2.5)
+#: the exponents' ranges (rows, features -> fit seconds) and their values without evidence
+ALPHA_RANGE = (0.0, 2.5)
+BETA_RANGE = (0.0, 2.0)
 DEFAULT_ALPHA = 1.0
 #: a strategy's rescaling of the predictions by what it observed stays in this range
 SCALE_RANGE = (0.25, 4.0)
@@ -40,40 +49,65 @@ SCALE_RANGE = (0.25, 4.0)
 
 def recorded_fit_seconds(kb: KnowledgeBase, tasks: Sequence[str], *, metric: str = "error_rate") -> pd.DataFrame:
     """One row per (task, stored configuration) with recorded fit seconds: ``dataset_id,
-    config_id, algorithm, seconds`` (median over its successful runs) and ``rows`` (``n_t``)."""
+    config_id, algorithm, seconds`` (median over its successful runs), ``rows`` (``n_t``)
+    and ``features`` (``d_t``)."""
     if not tasks:
-        return pd.DataFrame(columns=["dataset_id", "config_id", "algorithm", "seconds", "rows"])
+        return pd.DataFrame(columns=["dataset_id", "config_id", "algorithm", "seconds", "rows", "features"])
     return kb.query(
         "SELECT r.dataset_id, r.config_id, c.algorithm, median(r.fit_seconds) AS seconds, "
-        "coalesce(max(r.fidelity), 0.6 * any_value(d.n_instances)) AS rows "
+        "coalesce(max(r.fidelity), 0.6 * any_value(d.n_instances)) AS rows, any_value(d.n_features) AS features "
         "FROM runs r JOIN configurations c USING (config_id) JOIN datasets d USING (dataset_id) "
         "WHERE r.metric = ? AND r.status = 'ok' AND r.fit_seconds > 0 "
         "AND r.dataset_id IN (SELECT unnest(?::VARCHAR[])) "
         "GROUP BY r.dataset_id, r.config_id, c.algorithm", [metric, list(tasks)])
 
 
-def size_exponents(records: pd.DataFrame) -> dict[str, float]:
-    """``alpha_a`` per algorithm (module docstring)."""
-    out: dict[str, float] = {}
-    frame = records[(records["seconds"] > 0) & (records["rows"] > 0)].assign(
-        ls=lambda f: np.log(f["seconds"].astype(float)), ln=lambda f: np.log(f["rows"].astype(float)))
+def _usable(records: pd.DataFrame) -> pd.DataFrame:
+    """The records with positive seconds and rows; ``features`` NaN where unknown or absent."""
+    frame = records[(records["seconds"].astype(float) > 0) & (records["rows"].astype(float) > 0)].copy()
+    features = frame["features"].astype(float) if "features" in frame else pd.Series(np.nan, index=frame.index)
+    frame["features"] = features.where(features > 0)
+    return frame
+
+
+def size_exponents(records: pd.DataFrame) -> dict[str, tuple[float, float]]:
+    """``(alpha_a, beta_a)`` per algorithm (module docstring)."""
+    out: dict[str, tuple[float, float]] = {}
+    frame = _usable(records)
+    frame = frame.assign(ls=np.log(frame["seconds"].astype(float)), ln=np.log(frame["rows"].astype(float)),
+                         ld=np.log(frame["features"]))
     for algorithm, group in frame.groupby("algorithm"):
-        centred = group.assign(ls=group["ls"] - group.groupby("config_id")["ls"].transform("mean"),
-                               ln=group["ln"] - group.groupby("config_id")["ln"].transform("mean"))
-        var = float((centred["ln"] ** 2).sum())
-        slope = float((centred["ln"] * centred["ls"]).sum()) / var if var > 1e-12 else DEFAULT_ALPHA
-        out[str(algorithm)] = float(np.clip(slope, *ALPHA_RANGE))
+        centred = group[["ls", "ln", "ld"]] - group.groupby("config_id")[["ls", "ln", "ld"]].transform("mean")
+        alpha, beta = DEFAULT_ALPHA, 0.0
+        if float((centred["ln"] ** 2).sum()) > 1e-12:
+            with_d = centred.dropna()
+            X = with_d[["ln", "ld"]].to_numpy()
+            if len(with_d) >= 3 and np.linalg.matrix_rank(X) == 2 and float((with_d["ld"] ** 2).sum()) > 1e-12:
+                (alpha, beta), *_ = np.linalg.lstsq(X, with_d["ls"].to_numpy(), rcond=None)
+            else:
+                alpha = float((centred["ln"] * centred["ls"]).sum() / (centred["ln"] ** 2).sum())
+        out[str(algorithm)] = (float(np.clip(alpha, *ALPHA_RANGE)), float(np.clip(beta, *BETA_RANGE)))
     return out
 
 
-def predicted_fit_seconds(records: pd.DataFrame, n_rows: int) -> dict[str, float]:
-    """Stored configuration id -> predicted fit seconds on ``n_rows`` training rows."""
+def predicted_fit_seconds(records: pd.DataFrame, n_rows: int, n_features: int | None = None) -> dict[str, float]:
+    """Stored configuration id -> predicted fit seconds on ``n_rows`` training rows of
+    ``n_features`` features (None: the features are not scaled); module docstring."""
     if records.empty:
         return {}
-    alpha = size_exponents(records)
-    frame = records[(records["seconds"] > 0) & (records["rows"] > 0)]
-    a = frame["algorithm"].map(lambda x: alpha.get(str(x), DEFAULT_ALPHA)).to_numpy(dtype=float)
-    scaled = frame["seconds"].to_numpy(dtype=float) * (n_rows / frame["rows"].to_numpy(dtype=float)) ** a
+    exponents = size_exponents(records)
+    frame = _usable(records)
+    if frame.empty:
+        return {}
+    alpha = frame["algorithm"].map(lambda x: exponents.get(str(x), (DEFAULT_ALPHA, 0.0))[0]).to_numpy(dtype=float)
+    beta = frame["algorithm"].map(lambda x: exponents.get(str(x), (DEFAULT_ALPHA, 0.0))[1]).to_numpy(dtype=float)
+    rows = frame["rows"].to_numpy(dtype=float)
+    largest = frame.groupby("algorithm")["rows"].transform("max").to_numpy(dtype=float)
+    scaled = (frame["seconds"].to_numpy(dtype=float) * (np.minimum(n_rows, largest) / rows) ** alpha
+              * (np.maximum(n_rows, largest) / largest) ** np.maximum(alpha, 1.0))
+    if n_features is not None and n_features > 0:
+        ratio = (float(n_features) / frame["features"].to_numpy(dtype=float))
+        scaled = scaled * np.where(np.isfinite(ratio), ratio, 1.0) ** beta
     return {str(k): float(v) for k, v in pd.Series(scaled, index=frame["config_id"]).groupby(level=0).median().items()}
 
 
@@ -85,5 +119,5 @@ def observed_scale(history: History, predicted: Mapping[str, float]) -> float:
     return float(np.clip(np.median(ratios), *SCALE_RANGE)) if ratios else 1.0
 
 
-__all__ = ["ALPHA_RANGE", "DEFAULT_ALPHA", "SCALE_RANGE", "observed_scale", "predicted_fit_seconds",
+__all__ = ["ALPHA_RANGE", "BETA_RANGE", "DEFAULT_ALPHA", "SCALE_RANGE", "observed_scale", "predicted_fit_seconds",
            "recorded_fit_seconds", "size_exponents"]

@@ -2,8 +2,8 @@
 
 Notation: ``a`` the trial's algorithm; ``n`` the rows of one fit (the protocol's training
 part) and ``d`` the features; ``p_a`` the predicted seconds of a fit of ``a`` on ``n`` rows
-from the knowledge base (the :data:`QUANTILE` quantile over its recorded configurations
-of :func:`metabo.kb.costs.predicted_fit_seconds`; none without records); ``o`` the
+of ``d`` features from the knowledge base (the :data:`QUANTILE` quantile over its recorded
+configurations of :func:`metabo.kb.costs.predicted_fit_seconds`; none without records); ``o`` the
 slowest successful split of the session so far (its fit seconds over its splits, any
 algorithm). Each split of the trial may run
 
@@ -89,7 +89,7 @@ def default_limit(kb: KnowledgeBase | None, *, dataset_id: str | None, algorithm
         records = recorded_fit_seconds(kb, tasks, metric=metric)
         records = records[records["algorithm"].isin(algorithms)]
         if not records.empty:
-            by_config = predicted_fit_seconds(records, n_rows)
+            by_config = predicted_fit_seconds(records, n_rows, n_features)
             algorithm_of = dict(zip(records["config_id"].astype(str), records["algorithm"].astype(str)))
             per_algorithm: dict[str, list[float]] = {}
             for config_id, seconds in by_config.items():

@@ -145,7 +145,7 @@ def warm_factory(name: str, kb: KnowledgeBase, dataset_id: str, space: CASHSpace
     bank) is read once and shared by every strategy made (ESMBO makes one per replicate).
     ``past``: :func:`past_for`'s result if already read (by :func:`choose`). ``kw`` go to
     the strategy's constructor. Under a ``time_budget`` (seconds) on ``n_train`` training
-    rows, ``warm``'s portfolio keeps to configurations whose trial (``fits_per_trial`` fits,
+    rows (of the stored dataset's features), ``warm``'s portfolio keeps to configurations whose trial (``fits_per_trial`` fits,
     one per fold of a cross-validated search) is predicted to take at most a tenth of it
     (:data:`OPENING_SHARE`, :mod:`metabo.kb.costs`)."""
     if name not in WARM_STRATEGIES:
@@ -163,7 +163,9 @@ def warm_factory(name: str, kb: KnowledgeBase, dataset_id: str, space: CASHSpace
         if time_budget is not None and n_train is not None:
             from metabo.kb.costs import predicted_fit_seconds, recorded_fit_seconds
 
-            fit = predicted_fit_seconds(recorded_fit_seconds(kb, past.tasks, metric=metric), n_train)
+            n_features = kb.get_dataset(dataset_id).get("n_features")
+            fit = predicted_fit_seconds(recorded_fit_seconds(kb, past.tasks, metric=metric), n_train,
+                                        int(n_features) if n_features else None)
             kw = {"costs": {cid: fits_per_trial * seconds for cid, seconds in fit.items()},
                   "max_cost": OPENING_SHARE * time_budget, **kw}
         return lambda seed: PortfolioWarmStart(past, meta or None, seed=seed, **kw)

@@ -10,32 +10,74 @@ from metabo.kb.costs import observed_scale, predicted_fit_seconds, size_exponent
 from metabo.optimizer.history import History, TrialRecord
 
 
-def records(rows: list[tuple[str, str, str, float, float]]) -> pd.DataFrame:
-    return pd.DataFrame(rows, columns=["dataset_id", "config_id", "algorithm", "seconds", "rows"])
+def records(rows: list[tuple]) -> pd.DataFrame:
+    columns = ["dataset_id", "config_id", "algorithm", "seconds", "rows", "features"]
+    return pd.DataFrame([r if len(r) == 6 else (*r, np.nan) for r in rows], columns=columns)
 
 
-def test_the_exponent_is_the_within_configuration_slope_of_log_seconds_on_log_rows():
-    # svm: s = k_c n^1.8 for two configurations with different constants; tree: constant (overhead)
-    frame = records([(t, c, "svm", k * n ** 1.8, n) for t, n in (("t0", 100.0), ("t1", 400.0), ("t2", 900.0))
+def test_the_exponents_are_the_within_configuration_coefficients_on_log_rows_and_log_features():
+    # svm: s = k_c n^1.8 d^0.5 for two configurations with different constants, on tasks whose
+    # rows and features vary independently; tree: constant (fit overhead); knn: one size
+    tasks = (("t0", 100.0, 4.0), ("t1", 400.0, 4.0), ("t2", 900.0, 16.0), ("t3", 200.0, 64.0))
+    frame = records([(t, c, "svm", k * n ** 1.8 * d ** 0.5, n, d) for t, n, d in tasks
                      for c, k in (("c0", 1e-5), ("c1", 3e-4))]
-                    + [(t, "c2", "tree", 0.02, n) for t, n in (("t0", 100.0), ("t1", 400.0))]
-                    + [("t0", "c3", "knn", 0.1, 100.0)])
-    alpha = size_exponents(frame)
-    assert alpha["svm"] == pytest.approx(1.8)
-    assert alpha["tree"] == 1.0  # a flat slope is fit overhead: at least linear
-    assert alpha["knn"] == 1.0  # one size: no evidence
+                    + [(t, "c2", "tree", 0.02, n, d) for t, n, d in tasks[:2]]
+                    + [("t0", "c3", "knn", 0.1, 100.0, 4.0)])
+    exponents = size_exponents(frame)
+    assert exponents["svm"] == pytest.approx((1.8, 0.5))
+    assert exponents["tree"] == (0.0, 0.0)  # flat: overhead, up to the largest recorded table
+    assert exponents["knn"] == (1.0, 0.0)  # one size: no evidence
+    # without features the rows' slope alone
+    rows_only = records([(t, c, "svm", k * n ** 1.8, n) for t, n, _ in tasks for c, k in (("c0", 1e-5), ("c1", 3e-4))])
+    assert size_exponents(rows_only)["svm"] == pytest.approx((1.8, 0.0))
 
 
 def test_predictions_scale_each_recorded_time_and_take_the_median_over_tasks():
-    frame = records([("t0", "c0", "svm", 1e-4 * 100.0 ** 2, 100.0), ("t1", "c0", "svm", 1e-4 * 200.0 ** 2, 200.0),
-                     ("t0", "c1", "svm", 2.0, 100.0), ("t1", "c1", "svm", 7.0, 200.0),
-                     ("t2", "c1", "svm", 1.0, 50.0)])
-    alpha = size_exponents(frame)["svm"]
-    predicted = predicted_fit_seconds(frame, 400)
-    assert predicted["c0"] == pytest.approx(1e-4 * 400.0 ** alpha * (100.0 ** (2 - alpha)), rel=0.3)
-    scaled = sorted([2.0 * 4.0 ** alpha, 7.0 * 2.0 ** alpha, 1.0 * 8.0 ** alpha])
-    assert predicted["c1"] == pytest.approx(scaled[1])
+    frame = records([("t0", "c0", "svm", 2.0, 100.0, 10.0), ("t1", "c0", "svm", 7.0, 200.0, 10.0),
+                     ("t2", "c0", "svm", 1.0, 50.0, 10.0)])
+    alpha, beta = size_exponents(frame)["svm"]
+    assert beta == 0.0  # the features never vary
+    # within the recorded sizes (at most 200 rows): each time scaled by (n / n_t)^alpha
+    expected = sorted([2.0 * 1.5 ** alpha, 7.0 * 0.75 ** alpha, 1.0 * 3.0 ** alpha])[1]
+    assert predicted_fit_seconds(frame, 150)["c0"] == pytest.approx(expected)
+    # beyond the largest (200 rows): at least linear past it
+    expected = sorted([2.0 * 2.0 ** alpha, 7.0, 1.0 * 4.0 ** alpha])[1] * 5.0 ** max(alpha, 1.0)
+    assert predicted_fit_seconds(frame, 1000)["c0"] == pytest.approx(expected)
     assert predicted_fit_seconds(records([]), 100) == {}
+
+
+def test_the_features_scale_the_prediction_by_their_exponent():
+    tasks = (("t0", 100.0, 4.0), ("t1", 400.0, 4.0), ("t2", 100.0, 16.0))
+    frame = records([(t, "c0", "svm", 1e-3 * n * d ** 0.5, n, d) for t, n, d in tasks])
+    predicted = predicted_fit_seconds(frame, 200, 64)
+    assert predicted["c0"] == pytest.approx(1e-3 * 200 * 64 ** 0.5)
+    assert predicted_fit_seconds(frame, 200)["c0"] == pytest.approx(1e-3 * 200 * 4 ** 0.5)  # median task: d = 4
+
+
+def test_held_out_tasks_fit_seconds_are_predicted_within_a_factor_two():
+    """Each task of the shipped knowledge base held out in turn: most of its configurations'
+    recorded fit seconds are within a factor 2 of what the other tasks predict, without bias
+    (``python scripts/bench_cost_model.py`` prints the same figures and the older model's)."""
+    from metabo.kb import KnowledgeBase
+    from metabo.kb.costs import recorded_fit_seconds
+    from metabo.kb.parquet_io import import_parquet
+    from metabo.kb.shipped import shipped_kb_path
+
+    with KnowledgeBase(":memory:") as kb:
+        import_parquet(kb, shipped_kb_path())
+        tasks = kb.query("SELECT DISTINCT dataset_id FROM runs WHERE status = 'ok'")["dataset_id"].tolist()
+        frame = recorded_fit_seconds(kb, tasks)
+    errors = []
+    for task in tasks:
+        held = frame[frame["dataset_id"] == task].set_index("config_id")
+        if held.empty:
+            continue
+        rest = frame[(frame["dataset_id"] != task) & frame["config_id"].isin(held.index)]
+        predicted = predicted_fit_seconds(rest, int(held["rows"].iloc[0]), int(held["features"].iloc[0]))
+        errors += [np.log2(seconds / held.loc[c, "seconds"]) for c, seconds in predicted.items()]
+    errors = np.asarray(errors)
+    assert len(errors) > 10_000
+    assert np.mean(np.abs(errors) <= 1) > 0.75 and abs(np.median(errors)) < 0.25
 
 
 def test_the_observed_scale_is_the_median_ratio_clipped():
