@@ -57,22 +57,21 @@ MODELS: dict[str, Model] = {
 
 
 def held_out_errors(records: pd.DataFrame, model: Model, tasks: list[str], *, smaller_only: bool) -> np.ndarray:
-    """log2(predicted / recorded) of every configuration of each held-out task that the
-    other (or, with ``smaller_only``, the less than half as large) tasks recorded."""
+    """log2(predicted / recorded) of every record (configuration, training size) of each
+    held-out task that the other (or, with ``smaller_only``, the less than half as large)
+    tasks recorded, predicted at the record's own rows and features."""
     out = []
     for task in tasks:
         held = records[records["dataset_id"] == task]
-        n, d = float(held["rows"].iloc[0]), float(held["features"].iloc[0])
-        rest = records[records["dataset_id"] != task]
-        if smaller_only:
-            rest = rest[rest["rows"] < n / 2]
-        rest = rest[rest["config_id"].isin(held["config_id"])]
-        if rest.empty:
-            continue
-        predicted = model(rest, int(n), int(d))
-        truth = held.set_index("config_id")["seconds"].astype(float)
-        common = [c for c in predicted if c in truth.index]
-        out.append(np.log2(np.array([predicted[c] for c in common]) / truth.loc[common].to_numpy()))
+        rest = records[(records["dataset_id"] != task) & records["config_id"].isin(held["config_id"])]
+        for (n, d), part in held.groupby(["rows", "features"]):
+            known = rest[rest["rows"] < n / 2] if smaller_only else rest
+            if known.empty:
+                continue
+            predicted = model(known, int(n), int(d))
+            truth = part.set_index("config_id")["seconds"].astype(float)
+            common = [c for c in truth.index if c in predicted]
+            out.append(np.log2(np.array([predicted[c] for c in common]) / truth.loc[common].to_numpy()))
     return np.concatenate(out) if out else np.array([])
 
 
@@ -92,7 +91,7 @@ def main() -> int:
     largest = sizes.index[-args.large:].tolist()
     lines = [f"{len(records)} (task, configuration) records of {records['dataset_id'].nunique()} tasks, "
              f"{records['config_id'].nunique()} configurations; metric {args.metric}",
-             f"largest tasks (training rows): " + ", ".join(f"{t} ({sizes[t]:.0f})" for t in largest), "",
+             "largest tasks (training rows): " + ", ".join(f"{t} ({sizes[t]:.0f})" for t in largest), "",
              f"{'model':<28} {'held out':<22} {'n':>6} {'within 2x':>10} {'median |log2|':>14} {'bias log2':>10}"]
     for name, model in MODELS.items():
         for setting, tasks_, smaller in (("all tasks", tasks, False), ("largest from smaller", largest, True)):

@@ -17,8 +17,8 @@ overhead no longer dominates, the rows' exponent is at least linear:
 
     s_hat_tc = s_tc (min(n, N_a) / n_t)^alpha_a (max(n, N_a) / N_a)^max(alpha_a, 1) (d / d_t)^beta_a
 
-and the predicted fit seconds of ``c`` are the median of ``s_hat_tc`` over the tasks it
-ran on. Classes and the machine are not modelled; a strategy can rescale by what it
+and the predicted fit seconds of ``c`` are the median of ``s_hat_tc`` over the tasks (and
+recorded sizes) it ran on. Classes and the machine are not modelled; a strategy can rescale by what it
 observes (:func:`observed_scale`). ``python scripts/bench_costs.py`` measures the
 predictions on held-out tasks.
 
@@ -48,18 +48,20 @@ SCALE_RANGE = (0.25, 4.0)
 
 
 def recorded_fit_seconds(kb: KnowledgeBase, tasks: Sequence[str], *, metric: str = "error_rate") -> pd.DataFrame:
-    """One row per (task, stored configuration) with recorded fit seconds: ``dataset_id,
-    config_id, algorithm, seconds`` (median over its successful runs), ``rows`` (``n_t``)
-    and ``features`` (``d_t``)."""
+    """One row per (task, stored configuration, training rows) with recorded fit seconds:
+    ``dataset_id, config_id, algorithm, seconds`` (median over its successful runs of that
+    size), ``rows`` (``n_t``) and ``features`` (``d_t``). A task built at two fidelities
+    gives a configuration two rows."""
     if not tasks:
         return pd.DataFrame(columns=["dataset_id", "config_id", "algorithm", "seconds", "rows", "features"])
     return kb.query(
         "SELECT r.dataset_id, r.config_id, c.algorithm, median(r.fit_seconds) AS seconds, "
-        "coalesce(max(r.fidelity), 0.6 * any_value(d.n_instances)) AS rows, any_value(d.n_features) AS features "
+        "coalesce(r.fidelity, 0.6 * d.n_instances) AS rows, any_value(d.n_features) AS features "
         "FROM runs r JOIN configurations c USING (config_id) JOIN datasets d USING (dataset_id) "
         "WHERE r.metric = ? AND r.status = 'ok' AND r.fit_seconds > 0 "
         "AND r.dataset_id IN (SELECT unnest(?::VARCHAR[])) "
-        "GROUP BY r.dataset_id, r.config_id, c.algorithm", [metric, list(tasks)])
+        "GROUP BY r.dataset_id, r.config_id, c.algorithm, rows "
+        "ORDER BY r.dataset_id, r.config_id, rows", [metric, list(tasks)])
 
 
 def _usable(records: pd.DataFrame) -> pd.DataFrame:
