@@ -75,15 +75,18 @@ _ZIP_MAGIC = b"PK\x03\x04"
 
 #: The types beyond skops' own defaults that a model of the default space is made of (the
 #: preprocessing's function, the margin classifiers' wrapper, trees, neighbour indexes and
-#: their metrics, the MLP optimizers, LightGBM's booster), the only ones a ``.skops`` file
-#: may name. tests/ensembles/test_model_files.py fits every algorithm of the default space and
-#: checks that its file names no other.
+#: their metrics, the MLP optimizers, LightGBM's and XGBoost's boosters, CatBoost's
+#: classifier, the boosters' label encoder), the only ones a ``.skops`` file may name.
+#: tests/ensembles/test_model_files.py fits every algorithm of the default space and checks
+#: that its file names no other.
 TRUSTED_TYPES = frozenset({
+    "catboost.core.CatBoostClassifier",
     "collections.OrderedDict",
     "numpy.dtype",
     "lightgbm.basic.Booster",
     "lightgbm.sklearn.LGBMClassifier",
     "metabo.evaluation.preprocessing.nominal_as_strings",
+    "metabo.space.algorithms.boosting.EncodedLabelsClassifier",
     "metabo.space.algorithms.proba.DecisionProbaClassifier",
     "sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor",
     "sklearn.metrics._dist_metrics.EuclideanDistance64",
@@ -94,6 +97,8 @@ TRUSTED_TYPES = frozenset({
     "sklearn.neural_network._stochastic_optimizers.AdamOptimizer",
     "sklearn.neural_network._stochastic_optimizers.SGDOptimizer",
     "sklearn.tree._tree.Tree",
+    "xgboost.core.Booster",
+    "xgboost.sklearn.XGBClassifier",
 })
 
 

@@ -257,6 +257,7 @@ def registry():
 ALGORITHMS = (
     "knn", "svm_rbf", "linear_svm", "logistic_regression", "decision_tree", "random_forest",
     "extra_trees", "adaboost", "hist_gradient_boosting", "lightgbm", "gaussian_nb", "lda", "qda", "mlp",
+    "xgboost", "catboost",
 )
 
 

@@ -47,7 +47,7 @@ def test_registry_is_read_only_and_complete():
         "knn", "svm_rbf", "linear_svm", "decision_tree", "random_forest", "adaboost", "gaussian_nb", "lda", "qda",
         "logistic_regression", "extra_trees", "hist_gradient_boosting", "lightgbm", "mlp",
         "full_decision_tree", "full_random_forest", "full_extra_trees", "gradient_boosting", "kernel_svm",
-        "ovr_logistic_regression", "sgd_mlp", "perceptron",
+        "ovr_logistic_regression", "sgd_mlp", "perceptron", "xgboost", "catboost",
     ]  # fmt: skip
     with pytest.raises(TypeError):
         ALGORITHMS["new"] = ALGORITHMS["knn"]  # type: ignore[index]
@@ -62,6 +62,20 @@ def test_get_algorithm_names_the_valid_ones():
         get_algorithm("xgb")
     with pytest.raises(KeyError):
         build_estimator("xgb", {}, seed=0)
+
+
+@pytest.mark.parametrize("name", ["xgboost", "catboost"])
+def test_the_boosters_see_codes_and_give_the_labels_back(name):
+    """XGBoost needs labels 0..K-1: a training part whose classes are 2 and 5 (a fold that
+    misses class 0, say) still fits, predicts its own labels, and one class predicts itself."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    y = np.where(X[:, 0] > 0, 5, 2)
+    model = build_estimator(name, ALGORITHMS[name].space.default_configuration(), seed=0).fit(X, y)
+    assert list(model.classes_) == [2, 5] and model.predict_proba(X).shape == (60, 2)
+    assert np.mean(model.predict(X) == y) > 0.9
+    one = build_estimator(name, ALGORITHMS[name].space.default_configuration(), seed=0).fit(X, np.full(60, "a"))
+    assert list(one.predict(X[:3])) == ["a"] * 3 and one.predict_proba(X[:3]).tolist() == [[1.0]] * 3
 
 
 @pytest.mark.parametrize(
@@ -95,7 +109,7 @@ def test_dimensions():
         "gaussian_nb": 1, "lda": 1, "qda": 1, "logistic_regression": 1, "extra_trees": 5,
         "hist_gradient_boosting": 5, "lightgbm": 7, "mlp": 3, "full_decision_tree": 1, "full_random_forest": 3,
         "full_extra_trees": 3, "gradient_boosting": 4, "kernel_svm": 5, "ovr_logistic_regression": 2, "sgd_mlp": 3,
-        "perceptron": 1,
+        "perceptron": 1, "xgboost": 7, "catboost": 5,
     }  # fmt: skip
 
 

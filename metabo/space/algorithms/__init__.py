@@ -2,7 +2,8 @@
 
 ``ALGORITHMS`` (read-only, in this order): the nine of Levesque (2018) Table 5.1
 (``table51``), then the additions of DESIGN.md (``extra``), then those that make every
-configuration of OBOE's grid a point of the space (``oboe_grid``). ``PIPELINES``: Tensor-OBOE's
+configuration of OBOE's grid a point of the space (``oboe_grid``), then XGBoost and CatBoost
+(``boosting``). ``PIPELINES``: Tensor-OBOE's
 five-step pipelines, ``pipeline_<algorithm>`` (``pipelines``), known to :func:`get_algorithm`
 but outside the default space (:func:`pipeline_cash_space`). ``build_estimator`` validates
 a configuration and returns an unfitted classifier with ``predict_proba`` (softmax of
@@ -19,13 +20,13 @@ from types import MappingProxyType
 from typing import Any
 
 from metabo.exceptions import UnknownAlgorithmError
-from metabo.space.algorithms import extra, oboe_grid, pipelines, table51
+from metabo.space.algorithms import boosting, extra, oboe_grid, pipelines, table51
 from metabo.space.algorithms.proba import DecisionProbaClassifier
 from metabo.space.algorithms.spec import AlgorithmSpec
 from metabo.space.cash import CASHSpace
 
 ALGORITHMS: Mapping[str, AlgorithmSpec] = MappingProxyType(
-    {s.name: s for s in (*table51.SPECS, *extra.SPECS, *oboe_grid.SPECS)}
+    {s.name: s for s in (*table51.SPECS, *extra.SPECS, *oboe_grid.SPECS, *boosting.SPECS)}
 )
 PIPELINES: Mapping[str, AlgorithmSpec] = MappingProxyType(
     {s.name: s for s in (pipelines.pipeline_spec(ALGORITHMS[a]) for a in pipelines.ESTIMATORS)}
