@@ -177,6 +177,19 @@ def _print_ensemble(result) -> None:
         print(f"ensemble: {result.ensemble_note}")
 
 
+def _print_rungs(result) -> None:
+    """Successive halving's rungs: rows, trials evaluated, the best of each."""
+    if len(result.rungs) < 2:
+        return
+    parts = []
+    for rung in result.rungs:
+        ok = {k: v for k, v in rung.values.items() if v == v}
+        best = min(ok, key=lambda k: (ok[k], k)) if ok else None
+        parts.append(f"{rung.rows} rows: {len(rung.values)} trial(s)" + ("" if best is None else
+                     f", best trial {best} {_fmt(ok[best])}") + ("" if rung.complete else " (cut by the time budget)"))
+    print("successive halving: " + "; ".join(parts))
+
+
 def cmd_tune(args: argparse.Namespace) -> int:
     from metabo.evaluation.protocols import parse_cv
     from metabo.optimizer import tune
@@ -245,6 +258,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
                     session_id=session, meta_features=not args.no_meta_features, progress=progress,
                     n_jobs=args.n_jobs, backend=args.backend, scheduler=args.scheduler, max_train=args.max_train,
                     on_strategy=started, final_rows=args.final_rows, cv=parse_cv(args.cv), ensemble=args.ensemble,
+                    halving=args.halving,
                     **({} if args.ensemble_size is None else {"ensemble_size": args.ensemble_size}),
                 )
             finally:
@@ -266,6 +280,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
           + (" (20% hold-out)" if result.cv is None else f" (mean over {result.cv}-fold cross-validation of the 80% "
                                                          "not kept for test)"))
     print(f"test {result.metric}: {_fmt(result.test_error)}")
+    _print_rungs(result)
     if result.refit_test_error is not None:
         print(f"refitted on training + validation rows, test {result.metric}: {_fmt(result.refit_test_error)}")
     _print_ensemble(result)
@@ -299,6 +314,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--time-budget", type=seconds(), metavar="SECONDS",
                    help="wall-clock seconds for the whole command, the final model's fit included: no trial "
                         "starts without time for it, a trial still running at the end is cut (timeout)")
+    p.add_argument("--halving", choices=("auto", "none"), default="auto",
+                   help="auto: on a table whose hold-out trains on 12,000 rows or more, search on 2,000 of them "
+                        "and evaluate the best trials again on 3, 9, ... times as many (successive halving); "
+                        "none: every trial on every training row")
     p.add_argument("--max-train", type=count(2), metavar="ROWS",
                    help="search on a stratified subsample of at most ROWS training rows (the final model "
                         "trains on all of them)")

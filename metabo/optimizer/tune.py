@@ -60,12 +60,13 @@ uninterrupted run's.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import math
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -75,9 +76,10 @@ from metabo.data.dataset import Dataset
 from metabo.evaluation.backends import backend_context, check_backend, worker_count
 from metabo.evaluation.evaluate import DEFAULT_METRICS, Evaluation
 from metabo.evaluation.metrics import get_metric
-from metabo.evaluation.parallel import EvalTask, TaskResult, evaluate_many
+from metabo.evaluation.parallel import EvalTask, TaskResult, evaluate_many, run_task
 from metabo.evaluation.protocols import (
     EvaluationProtocol,
+    Holdout,
     KFold,
     ReshuffledHoldout,
     class_codes,
@@ -93,6 +95,7 @@ from metabo.optimizer.budget import (
     deadline,
     final_fit_seconds,
 )
+from metabo.optimizer.halving import ETA, Rung, rung_sizes, successive_halving, winner
 from metabo.optimizer.history import History, Trial, TrialRecord
 from metabo.optimizer.limits import DefaultLimit, default_limit
 from metabo.optimizer.optimizer import Optimizer, Select, get_session
@@ -143,6 +146,10 @@ class TuneResult:
     ensemble: EnsembleChoice | None = None
     #: why no ensemble was chosen or fitted, when so
     ensemble_note: str = ""
+    #: successive halving on training rows (:mod:`metabo.optimizer.halving`): rung 0 (the
+    #: search) and the rungs after it, each with the trials it evaluated and their values;
+    #: empty when the table is too small or ``halving="none"``
+    rungs: list[Rung] = field(default_factory=list)
 
     @property
     def algorithm(self) -> str:
@@ -298,6 +305,9 @@ class Setup:
     metrics: tuple[str, ...]
     spec: str | None = None
     load_options: tuple[tuple[str, Any], ...] = ()
+    #: the training rows of successive halving's rungs (:mod:`metabo.optimizer.halving`);
+    #: empty without halving
+    rungs: tuple[int, ...] = ()
 
     def task(self, trial: Trial | TrialRecord, protocol: EvaluationProtocol, *, seed: int,
              time_limit: float | None, memory_limit_mb: int | None, keep_predictions: bool,
@@ -336,14 +346,20 @@ def prepare(
     protocol: EvaluationProtocol | None = None, reshuffle: bool = False, metric: str = "error_rate",
     metrics: tuple[str, ...] = DEFAULT_METRICS, meta_features: bool = True, seed: int = 0,
     max_train: int | None = None, cv: int | str | None = "auto", clock: TimeBudget | None = None,
+    halving: Literal["auto", "none"] = "none",
 ) -> Setup:
     """Load ``dataset``, store it in ``kb`` (with its meta-features unless
-    ``meta_features=False``) and fix the protocol (see :func:`tune`). The meta-features
+    ``meta_features=False``) and fix the protocol (see :func:`tune`; with ``halving="auto"``
+    a large table's default hold-out searches on the first rung's rows, :func:`_halving`). The meta-features
     may take a quarter of what is left of the ``clock`` once the data are loaded (without
     one, a default growing with the table's size); past it the dataset is stored
     without them (:func:`~metabo.ingest.datasets.ingest_dataset`)."""
     stored, data, options = _load(dataset, target)
+    given = protocol
     protocol = _protocol(protocol, reshuffle, max_train, cv, data.n_instances)
+    rungs: tuple[int, ...] = ()
+    if halving == "auto" and given is None and not reshuffle and max_train is None:
+        protocol, rungs = _halving(protocol, data, seed)
     metrics = tuple(dict.fromkeys((metric, *metrics)))
     for name in metrics:  # every check before anything is stored
         get_metric(name)
@@ -362,7 +378,19 @@ def prepare(
         else:
             dataset_id = kb.add_dataset(stored)
     spec = dataset if isinstance(dataset, str) else None
-    return Setup(data, dataset_id, protocol, metrics, spec, options)
+    return Setup(data, dataset_id, protocol, metrics, spec, options, rungs)
+
+
+def _halving(protocol: EvaluationProtocol, data: Dataset, seed: int) -> tuple[EvaluationProtocol, tuple[int, ...]]:
+    """The default hold-out on its first rung's rows and the rungs
+    (:func:`~metabo.optimizer.halving.rung_sizes`) when its training part has three rungs
+    or more; ``protocol`` and no rungs otherwise (cross-validated tables, small ones)."""
+    if not isinstance(protocol, Holdout) or protocol.max_train is not None:
+        return protocol, ()
+    sizes = rung_sizes(protocol.splits(data, seed)[0].n_train)
+    if len(sizes) < 3:
+        return protocol, ()
+    return dataclasses.replace(protocol, max_train=sizes[0]), tuple(sizes)
 
 
 def strategy_factory(name: str, kb: KnowledgeBase | None, dataset_id: str | None, space: CASHSpace | SearchSpace,
@@ -494,6 +522,7 @@ def tune(
     on_strategy: Callable[[str, str, str | None], None] | None = None,
     ensemble: Literal["posthoc", "none"] = "posthoc",
     ensemble_size: int | None = None,
+    halving: Literal["auto", "none"] = "auto",
 ) -> TuneResult:
     """Tune ``dataset`` for ``budget`` trials or ``time_budget`` seconds; return the
     selected configuration and its model.
@@ -544,11 +573,18 @@ def tune(
             ``none``: always the selected configuration alone.
         ensemble_size: the ensemble selection's size limit (draws with replacement; None:
             :data:`~metabo.ensembles.library.ENSEMBLE_SIZE`).
+        halving: ``auto`` (default): on a table whose default hold-out trains on 12,000
+            rows or more, the search runs on 2,000 of them and its best trials are
+            evaluated again on 3, 9, ... times as many (successive halving,
+            :mod:`metabo.optimizer.halving`); the selected configuration is the best of the
+            largest rung (``TuneResult.rungs``); ``none``: every trial on every training row.
     """
     if final_rows not in ("all", "train+valid"):
         raise InputDataError(f"final_rows must be 'all' or 'train+valid', got {final_rows!r}")
     if ensemble not in ("posthoc", "none"):
         raise InputDataError(f"ensemble must be 'posthoc' or 'none', got {ensemble!r}")
+    if halving not in ("auto", "none"):
+        raise InputDataError(f"halving must be 'auto' or 'none', got {halving!r}")
     if ensemble_size is not None and (isinstance(ensemble_size, bool) or not isinstance(ensemble_size, int)
                                       or ensemble_size < 1):
         raise InputDataError(f"ensemble_size must be a positive integer, got {ensemble_size!r}")
@@ -567,7 +603,7 @@ def tune(
     with deadline(clock), kb.transaction() if kb is not None else contextlib.nullcontext():
         setup = prepare(dataset, kb=kb, target=target, protocol=protocol, reshuffle=reshuffle, metric=metric,
                         metrics=metrics, meta_features=meta_features, seed=seed, max_train=max_train, cv=cv,
-                        clock=clock)
+                        clock=clock, halving=halving)
         train_rows, fits, refit_rows = setup.split_rows(seed)
         if isinstance(strategy, str):
             name, note, make = resolve_strategy(strategy, kb, setup.dataset_id, space, metric=metric,
@@ -625,6 +661,7 @@ def tune(
             own = scored_fit(best) + (final_fit_seconds(best, train_rows=train_rows,
                                                         final_rows=setup.data.n_instances, fits=fits)
                                       if final_rows == "all" else 0.0)
+            own += _halving_reserve(opt.history, setup.rungs, clock.seconds)
             if library is None or best is None or len(library) < 2:
                 return own
             runners_up = sorted((r for r in opt.history.completed if r.ok and r.number != best.number),
@@ -652,6 +689,15 @@ def tune(
         logger.warning("search stopped: %s", e)
     opt.finish()
     best = opt.best(select)
+    rungs: list[Rung] = []
+    if setup.rungs and best.ok:
+        rungs = _promote(opt, setup, seed=seed, clock=clock, time_limit=time_limit, default_limit=limit,
+                         memory_limit_mb=memory_limit_mb)
+        top = winner(rungs)
+        if top is not None and top != best.number:
+            logger.info("successive halving: trial %d is the best on %d rows (the search's best: trial %d)",
+                        top, max(r.rows for r in rungs if r.complete), best.number)
+            best = opt.history[top]
     choice = None
     model, refit_error, refit_seconds, model_rows = None, None, None, None
     t0 = time.monotonic()
@@ -696,12 +742,72 @@ def tune(
     return TuneResult(opt.session_id, setup.dataset_id, metric, select, best, opt.history, refit_error, name, note,
                       model=model, model_rows=model_rows, trial_end_seconds=ends, refit_seconds=refit_seconds,
                       total_seconds=time.monotonic() - started,
-                      cv=setup.folds, ensemble=choice, ensemble_note=ensemble_note)
+                      cv=setup.folds, ensemble=choice, ensemble_note=ensemble_note, rungs=rungs)
 
 
 #: under a time budget the search stops in time to fit this many members of an ensemble
 #: (the best trial and the runners-up): the ensemble's own fits are reserved, not hoped for
 ENSEMBLE_RESERVE = 5
+
+
+#: successive halving's promotions may take at most this share of a time budget
+HALVING_SHARE = 0.5
+
+
+def _halving_reserve(history: History, sizes: Sequence[int], budget: float) -> float:
+    """The seconds the promotions after the search are predicted to take (at most
+    :data:`HALVING_SHARE` of the ``budget``): each rung's trials' fit seconds on the first
+    rung, scaled linearly to the rung's rows (:mod:`metabo.optimizer.halving`)."""
+    if len(sizes) < 3:
+        return 0.0
+    done = sorted((r for r in history.completed if r.ok), key=lambda r: (r.value, r.number))
+    take = min(math.ceil(len(done) / ETA), ETA ** (len(sizes) - 2))
+    seconds = 0.0
+    for rows in sizes[1:-1]:
+        if take < 2:
+            break
+        seconds += sum((r.fit_seconds or 0.0) + (r.predict_seconds or 0.0) for r in done[:take]) * rows / sizes[0]
+        take = math.ceil(take / ETA)
+    return min(seconds, HALVING_SHARE * budget)
+
+
+def _promote(opt: Optimizer, setup: Setup, *, seed: int, clock: TimeBudget | None, time_limit: float | None,
+             default_limit: DefaultLimit | None, memory_limit_mb: int | None) -> list[Rung]:
+    """Successive halving's rungs after the search (:func:`~metabo.optimizer.halving.successive_halving`):
+    each promoted trial evaluated on the hold-out split with more training rows, its split
+    limited as a trial's is (the default limit scaled to the rows), under the ``clock``
+    (less the final fit's predicted seconds). Promotions are not stored as runs."""
+    first = {r.number: float(r.value) for r in opt.history.completed if r.ok}
+    train_rows, fits, refit_rows = setup.split_rows(seed)
+
+    def evaluate_at(number: int, rows: int) -> float:
+        record = opt.history[number]
+        total = None
+        if clock is not None:
+            total = clock.trial_limit(final_fit_seconds(record, train_rows=train_rows, final_rows=refit_rows,
+                                                        fits=fits))
+            if total is None:
+                raise TimeBudgetExceeded(f"no time left for trial {number} on {rows} rows")
+        limit = time_limit
+        if limit is None and default_limit is not None:
+            limit = default_limit(record.algorithm, opt.history) * rows / setup.rungs[0]
+        protocol = dataclasses.replace(setup.protocol, max_train=rows)  # type: ignore[type-var]
+        result = run_task(setup.task(record, protocol, seed=seed, time_limit=limit, memory_limit_mb=memory_limit_mb,
+                                     keep_predictions=False, in_process=True, total_time_limit=total))
+        try:
+            outcome = _outcome(_evaluations(record, result), opt.metric)
+        except EvaluationError as e:
+            logger.warning("successive halving: trial %d on %d rows could not run: %s", number, rows, e)
+            return math.nan
+        logger.info("successive halving: trial %d %s on %d rows: %s %.4g", number, record.algorithm, rows,
+                    outcome["status"], outcome["value"])
+        return float(outcome["value"]) if outcome["status"] == "ok" else math.nan
+
+    with deadline(clock, grace=DEADLINE_GRACE + 1.0):
+        try:
+            return successive_halving(first, setup.rungs, evaluate_at)
+        except TimeBudgetExceeded:  # raised outside an evaluation: the search's choice stands
+            return [Rung(setup.rungs[0], first)]
 
 
 def _library(setup: Setup, *, seed: int, metric: str, ensemble_size: int | None, keep_predictions: bool

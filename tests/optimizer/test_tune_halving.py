@@ -1,0 +1,53 @@
+"""tune's successive halving on a large table: the search on the first rung's rows, its best
+trials again on more, the selection the best of the largest rung, the model on every row."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.datasets import make_classification
+
+from metabo.optimizer import tune
+from metabo.optimizer.halving import winner
+from metabo.space.algorithms import default_cash_space
+
+SPACE = default_cash_space(["decision_tree", "gaussian_nb"])
+
+
+@pytest.fixture(scope="module")
+def large() -> pd.DataFrame:
+    """20,400 rows: the default 60/20/20 hold-out trains on 12,240, three rungs (2,000, 6,000, all)."""
+    X, y = make_classification(n_samples=20_400, n_features=6, n_informative=4, random_state=0)
+    return pd.DataFrame(X, columns=[f"x{j}" for j in range(6)]).assign(target=y)
+
+
+def test_a_large_table_is_searched_on_the_first_rung_and_decided_on_a_larger_one(large):
+    result = tune(large, target="target", budget=7, space=SPACE, strategy="random", seed=0)
+    assert [r.rows for r in result.rungs] == [2000, 6000]
+    assert len(result.rungs[0].values) == 7 and len(result.rungs[1].values) == 3  # ceil(7 / 3)
+    ranked = sorted(result.rungs[0].values, key=lambda k: (result.rungs[0].values[k], k))
+    assert sorted(result.rungs[1].values) == sorted(ranked[:3])  # the search's best three go on
+    assert result.best.number == winner(result.rungs)
+    assert result.model is not None and result.model_rows == "all"
+    assert result.refit_test_error is not None and result.refit_test_error < 0.3
+
+
+def test_halving_none_and_small_tables_search_on_every_training_row(large):
+    off = tune(large, target="target", budget=3, space=SPACE, strategy="random", seed=0, halving="none")
+    small = tune(large.head(5000), target="target", budget=3, space=SPACE, strategy="random", seed=0)
+    assert off.rungs == [] and small.rungs == []
+    with pytest.raises(ValueError, match="halving must be"):
+        tune(large, target="target", budget=3, space=SPACE, halving="yes")
+
+
+def test_the_search_runs_on_the_first_rung_rows(large, tmp_path):
+    from metabo.kb import KnowledgeBase
+
+    with KnowledgeBase(tmp_path / "kb.duckdb") as kb:
+        result = tune(large, target="target", budget=4, space=SPACE, strategy="random", seed=0, kb=kb,
+                      meta_features=False)
+        fidelity = kb.query("SELECT DISTINCT fidelity FROM runs WHERE source = ?",
+                            [f"session:{result.session_id}"])["fidelity"].tolist()
+    assert fidelity == [2000]  # the promotions are not stored as the session's runs
+    assert np.isfinite([v for r in result.rungs for v in r.values.values()]).all()
