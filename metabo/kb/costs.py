@@ -23,14 +23,16 @@ observes (:func:`observed_scale`). ``python scripts/bench_costs.py`` measures th
 predictions on held-out tasks.
 
 Used by :class:`~metabo.strategies.portfolio.PortfolioWarmStart` under a time budget, so
-that the warm start does not open with configurations that cannot finish in it, and by
-the default trial limits (:mod:`metabo.optimizer.limits`).
+that the warm start does not open with configurations that cannot finish in it, by the
+default trial limits (:mod:`metabo.optimizer.limits`), and (:class:`RowsScaling`) by the
+time a search reserves for the final fit of a trial run on fewer rows.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -105,12 +107,43 @@ def predicted_fit_seconds(records: pd.DataFrame, n_rows: int, n_features: int | 
     beta = frame["algorithm"].map(lambda x: exponents.get(str(x), (DEFAULT_ALPHA, 0.0))[1]).to_numpy(dtype=float)
     rows = frame["rows"].to_numpy(dtype=float)
     largest = frame.groupby("algorithm")["rows"].transform("max").to_numpy(dtype=float)
-    scaled = (frame["seconds"].to_numpy(dtype=float) * (np.minimum(n_rows, largest) / rows) ** alpha
-              * (np.maximum(n_rows, largest) / largest) ** np.maximum(alpha, 1.0))
+    scaled = frame["seconds"].to_numpy(dtype=float) * _growth(float(n_rows), alpha, largest) / _growth(rows, alpha,
+                                                                                                     largest)
     if n_features is not None and n_features > 0:
         ratio = (float(n_features) / frame["features"].to_numpy(dtype=float))
         scaled = scaled * np.where(np.isfinite(ratio), ratio, 1.0) ** beta
     return {str(k): float(v) for k, v in pd.Series(scaled, index=frame["config_id"]).groupby(level=0).median().items()}
+
+
+def _growth(rows: Any, alpha: Any, largest: Any) -> Any:
+    """``g(n) = min(n, N)^alpha (max(n, N) / N)^max(alpha, 1)``: fit seconds against rows up
+    to a constant (module docstring); elementwise on arrays."""
+    return np.minimum(rows, largest) ** alpha * (np.maximum(rows, largest) / largest) ** np.maximum(alpha, 1.0)
+
+
+@dataclass(frozen=True)
+class RowsScaling:
+    """How an algorithm's fit seconds grow from ``n`` to ``m`` training rows under the
+    module's model: ``g(m) / g(n)`` with ``g(n) = min(n, N_a)^alpha_a (max(n, N_a) / N_a)^max(alpha_a, 1)``
+    (``N_a`` the largest recorded training rows of ``a``); linear for an algorithm without
+    records. :meth:`from_records` reads the exponents from recorded fit seconds."""
+
+    exponents: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    largest: Mapping[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def from_records(cls, records: pd.DataFrame) -> RowsScaling:
+        frame = _usable(records)
+        if frame.empty:
+            return cls()
+        largest = frame.groupby("algorithm")["rows"].max()
+        return cls(size_exponents(frame), {str(a): float(n) for a, n in largest.items()})
+
+    def __call__(self, algorithm: str, n: float, m: float) -> float:
+        if algorithm not in self.exponents or algorithm not in self.largest or n <= 0:
+            return m / max(n, 1e-12)
+        alpha, largest = self.exponents[algorithm][0], self.largest[algorithm]
+        return float(_growth(m, alpha, largest) / _growth(n, alpha, largest))
 
 
 def observed_scale(history: History, predicted: Mapping[str, float]) -> float:
@@ -121,5 +154,5 @@ def observed_scale(history: History, predicted: Mapping[str, float]) -> float:
     return float(np.clip(np.median(ratios), *SCALE_RANGE)) if ratios else 1.0
 
 
-__all__ = ["ALPHA_RANGE", "BETA_RANGE", "DEFAULT_ALPHA", "SCALE_RANGE", "observed_scale", "predicted_fit_seconds",
+__all__ = ["ALPHA_RANGE", "BETA_RANGE", "DEFAULT_ALPHA", "SCALE_RANGE", "RowsScaling", "observed_scale", "predicted_fit_seconds",
            "recorded_fit_seconds", "size_exponents"]

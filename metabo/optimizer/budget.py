@@ -22,7 +22,7 @@ import math
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -104,14 +104,18 @@ def deadline(clock: TimeBudget | None, grace: float = DEADLINE_GRACE) -> Iterato
         signal.signal(signal.SIGALRM, previous)
 
 
-def final_fit_seconds(best: TrialRecord | None, *, train_rows: int, final_rows: int, fits: int = 1) -> float:
+def final_fit_seconds(best: TrialRecord | None, *, train_rows: int, final_rows: int, fits: int = 1,
+                      scaling: Callable[[str, float, float], float] | None = None) -> float:
     """The seconds to reserve for fitting ``best`` on ``final_rows`` rows, given that its
     trial made ``fits`` fits (one per split of its protocol) of ``train_rows`` rows in
-    ``best.fit_seconds`` together: linear in the rows, times :data:`FINAL_FIT_MARGIN`
-    (0 before any successful trial)."""
+    ``best.fit_seconds`` together: scaled by ``scaling(algorithm, train_rows, final_rows)``
+    (:class:`~metabo.kb.costs.RowsScaling`, from the knowledge base's recorded fit times;
+    default: linear in the rows), at least 1, times :data:`FINAL_FIT_MARGIN` (0 before any
+    successful trial)."""
     if best is None or best.fit_seconds is None or not math.isfinite(best.fit_seconds):
         return 0.0
-    scale = final_rows / max(train_rows, 1)
+    train_rows = max(train_rows, 1)
+    scale = final_rows / train_rows if scaling is None else scaling(best.algorithm, train_rows, final_rows)
     return (FINAL_FIT_MARGIN * best.fit_seconds * max(scale, 1.0) + (best.predict_seconds or 0.0)) / max(fits, 1)
 
 

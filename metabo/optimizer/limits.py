@@ -30,6 +30,7 @@ import numpy as np
 from metabo.optimizer.history import History
 
 if TYPE_CHECKING:
+    from metabo.kb.costs import RowsScaling
     from metabo.kb.store import KnowledgeBase
 
 logger = logging.getLogger(__name__)
@@ -53,6 +54,8 @@ class DefaultLimit:
     n_features: int
     fits: int = 1
     predicted: Mapping[str, float] = field(default_factory=dict)
+    #: how fit seconds grow with rows, from the same records (linear without them)
+    scaling: RowsScaling | None = None
 
     @property
     def floor(self) -> float:
@@ -78,8 +81,9 @@ def default_limit(kb: KnowledgeBase | None, *, dataset_id: str | None, algorithm
     seconds of ``algorithms`` on the other tasks (:mod:`metabo.kb.costs`); without a
     knowledge base or records, only the floor and the session's own trials count."""
     predicted: dict[str, float] = {}
+    scaling = None
     if kb is not None and algorithms:
-        from metabo.kb.costs import predicted_fit_seconds, recorded_fit_seconds
+        from metabo.kb.costs import RowsScaling, predicted_fit_seconds, recorded_fit_seconds
 
         tasks = kb.query(
             "SELECT DISTINCT r.dataset_id FROM runs r JOIN configurations c USING (config_id) "
@@ -89,13 +93,14 @@ def default_limit(kb: KnowledgeBase | None, *, dataset_id: str | None, algorithm
         records = recorded_fit_seconds(kb, tasks, metric=metric)
         records = records[records["algorithm"].isin(algorithms)]
         if not records.empty:
+            scaling = RowsScaling.from_records(records)
             by_config = predicted_fit_seconds(records, n_rows, n_features)
             algorithm_of = dict(zip(records["config_id"].astype(str), records["algorithm"].astype(str)))
             per_algorithm: dict[str, list[float]] = {}
             for config_id, seconds in by_config.items():
                 per_algorithm.setdefault(algorithm_of[config_id], []).append(seconds)
             predicted = {a: float(np.quantile(v, QUANTILE)) for a, v in per_algorithm.items()}
-    limit = DefaultLimit(n_rows, n_features, fits, predicted)
+    limit = DefaultLimit(n_rows, n_features, fits, predicted, scaling)
     logger.info("no time limit given: %s", limit.describe())
     return limit
 

@@ -642,13 +642,15 @@ def tune(
                                           keep_predictions=keep_predictions)
 
     reserve = None
+    # how fit seconds grow from a trial's rows to the final fit's (recorded fit times; linear without)
+    scaling = None if limit is None else limit.scaling
     # the guard's answer for (library size, best trial): asked during the search by the
     # reserve below, reused after it when neither has changed since
     decided: dict[tuple[int, int], EnsembleChoice | None] = {}
     if clock is not None and refit:
 
         def scored_fit(record: TrialRecord) -> float:
-            return final_fit_seconds(record, train_rows=train_rows, final_rows=refit_rows, fits=fits)
+            return final_fit_seconds(record, train_rows=train_rows, final_rows=refit_rows, fits=fits, scaling=scaling)
 
         def reserve() -> float:
             """The scored fit of the best trial, its fit on every row when one is made, and
@@ -659,7 +661,8 @@ def tune(
             not be kept is not cut short for it."""
             best = opt.history.best()
             own = scored_fit(best) + (final_fit_seconds(best, train_rows=train_rows,
-                                                        final_rows=setup.data.n_instances, fits=fits)
+                                                        final_rows=setup.data.n_instances, fits=fits,
+                                                        scaling=scaling)
                                       if final_rows == "all" else 0.0)
             own += _halving_reserve(opt.history, setup.rungs, clock.seconds)
             if library is None or best is None or len(library) < 2:
@@ -692,7 +695,7 @@ def tune(
     rungs: list[Rung] = []
     if setup.rungs and best.ok:
         rungs = _promote(opt, setup, seed=seed, clock=clock, time_limit=time_limit, default_limit=limit,
-                         memory_limit_mb=memory_limit_mb)
+                         memory_limit_mb=memory_limit_mb, scaling=scaling)
         top = winner(rungs)
         if top is not None and top != best.number:
             logger.info("successive halving: trial %d is the best on %d rows (the search's best: trial %d)",
@@ -723,7 +726,7 @@ def tune(
     if refit and best.ok:
         if model is not None and choice is not None and choice.kept == "ensemble":
             fitted, why = _ensemble_model(choice, opt.history, setup, seed=seed, metric=metric, clock=clock,
-                                          train_rows=train_rows, fits=fits, refit_rows=refit_rows)
+                                          train_rows=train_rows, fits=fits, refit_rows=refit_rows, scaling=scaling)
             if fitted is None:
                 ensemble_note = f"the ensemble was not fitted ({why}): the selected configuration instead"
             else:
@@ -772,7 +775,8 @@ def _halving_reserve(history: History, sizes: Sequence[int], budget: float) -> f
 
 
 def _promote(opt: Optimizer, setup: Setup, *, seed: int, clock: TimeBudget | None, time_limit: float | None,
-             default_limit: DefaultLimit | None, memory_limit_mb: int | None) -> list[Rung]:
+             default_limit: DefaultLimit | None, memory_limit_mb: int | None,
+             scaling: Callable[[str, float, float], float] | None = None) -> list[Rung]:
     """Successive halving's rungs after the search (:func:`~metabo.optimizer.halving.successive_halving`):
     each promoted trial evaluated on the hold-out split with more training rows, its split
     limited as a trial's is (the default limit scaled to the rows), under the ``clock``
@@ -785,7 +789,7 @@ def _promote(opt: Optimizer, setup: Setup, *, seed: int, clock: TimeBudget | Non
         total = None
         if clock is not None:
             total = clock.trial_limit(final_fit_seconds(record, train_rows=train_rows, final_rows=refit_rows,
-                                                        fits=fits))
+                                                        fits=fits, scaling=scaling))
             if total is None:
                 raise TimeBudgetExceeded(f"no time left for trial {number} on {rows} rows")
         limit = time_limit
@@ -828,7 +832,8 @@ def _library(setup: Setup, *, seed: int, metric: str, ensemble_size: int | None,
 
 
 def _ensemble_model(choice: EnsembleChoice, history: History, setup: Setup, *, seed: int, metric: str,
-                    clock: TimeBudget | None, train_rows: int, fits: int, refit_rows: int
+                    clock: TimeBudget | None, train_rows: int, fits: int, refit_rows: int,
+                    scaling: Callable[[str, float, float], float] | None = None
                     ) -> tuple[tuple[EnsembleModel, float | None] | None, str]:
     """The chosen ensemble fitted on training + validation rows and its test ``metric``
     (:func:`~metabo.ensembles.model.refit_test_error`) with a note, or None and why.
@@ -842,8 +847,8 @@ def _ensemble_model(choice: EnsembleChoice, history: History, setup: Setup, *, s
     note = ""
     if clock is not None:  # the members of highest weight whose fits fit in the time left
         left, need, kept = clock.left(), 0.0, {}
-        seconds = {k: final_fit_seconds(history[k], train_rows=train_rows, final_rows=refit_rows, fits=fits)
-                   for k in weights}
+        seconds = {k: final_fit_seconds(history[k], train_rows=train_rows, final_rows=refit_rows, fits=fits,
+                                        scaling=scaling) for k in weights}
         for k in sorted(weights, key=lambda k: (-weights[k], k)):
             if need + seconds[k] > left:
                 break

@@ -88,3 +88,21 @@ def test_the_observed_scale_is_the_median_ratio_clipped():
     assert observed_scale(h, {"c": 1.0}) == 4.0  # clipped
     assert observed_scale(History(), {"a": 1.0}) == 1.0
     assert np.isfinite(observed_scale(h, {}))
+
+
+def test_rows_scaling_follows_the_fitted_exponent_up_to_the_largest_table_and_is_linear_beyond():
+    from metabo.kb.costs import RowsScaling
+    from metabo.optimizer.budget import FINAL_FIT_MARGIN, final_fit_seconds
+
+    # tree: s = 0.01 n^0.5 on 1,000 to 4,000 rows
+    frame = records([(t, "c0", "tree", 0.01 * n ** 0.5, n) for t, n in (("t0", 1000.0), ("t1", 4000.0))])
+    scaling = RowsScaling.from_records(frame)
+    assert scaling("tree", 1000, 4000) == pytest.approx(2.0)  # (4000 / 1000)^0.5
+    assert scaling("tree", 1000, 8000) == pytest.approx(2.0 * 2.0)  # then linear past 4,000 rows
+    assert scaling("svm", 1000, 8000) == pytest.approx(8.0)  # no records: linear
+    record = TrialRecord(number=0, algorithm="tree", params={}, config_id="c0", state="complete", value=0.1,
+                         status="ok", fit_seconds=3.0, predict_seconds=0.5)
+    assert final_fit_seconds(record, train_rows=1000, final_rows=4000, fits=1, scaling=scaling) == pytest.approx(
+        FINAL_FIT_MARGIN * 3.0 * 2.0 + 0.5)
+    assert final_fit_seconds(record, train_rows=1000, final_rows=4000, fits=1) == pytest.approx(
+        FINAL_FIT_MARGIN * 3.0 * 4.0 + 0.5)
