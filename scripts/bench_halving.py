@@ -7,7 +7,7 @@
 - ``every row``: every trial on every training row (``halving="none"``).
 
     python scripts/bench_halving.py [--datasets keel:letter synthetic:60000] [--seeds 0 1] [--budget 15]
-        [--algorithms lightgbm knn random_forest decision_tree lda] [--out reports/halving]
+        [--algorithms lightgbm knn random_forest decision_tree lda] [--arms halving ...] [--out reports/halving]
 
 ``synthetic:N`` is scikit-learn's ``make_classification`` with N rows, 20 features (10
 informative), 4 classes, seeded. Each run: cold GP-BO (the same strategy in every arm, so
@@ -49,6 +49,7 @@ def main() -> int:
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     p.add_argument("--budget", type=int, default=15)
     p.add_argument("--algorithms", nargs="+", default=["lightgbm", "knn", "random_forest", "decision_tree", "lda"])
+    p.add_argument("--arms", nargs="+", choices=list(ARMS), default=list(ARMS))
     p.add_argument("--out", default="reports/halving")
     args = p.parse_args()
     out = Path(args.out)
@@ -61,7 +62,7 @@ def main() -> int:
         for seed in args.seeds:
             data, target = load(spec, seed)
             for arm, options in ARMS.items():
-                if (spec, seed, arm) in keys:
+                if arm not in args.arms or (spec, seed, arm) in keys:
                     continue
                 start = time.monotonic()
                 result = tune(data, target=target, budget=args.budget, space=space, strategy="gp", seed=seed,

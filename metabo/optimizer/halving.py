@@ -16,7 +16,9 @@ The bracket (:func:`successive_halving`), deviating from Hyperband where the war
 should choose: rung 0 is the search itself (any strategy, warm or cold, at ``r_0`` rows, its
 trials told as usual), not ``n_0`` random configurations; its best
 ``min(ceil(N / eta), eta^(R-2))`` successful trials (``N`` of them, ``R`` rungs) go to rung
-1; at every later rung the best ``ceil(n_k / eta)`` of the previous rung (by their value
+1, with the best trial of every algorithm not among them (``tune`` does this: learning curves
+of algorithms differ in slope and cross, Mohr & van Rijn 2022, so a nearest-neighbour model
+that ranks low on 2,000 rows may lead on 12,000); at every later rung the best ``ceil(n_k / eta)`` of the previous rung (by their value
 there, the earliest trial among ties) are evaluated again. The last rung, every row, is the
 final model's fit: it is not spent on one configuration's evaluation. The winner
 (:func:`winner`) is the best of the highest rung evaluated completely.
@@ -67,16 +69,22 @@ def _ranked(values: Mapping[int, float]) -> list[int]:
 
 
 def successive_halving(first: Mapping[int, float], sizes: Sequence[int], evaluate: Callable[[int, int], float],
-                       *, eta: int = ETA) -> list[Rung]:
+                       *, eta: int = ETA, groups: Mapping[int, str] | None = None) -> list[Rung]:
     """The bracket's rungs after rung 0 (the search's values ``first``, trial -> value on
     ``sizes[0]`` rows), up to ``sizes[-2]`` (module docstring); ``evaluate(trial, rows)``
     gives a trial's value on ``rows`` training rows (NaN when it fails). A
-    :class:`TimeBudgetExceeded` raised by it ends the bracket, that rung incomplete."""
+    :class:`TimeBudgetExceeded` raised by it ends the bracket, that rung incomplete.
+    ``groups`` (trial -> algorithm): the best trial of every algorithm enters rung 1 too,
+    after the best ones, since algorithms' learning curves differ in slope and cross."""
     if eta < 2:
         raise ValueError(f"eta must be at least 2, got {eta}")
     rungs = [Rung(int(sizes[0]), dict(first))]
     ranked = _ranked(first)
     take = min(math.ceil(len(ranked) / eta), eta ** max(len(sizes) - 2, 0))
+    if groups is not None:  # rung 1: the best trials, then the best of each other algorithm
+        leaders = [k for i, k in enumerate(ranked) if groups[k] not in {groups[j] for j in ranked[:i]}]
+        ranked = ranked[:take] + [k for k in leaders if k not in ranked[:take]]
+        take = len(ranked)
     for rows in sizes[1:-1]:
         chosen = ranked[:take]
         if len(chosen) < 2:

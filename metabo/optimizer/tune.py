@@ -765,12 +765,14 @@ def _halving_reserve(history: History, sizes: Sequence[int], budget: float) -> f
         return 0.0
     done = sorted((r for r in history.completed if r.ok), key=lambda r: (r.value, r.number))
     take = min(math.ceil(len(done) / ETA), ETA ** (len(sizes) - 2))
+    leaders = {r.algorithm: r for r in reversed(done)}  # the best of each algorithm
+    chosen = done[:take] + [r for r in leaders.values() if r not in done[:take]]
     seconds = 0.0
     for rows in sizes[1:-1]:
-        if take < 2:
+        if len(chosen) < 2:
             break
-        seconds += sum((r.fit_seconds or 0.0) + (r.predict_seconds or 0.0) for r in done[:take]) * rows / sizes[0]
-        take = math.ceil(take / ETA)
+        seconds += sum((r.fit_seconds or 0.0) + (r.predict_seconds or 0.0) for r in chosen) * rows / sizes[0]
+        chosen = chosen[:math.ceil(len(chosen) / ETA)]
     return min(seconds, HALVING_SHARE * budget)
 
 
@@ -809,7 +811,8 @@ def _promote(opt: Optimizer, setup: Setup, *, seed: int, clock: TimeBudget | Non
 
     with deadline(clock, grace=DEADLINE_GRACE + 1.0):
         try:
-            return successive_halving(first, setup.rungs, evaluate_at)
+            return successive_halving(first, setup.rungs, evaluate_at,
+                                      groups={k: opt.history[k].algorithm for k in first})
         except TimeBudgetExceeded:  # raised outside an evaluation: the search's choice stands
             return [Rung(setup.rungs[0], first)]
 

@@ -65,3 +65,22 @@ def test_failed_trials_are_not_promoted_and_a_cut_rung_does_not_decide():
     assert seen == [0, 2, 3, 4]  # ceil(10 / 3) = 4 of the successful ones, best first
     assert rungs[-1] == Rung(900, {}, complete=False)
     assert winner(rungs) == 3  # the best of the last complete rung, not rung 0's best (0)
+
+
+def test_the_best_of_every_algorithm_enters_the_first_promotion():
+    """A nearest-neighbour model ranks last on few rows and leads on many (learning curves
+    cross): with the trials' algorithms, its best trial is promoted and wins."""
+    sizes = [100, 300, 900]
+    first = {0: 0.10, 1: 0.11, 2: 0.12, 3: 0.13, 4: 0.14, 5: 0.30, 6: 0.35}
+    groups = {0: "forest", 1: "forest", 2: "forest", 3: "forest", 4: "forest", 5: "knn", 6: "knn"}
+    on_more_rows = {0: 0.09, 1: 0.10, 2: 0.11, 5: 0.04}
+    seen = []
+
+    def evaluate(k: int, rows: int) -> float:
+        seen.append(k)
+        return on_more_rows[k]
+
+    assert winner(successive_halving(first, sizes, evaluate)) == 0  # knn never promoted
+    seen.clear()
+    rungs = successive_halving(first, sizes, evaluate, groups=groups)
+    assert seen == [0, 1, 2, 5] and winner(rungs) == 5  # the top ceil(7 / 3) = 3, then knn's best

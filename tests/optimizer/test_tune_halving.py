@@ -25,9 +25,11 @@ def large() -> pd.DataFrame:
 def test_a_large_table_is_searched_on_the_first_rung_and_decided_on_a_larger_one(large):
     result = tune(large, target="target", budget=7, space=SPACE, strategy="random", seed=0)
     assert [r.rows for r in result.rungs] == [2000, 6000]
-    assert len(result.rungs[0].values) == 7 and len(result.rungs[1].values) == 3  # ceil(7 / 3)
+    assert len(result.rungs[0].values) == 7
     ranked = sorted(result.rungs[0].values, key=lambda k: (result.rungs[0].values[k], k))
-    assert sorted(result.rungs[1].values) == sorted(ranked[:3])  # the search's best three go on
+    leaders = {result.history[k].algorithm: k for k in reversed(ranked)}  # each algorithm's best
+    # the search's best ceil(7 / 3) = 3 go on, and the best trial of each algorithm
+    assert sorted(result.rungs[1].values) == sorted(set(ranked[:3]) | set(leaders.values()))
     assert result.best.number == winner(result.rungs)
     assert result.model is not None and result.model_rows == "all"
     assert result.refit_test_error is not None and result.refit_test_error < 0.3
