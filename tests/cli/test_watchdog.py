@@ -12,9 +12,12 @@ STUCK = """
 import sys, time
 from metabo.cli import watchdog
 dog = watchdog.install({budget})
-print("ready", flush=True)
+ready = False
 while True:  # work that swallows every interrupt, as a compiled call that never returns would
-    try:
+    try:  # "ready" inside it too: an interrupt that comes while it is printed is swallowed as well
+        if not ready:
+            print("ready", flush=True)
+            ready = True
         time.sleep(60)
     except KeyboardInterrupt:
         pass
