@@ -68,6 +68,21 @@ def _ranked(values: Mapping[int, float]) -> list[int]:
     return sorted((k for k, v in values.items() if math.isfinite(v)), key=lambda k: (values[k], k))
 
 
+def first_promotion(first: Mapping[int, float], n_rungs: int, *, eta: int = ETA,
+                    groups: Mapping[int, str] | None = None) -> list[int]:
+    """The trials rung 0 (values ``first``) sends to rung 1, best first: its best
+    ``min(ceil(N / eta), eta^(R-2))`` successful ones, then, with ``groups`` (trial ->
+    algorithm), the best trial of every other algorithm (module docstring)."""
+    ranked = _ranked(first)
+    chosen = ranked[:min(math.ceil(len(ranked) / eta), eta ** max(n_rungs - 2, 0))]
+    if groups is not None:
+        leaders = {}
+        for k in ranked:
+            leaders.setdefault(groups[k], k)
+        chosen += [k for k in leaders.values() if k not in chosen]
+    return chosen
+
+
 def successive_halving(first: Mapping[int, float], sizes: Sequence[int], evaluate: Callable[[int, int], float],
                        *, eta: int = ETA, groups: Mapping[int, str] | None = None) -> list[Rung]:
     """The bracket's rungs after rung 0 (the search's values ``first``, trial -> value on
@@ -79,12 +94,8 @@ def successive_halving(first: Mapping[int, float], sizes: Sequence[int], evaluat
     if eta < 2:
         raise ValueError(f"eta must be at least 2, got {eta}")
     rungs = [Rung(int(sizes[0]), dict(first))]
-    ranked = _ranked(first)
-    take = min(math.ceil(len(ranked) / eta), eta ** max(len(sizes) - 2, 0))
-    if groups is not None:  # rung 1: the best trials, then the best of each other algorithm
-        leaders = [k for i, k in enumerate(ranked) if groups[k] not in {groups[j] for j in ranked[:i]}]
-        ranked = ranked[:take] + [k for k in leaders if k not in ranked[:take]]
-        take = len(ranked)
+    ranked = first_promotion(first, len(sizes), eta=eta, groups=groups)
+    take = len(ranked)
     for rows in sizes[1:-1]:
         chosen = ranked[:take]
         if len(chosen) < 2:
@@ -111,4 +122,4 @@ def winner(rungs: Sequence[Rung]) -> int | None:
     return None
 
 
-__all__ = ["ETA", "FIRST_RUNG", "Rung", "rung_sizes", "successive_halving", "winner"]
+__all__ = ["ETA", "FIRST_RUNG", "Rung", "first_promotion", "rung_sizes", "successive_halving", "winner"]

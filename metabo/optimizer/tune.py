@@ -95,7 +95,7 @@ from metabo.optimizer.budget import (
     deadline,
     final_fit_seconds,
 )
-from metabo.optimizer.halving import ETA, Rung, rung_sizes, successive_halving, winner
+from metabo.optimizer.halving import ETA, Rung, first_promotion, rung_sizes, successive_halving, winner
 from metabo.optimizer.history import History, Trial, TrialRecord
 from metabo.optimizer.limits import DefaultLimit, default_limit
 from metabo.optimizer.optimizer import Optimizer, Select, get_session
@@ -763,10 +763,9 @@ def _halving_reserve(history: History, sizes: Sequence[int], budget: float) -> f
     rung, scaled linearly to the rung's rows (:mod:`metabo.optimizer.halving`)."""
     if len(sizes) < 3:
         return 0.0
-    done = sorted((r for r in history.completed if r.ok), key=lambda r: (r.value, r.number))
-    take = min(math.ceil(len(done) / ETA), ETA ** (len(sizes) - 2))
-    leaders = {r.algorithm: r for r in reversed(done)}  # the best of each algorithm
-    chosen = done[:take] + [r for r in leaders.values() if r not in done[:take]]
+    done = [r for r in history.completed if r.ok]
+    chosen = [history[k] for k in first_promotion({r.number: float(r.value) for r in done}, len(sizes),
+                                                  groups={r.number: r.algorithm for r in done})]
     seconds = 0.0
     for rows in sizes[1:-1]:
         if len(chosen) < 2:
