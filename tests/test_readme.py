@@ -63,6 +63,7 @@ marked ``slow``; they run in plain ``pytest -q`` (``-m "not slow"`` leaves them 
 
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.util
 import itertools
@@ -117,7 +118,7 @@ def readme_fenced() -> list[Block]:
     text = README.read_text()
     pattern = r"(?:^<!-- readme-test: (\w+): (.*?) -->\n)?^```(\w+)\n(.*?)^```"
     return [Block(m.group(3), text.count("\n", 0, m.start(4)) + 1, m.group(4), m.group(1) or "", m.group(2) or "")
-            for m in re.finditer(pattern, text, flags=re.S | re.M)]
+            for m in re.finditer(pattern, text, flags=re.DOTALL | re.MULTILINE)]
 
 
 def readme_blocks(lang: str) -> list[tuple[int, str]]:
@@ -148,7 +149,9 @@ SUBSTITUTIONS = [
     ("--time-budget 60", "--time-budget 20", "a minute of wall clock"),
     ("keel:letter --time-budget 120", "keel:letter --time-budget 25 --algorithms lda decision_tree",
      "two minutes on 20,000 rows; 10 s would go to loading it, 25 s with two quick algorithms still halves"),
-    ("--time-budget 120", "--time-budget 10", "two minutes of wall clock"),
+    ("--time-budget 120", "--time-budget 30",
+     "two minutes of wall clock; the clock starts with the process, and on a loaded machine 10 s went to "
+     "imports, loading and meta-features before any trial"),
     ("--budget 20 --strategy rlgp", "--budget 8 --strategy rlgp", "20 RLGP trials"),
     ("--budget 50", "--budget 8", "50 GP-BO trials"),
     ("--budget 40", "--budget 4", "40 trials on a Dask cluster"),
@@ -209,7 +212,7 @@ COMMANDS = readme_commands()
 
 # ------------------------------------------------------------------------------ the existing checks
 IMPORTS = sorted({(m, n.strip()) for block in (b.text for b in readme_fenced() if b.lang == "python")
-                  for m, names in re.findall(r"^from (metabo[\w.]*) import (.+)$", block, flags=re.M)
+                  for m, names in re.findall(r"^from (metabo[\w.]*) import (.+)$", block, flags=re.MULTILINE)
                   for n in names.split(",")})
 
 
@@ -384,7 +387,7 @@ def test_python_block_runs(block, sandbox, capsys, monkeypatch):
             with socket.socket() as probe:
                 if probe.connect_ex(("127.0.0.1", SERVE_PORT)) == 0:
                     pytest.skip(f"port {SERVE_PORT} is taken: cannot start metabo serve where the block expects it")
-            import metabo.testing.service as service
+            from metabo.testing import service
 
             monkeypatch.setattr(service, "free_port", lambda: SERVE_PORT)
             from metabo.kb import KnowledgeBase
@@ -416,7 +419,14 @@ def _fill_openml(server) -> None:
     task 31 on a dataset 31, flow 6969 (a random forest) with four setups run on it."""
     from sklearn.datasets import load_iris
 
-    from metabo.testing.openml_server import RF_CLASS, FakeDataset, FakeRun, FakeSetup, FakeTask, sklearn_flow
+    from metabo.testing.openml_server import (
+        RF_CLASS,
+        FakeDataset,
+        FakeRun,
+        FakeSetup,
+        FakeTask,
+        sklearn_flow,
+    )
 
     iris = load_iris(as_frame=True)
     frame = iris.frame.rename(columns={"target": "class"})
@@ -658,7 +668,11 @@ def _check_meta_features(shell, out):
 
 def _check_build(shell, out):
     evaluated = int(re.search(r"(\d+) evaluated", out).group(1))
-    assert evaluated == 84 and "'ok': 84" in out   # 42 datasets x 2 algorithms (ring has no runs)
+    by_status = ast.literal_eval(re.search(r"by status: (\{[^}]*\})", out).group(1))
+    # 42 datasets x 2 algorithms (ring has no runs), every one recorded: ok, or (svm_rbf on magic
+    # or letter on a loaded machine) past the default 60 s limit, never a crash
+    assert evaluated == 84 == sum(by_status.values()) and set(by_status) <= {"ok", "timeout"}
+    assert by_status["ok"] >= 80
 
 
 def _check_build_resumed(shell, out):
@@ -675,7 +689,7 @@ def _check_ingest_openml(shell, out):
 def _trials(shell, out, metric="error_rate") -> int:
     """How many trials the session the output names stored (one run of ``metric`` on each
     of a trial's folds: counted on the first fold)."""
-    session = re.search(r"^session (\S+):", out, flags=re.M).group(1)
+    session = re.search(r"^session (\S+):", out, flags=re.MULTILINE).group(1)
     with shell.kb() as kb:
         return int(kb.query("SELECT count(*) FROM runs WHERE source = ? AND metric = ? AND fold = 0",
                             [f"session:{session}", metric]).iloc[0, 0])
@@ -700,8 +714,8 @@ def _check_predict(shell, out):
 
 def _check_sessions(shell, out):
     # the two tunings of data.csv so far: budget 20 (warm), then the timed one
-    assert re.search(r"^\s*tune-\S+\s+data\s+warm\s+error_rate\s+20\s+0\s+\S+\s+done", out, flags=re.M), out
-    assert len(re.findall(r"^\s*tune-\S+\s+data\s", out, flags=re.M)) == 2
+    assert re.search(r"^\s*tune-\S+\s+data\s+warm\s+error_rate\s+20\s+0\s+\S+\s+done", out, flags=re.MULTILINE), out
+    assert len(re.findall(r"^\s*tune-\S+\s+data\s", out, flags=re.MULTILINE)) == 2
 
 
 def _check_tune_gp(shell, out):
@@ -709,7 +723,7 @@ def _check_tune_gp(shell, out):
 
 
 def _check_suggest(shell, out):
-    assert len(re.findall(r"^\s*\d+\. \w+ \{", out, flags=re.M)) == 5
+    assert len(re.findall(r"^\s*\d+\. \w+ \{", out, flags=re.MULTILINE)) == 5
 
 
 def _check_transfer(shell, out):
