@@ -80,13 +80,13 @@ def ensemble_selection(probas: Sequence[np.ndarray] | np.ndarray, y: np.ndarray,
         raise InputDataError(f"max_size and n_init must be >= 1, got {max_size}, {n_init}")
     loss = get_metric(metric)
     H = P.shape[0]
-    single = _losses(metric, loss, y, P)
+    single = library_losses(metric, loss, y, P)
     order = [int(h) for h in np.argsort(single, kind="stable")[: min(n_init, H, max_size)]]
     total = P[order].sum(axis=0)
     trajectory = [float(loss(y, P[order[: k + 1]].mean(axis=0))) for k in range(len(order))]
     while len(order) < max_size:
         size = len(order) + 1
-        scores = _losses(metric, loss, y, (total[None] + P) / size)
+        scores = library_losses(metric, loss, y, (total[None] + P) / size)
         h = int(np.argmin(scores))  # ties: the lowest index
         order.append(h)
         total += P[h]
@@ -107,7 +107,7 @@ def bagged_selection(probas: Sequence[np.ndarray] | np.ndarray, y: np.ndarray, *
     if n_bags < 1 or not 0.0 < fraction <= 1.0:
         raise InputDataError(f"n_bags must be >= 1 and fraction in (0, 1], got {n_bags}, {fraction}")
     H = P.shape[0] if P.ndim == 3 else 0
-    size = max(1, int(round(fraction * H)))
+    size = max(1, round(fraction * H))
     rng = np.random.default_rng(seed)
     total: dict[int, float] = {}
     for _ in range(n_bags):
@@ -139,7 +139,7 @@ def select_from(probas: Mapping[int, np.ndarray], y: np.ndarray, *, metric: str 
     return {numbers[h]: w for h, w in weights.items()}
 
 
-def _losses(metric: str, loss: Callable[..., float], y: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+def library_losses(metric: str, loss: Callable[..., float], y: np.ndarray, candidates: np.ndarray) -> np.ndarray:
     """``L(y, candidates[h])`` for every ``h`` of (H, n, K): the error rate in one vectorized
     step (arg max, first maximum, as :func:`metabo.evaluation.metrics.error_rate`), any
     other metric one call each."""
@@ -185,4 +185,11 @@ class PostHocSelection(EnsembleSearch):
                            n_bags=self.n_bags, fraction=self.fraction, seed=seed, rows=rows)
 
 
-__all__ = ["EnsembleSelection", "PostHocSelection", "bagged_selection", "ensemble_selection", "select_from"]
+__all__ = [
+    "EnsembleSelection",
+    "PostHocSelection",
+    "bagged_selection",
+    "ensemble_selection",
+    "library_losses",
+    "select_from",
+]
