@@ -23,8 +23,9 @@ Notation: ``m`` distinct members ``(a_j, theta_j)`` (algorithm, params) with wei
 Model files: :meth:`EnsembleModel.save` writes a ``skops`` file (``.skops``, the default:
 a zip of JSON and arrays whose loading builds only named types) atomically;
 :meth:`EnsembleModel.load` reads it with ``skops.io.load``, trusting only the types of
-:data:`TRUSTED_TYPES` that the file names (:func:`skops.io.get_untrusted_types`), and
-refuses any other type, naming it, before anything is built. A joblib pickle (``.joblib``,
+:data:`TRUSTED_TYPES`, and refuses any other type, naming it, before anything is built; a
+file this machine wrote or checked before is read from its signed local copy instead
+(:mod:`metabo.ensembles.model_cache`: an unpickle of verified bytes, not skops' audit). A joblib pickle (``.joblib``,
 ``.pkl``, ``.pickle``) runs whatever code it holds when loaded: it is written and read only
 with ``trusted=True``, and a file that is not a zip archive is never unpickled without it,
 whatever its name.
@@ -32,6 +33,7 @@ whatever its name.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import tempfile
@@ -49,6 +51,7 @@ from threadpoolctl import threadpool_limits
 
 from metabo.data.dataset import Dataset, _num_label, feature_frame
 from metabo.ensembles.combine import majority_vote
+from metabo.ensembles.model_cache import cached_payload, file_digest, keep_payload
 from metabo.evaluation.evaluate import _proba, _summarize
 from metabo.evaluation.factories import registry_factory
 from metabo.evaluation.metrics import get_metric
@@ -326,6 +329,8 @@ class EnsembleModel(ClassifierMixin, BaseEstimator):
                 raise OutputFileError(f"cannot write the model to {path}: {e.strerror or e}; "
                                       "nothing was written") from e
             raise
+        if not is_pickle_path(path):  # a payload built here is checked: predicting from the file reads the copy
+            keep_payload(hashlib.sha256(data).hexdigest(), payload)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], *, trusted: bool = False) -> EnsembleModel:
@@ -344,14 +349,7 @@ class EnsembleModel(ClassifierMixin, BaseEstimator):
                 "if you trust where it came from, with --trusted (trusted=True)")
         try:
             if skops_file:
-                import skops.io as sio  # here: importing it lists every scikit-learn estimator (seconds)
-
-                types = sio.get_untrusted_types(file=path)
-                outside = _untrusted(types)
-                if outside:
-                    raise InputDataError(f"{path} holds {outside[0]}, a type metabo does not trust in a model "
-                                         "file; refused")
-                payload = sio.load(path, trusted=types)
+                payload = _load_checked(path)
             else:
                 payload = joblib.load(path)
         except InputDataError:
@@ -372,6 +370,29 @@ class EnsembleModel(ClassifierMixin, BaseEstimator):
         model.feature_names_in_ = np.asarray(payload["feature_names"], dtype=object)
         model.n_features_in_ = len(model.feature_names_in_)
         return model
+
+
+def _load_checked(path: Path) -> Any:
+    """A skops file's payload: the signed local copy kept when this machine last wrote or
+    checked a file of the same bytes (:mod:`metabo.ensembles.model_cache`), else loaded by
+    skops trusting only :data:`TRUSTED_TYPES` (one audit: a type outside them is refused,
+    named, before anything is built) and then kept."""
+    digest = file_digest(path)
+    payload = cached_payload(digest)
+    if payload is not None:
+        return payload
+    import skops.io as sio  # here: importing it lists every scikit-learn estimator (seconds)
+    from skops.io.exceptions import UntrustedTypesFoundException
+
+    try:
+        payload = sio.load(path, trusted=sorted(TRUSTED_TYPES))
+    except UntrustedTypesFoundException:
+        outside = _untrusted(sio.get_untrusted_types(file=path)) or ["a type outside the allow-list"]
+        raise InputDataError(f"{path} holds {outside[0]}, a type metabo does not trust in a model file; "
+                             "refused") from None
+    if isinstance(payload, dict) and payload.get("format") == FORMAT:
+        keep_payload(digest, payload)
+    return payload
 
 
 def refit_test_error(

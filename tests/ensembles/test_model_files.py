@@ -37,13 +37,28 @@ def tiny() -> tuple[pd.DataFrame, pd.Series, pd.DataFrame]:
     return X[:60], y[:60], X[60:]
 
 
+@pytest.fixture(autouse=True)
+def home(tmp_path, monkeypatch) -> Path:
+    """A home of the test's own: the signed copies of checked model files go there."""
+    monkeypatch.setenv("METABO_HOME", str(tmp_path / "home"))
+    return tmp_path / "home"
+
+
 def _round_trip(model: EnsembleModel, path: Path, X_new: pd.DataFrame) -> EnsembleModel:
+    """Saved, then loaded twice: through skops (another home, whose cache is empty) and
+    from the signed copy the save kept (this home): both predict as the model does."""
     model.save(path)
     assert set(sio.get_untrusted_types(file=path)) <= TRUSTED_TYPES
-    loaded = EnsembleModel.load(path)
-    np.testing.assert_array_equal(loaded.predict_proba(X_new), model.predict_proba(X_new))
-    np.testing.assert_array_equal(loaded.predict(X_new), model.predict(X_new))
-    assert loaded.configurations == model.configurations and list(loaded.classes_) == list(model.classes_)
+    home = os.environ["METABO_HOME"]
+    os.environ["METABO_HOME"] = home + "-other"
+    try:
+        loaded = EnsembleModel.load(path)
+    finally:
+        os.environ["METABO_HOME"] = home
+    for loaded in (loaded, EnsembleModel.load(path)):
+        np.testing.assert_array_equal(loaded.predict_proba(X_new), model.predict_proba(X_new))
+        np.testing.assert_array_equal(loaded.predict(X_new), model.predict(X_new))
+        assert loaded.configurations == model.configurations and list(loaded.classes_) == list(model.classes_)
     return loaded
 
 
