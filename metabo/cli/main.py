@@ -13,7 +13,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from metabo.cli import watchdog
 
@@ -22,19 +22,10 @@ _COMMAND = __name__ == "__main__" or os.path.basename(sys.argv[0]) == "metabo"
 if _COMMAND:
     watchdog.install_for_command(sys.argv)  # before the imports below: Ctrl-C during them ends it too
 
-try:  # Ctrl-C while the commands' modules load: one line and 130, as during a command
+try:  # Ctrl-C while the modules load: one line and 130, as during a command
+    import importlib
+
     from metabo import __version__
-    from metabo.cli import (
-        data_cmds,
-        ingest_cmds,
-        kb_cmds,
-        predict_cmds,
-        serve_cmds,
-        sessions_cmds,
-        space_cmds,
-        transfer_cmds,
-        tune_cmds,
-    )
     from metabo.cli._args import count
     from metabo.exceptions import MetaboError
 except KeyboardInterrupt:
@@ -42,6 +33,22 @@ except KeyboardInterrupt:
         raise
     print("interrupted; nothing was done", file=sys.stderr)
     raise SystemExit(130) from None
+
+#: the modules of ``metabo.cli`` that define the commands, in the order ``--help`` lists them
+COMMAND_MODULES = ("kb_cmds", "data_cmds", "ingest_cmds", "space_cmds", "tune_cmds", "predict_cmds",
+                   "sessions_cmds", "transfer_cmds", "serve_cmds")
+#: each top-level command's module: a command imports its own module only (``metabo predict``
+#: loads no optimizer, strategy or service), the whole set only for ``--help`` and the like
+_MODULE_OF = {"quickstart": "data_cmds", "kb": "kb_cmds", "data": "data_cmds", "ingest": "ingest_cmds",
+              "space": "space_cmds", "tune": "tune_cmds", "predict": "predict_cmds", "sessions": "sessions_cmds",
+              "suggest": "transfer_cmds", "transfer": "transfer_cmds", "serve": "serve_cmds"}
+
+
+def _command_modules(argv: Sequence[str] | None) -> tuple[str, ...]:
+    """The command modules ``argv`` needs: its command's, or all of them."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    name = _MODULE_OF.get(words[0]) if words else None
+    return COMMAND_MODULES if name is None else (name,)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -51,7 +58,8 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(modules: Sequence[str] = COMMAND_MODULES) -> argparse.ArgumentParser:
+    """The ``metabo`` parser with the commands of ``modules`` (names of :data:`COMMAND_MODULES`)."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--kb", default=None, metavar="PATH",
                         help="an existing knowledge base file (metabo kb init PATH creates one; a missing "
@@ -64,6 +72,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"metabo {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
+    loaded = {m: importlib.import_module(f"metabo.cli.{m}") for m in COMMAND_MODULES if m in modules}
+    if "data_cmds" in loaded:
+        _quickstart(sub, common, loaded["data_cmds"].cmd_quickstart)
+    for module in loaded.values():
+        module.register(sub, common)
+    for command in sub.choices.values():
+        _shared_arguments(command)
+    return parser
+
+
+def _quickstart(sub: Any, common: argparse.ArgumentParser, func: Any) -> None:
     quick = sub.add_parser(
         "quickstart", parents=[common],
         help="build the default knowledge base from bundled and KEEL datasets and query it",
@@ -74,19 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     quick.add_argument("--demo-budget", type=count(high=10_000), default=15, help="evaluations of each tuning in the demo")
     quick.add_argument("--demo-seeds", type=count(high=1000), default=3,
                        help="seeds of the demo (--seed, --seed + 1, ...): the spread over them is shown")
-    quick.set_defaults(func=data_cmds.cmd_quickstart)
-    kb_cmds.register(sub, common)
-    data_cmds.register(sub, common)
-    ingest_cmds.register(sub, common)
-    space_cmds.register(sub, common)
-    tune_cmds.register(sub, common)
-    predict_cmds.register(sub, common)
-    sessions_cmds.register(sub, common)
-    transfer_cmds.register(sub, common)
-    serve_cmds.register(sub, common)
-    for command in sub.choices.values():
-        _shared_arguments(command)
-    return parser
+    quick.set_defaults(func=func)
 
 
 #: Help for arguments many commands share, where a command gives none.
@@ -123,7 +130,11 @@ def _shared_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    try:
+        parser = build_parser(_command_modules(argv))
+    except KeyboardInterrupt:
+        print("interrupted; nothing was done", file=sys.stderr)
+        return 130
     args = parser.parse_args(argv)
     level = logging.WARNING - 10 * min(args.verbose, 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
@@ -131,8 +142,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from tqdm.contrib.logging import logging_redirect_tqdm
 
     try:
-        if getattr(args, "kb", None) is not None and args.func is not kb_cmds.cmd_init:
-            kb_cmds.check_kb_arg(args.kb)  # before any data is read: --kb names an existing store
+        if getattr(args, "kb", None) is not None:
+            from metabo.cli import kb_cmds
+
+            if args.func is not kb_cmds.cmd_init:
+                kb_cmds.check_kb_arg(args.kb)  # before any data is read: --kb names an existing store
         with logging_redirect_tqdm():  # log lines above the progress bars, not inside them
             return int(args.func(args) or 0)
     except BrokenPipeError:  # the reader went away (metabo kb datasets | head): stop quietly

@@ -15,11 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from metabo.exceptions import InputDataError
-from metabo.optimizer.history import History
+
+if TYPE_CHECKING:
+    from metabo.optimizer.history import History
 
 
 def votes(probas: Sequence[np.ndarray] | np.ndarray) -> np.ndarray:
@@ -80,6 +83,10 @@ def relabel(history: History, values: Mapping[int, float]) -> History:
             raise InputDataError(f"trial {r.number} was told without its validation predictions: call observe")
         else:
             records.append(r)
+    from metabo.optimizer.history import (
+        History,  # here: a model's combination needs no optimizer
+    )
+
     return History(records)
 
 
