@@ -27,8 +27,11 @@ For each ``k``, the held-out task's model is what ``tune`` would return from the
 picks: :class:`~metabo.ensembles.library.OutOfFoldLibrary` chooses on the held-out task's
 out-of-fold predictions (guarded ensemble or single best), and its test error is measured on
 the test part, which no choice saw. The held-out task's predictions are never used to pick.
-Printed: mean test error per k, wins/ties/losses and the Wilcoxon p of ``ensemble`` against
-``single``, and the recorded fit seconds of the first k picks on the held-out task.
+Printed, for the first k picks and for the picks whose fit seconds recorded on the held-out
+task (summed over folds, plus ``--overhead`` seconds per pick for what a trial costs beyond
+its fits) fit in a budget (the first pick always counts): mean test error over
+the tasks where every method has a model, wins/ties/losses and the Wilcoxon p of each method
+against ``single``.
 """
 
 from __future__ import annotations
@@ -154,7 +157,8 @@ def _model_error(task: dict, picks: list[int], seed: int) -> tuple[float, str]:
     return float(np.mean(codes != task["y_test"])), choice.kept
 
 
-def run(kb_file: str, cache: Path, ks: list[int], out: Path | None, seed: int, cost_power: float) -> None:
+def run(kb_file: str, cache: Path, ks: list[int], budgets: list[float], out: Path | None, seed: int,
+        cost_power: float, overhead: float) -> None:
     files = sorted(cache.glob("*.npz"))
     tasks = {}
     for f in files:
@@ -167,7 +171,7 @@ def run(kb_file: str, cache: Path, ks: list[int], out: Path | None, seed: int, c
     fingerprints = kb.query("SELECT dataset_id, fingerprint FROM datasets").set_index("dataset_id")["fingerprint"]
     records = recorded_fit_seconds(kb, list(tasks))
     rows = []
-    n = max(ks)
+    n = max(*ks, 25)
     for target in tasks:
         same = {d for d, fp in fingerprints.items() if fp and fp == fingerprints.get(target)}
         past_ids = [t for t in tasks if t not in same and t != target]
@@ -201,18 +205,24 @@ def run(kb_file: str, cache: Path, ks: list[int], out: Path | None, seed: int, c
             "ensemble-cost": ensemble_portfolio(preds, n, weights=w, seconds=seconds, cost_power=cost_power),
         }
         tpos = idx[target].get_indexer(cand)
+        secs = tasks[target]["seconds"]
         for method, picks in portfolios.items():
-            for k in ks:
-                mine = [int(tpos[j]) for j in picks[:k]]
-                error, kept = _model_error(tasks[target], mine, seed)
-                spent = float(sum(tasks[target]["seconds"][p] for p in mine if p >= 0))
-                rows.append({"task": target, "method": method, "k": k, "test_error": error, "kept": kept,
-                             "seconds": spent, "first": algos[cand[picks[0]]]})
-        print(f"{target}: " + "  ".join(f"{m} {r['test_error']:.4f}" for m in portfolios
-                                         for r in rows[-len(ks) * len(portfolios):] if r["method"] == m
-                                         and r["k"] == 10), flush=True)
+            mine = [int(tpos[j]) for j in picks]
+            spent = np.cumsum([(secs[p] if p >= 0 else 0.0) + overhead for p in mine])
+            # the picks that finish within each budget (the first always: a search has a model)
+            fits = {b: max(1, int(np.searchsorted(spent, b, side="right"))) for b in budgets}
+            memo: dict[int, tuple[float, str]] = {}
+            for k in sorted({*ks, *fits.values()}):
+                memo[k] = _model_error(tasks[target], mine[:k], seed)
+            for kind, sizes in (("k", {k: k for k in ks}), ("seconds", fits)):
+                for x, k in sizes.items():
+                    error, kept = memo[k]
+                    rows.append({"task": target, "method": method, "by": kind, "x": x, "k": k, "test_error": error,
+                                 "kept": kept, "seconds": float(spent[k - 1]), "first": algos[cand[picks[0]]]})
+        print(f"{target}: " + "  ".join(f"{r['method']} {r['test_error']:.4f}" for r in rows[-len(rows):]
+                                         if r["task"] == target and r["by"] == "k" and r["x"] == 10), flush=True)
     frame = pd.DataFrame(rows)
-    report = summarize(frame, ks)
+    report = summarize(frame)
     print(report)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
@@ -220,23 +230,26 @@ def run(kb_file: str, cache: Path, ks: list[int], out: Path | None, seed: int, c
         (out / "summary.txt").write_text(report + "\n")
 
 
-def summarize(frame: pd.DataFrame, ks: list[int]) -> str:
-    lines = [f"{frame['task'].nunique()} held-out tasks; model test error of the first k picks (guarded ensemble)",
-             f"{'k':>3} " + " ".join(f"{m:>14}" for m in frame["method"].unique())
-             + "   each against single: w/t/l, Wilcoxon p;   median seconds of the k picks"]
-    wide = frame.pivot_table(index=["task", "k"], columns="method", values="test_error")
-    secs = frame.pivot_table(index=["task", "k"], columns="method", values="seconds")
-    for k in ks:
-        sub = wide.xs(k, level="k")
-        parts = []
-        for other in [m for m in sub.columns if m != "single"]:
-            d = (sub[other] - sub["single"]).dropna()
-            w, t, l_ = int((d < -1e-12).sum()), int((abs(d) <= 1e-12).sum()), int((d > 1e-12).sum())
-            p = wilcoxon(d[abs(d) > 1e-12]).pvalue if (abs(d) > 1e-12).sum() >= 5 else float("nan")
-            parts.append(f"{w:>2}/{t:>2}/{l_:>2} p {p:.3f}")
-        s = secs.xs(k, level="k").median()
-        lines.append(f"{k:>3} " + " ".join(f"{sub[m].mean():>14.4f}" for m in sub.columns) + "   "
-                     + "   ".join(parts) + "   " + "/".join(f"{s[m]:.1f}" for m in sub.columns))
+def summarize(frame: pd.DataFrame) -> str:
+    """Mean test error per method over the tasks every method has a model on, and each
+    method against ``single``: wins/ties/losses and the Wilcoxon signed-rank p."""
+    methods = list(dict.fromkeys(frame["method"]))
+    lines = [(f"{frame['task'].nunique()} held-out tasks; test error of the model tune keeps from the picks "
+              "(guarded ensemble or single best); each method against single: wins/ties/losses, Wilcoxon p")]
+    for kind, title in (("k", "first k picks"), ("seconds", "the picks whose recorded fit seconds fit in x")):
+        sub_frame = frame[frame["by"] == kind]
+        lines += ["", f"{title}:", f"{'x':>5} " + " ".join(f"{m:>18}" for m in methods) + "   mean picks"]
+        for x, group in sub_frame.groupby("x"):
+            wide = group.pivot_table(index="task", columns="method", values="test_error").dropna()
+            parts = []
+            for other in methods[1:]:
+                d = wide[other] - wide["single"]
+                w, t, l_ = int((d < -1e-12).sum()), int((abs(d) <= 1e-12).sum()), int((d > 1e-12).sum())
+                p = wilcoxon(d[abs(d) > 1e-12]).pvalue if (abs(d) > 1e-12).sum() >= 5 else float("nan")
+                parts.append(f"{other} {w}/{t}/{l_} p {p:.3f}")
+            picks = group.groupby("method")["k"].mean()
+            lines.append(f"{x:>5g} " + " ".join(f"{wide[m].mean():>18.4f}" for m in methods) + "   "
+                         + "/".join(f"{picks[m]:.1f}" for m in methods) + f"   (n={len(wide)})  " + "; ".join(parts))
     return "\n".join(lines)
 
 
@@ -250,14 +263,17 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--seed", type=int, default=0)
     sub.choices["extract"].add_argument("--valid-rows", type=int, default=600)
     sub.choices["extract"].add_argument("--test-rows", type=int, default=2000)
-    sub.choices["run"].add_argument("--ks", type=int, nargs="+", default=[1, 2, 3, 5, 8, 10, 15, 20, 25])
+    sub.choices["run"].add_argument("--ks", type=int, nargs="+", default=[1, 3, 5, 10, 25])
+    sub.choices["run"].add_argument("--budgets", type=float, nargs="+", default=[2, 5, 10, 20, 40])
     sub.choices["run"].add_argument("--out", type=Path)
     sub.choices["run"].add_argument("--cost-power", type=float, default=0.5)
+    sub.choices["run"].add_argument("--overhead", type=float, default=0.0,
+                                    help="seconds each pick costs beyond its recorded fits (a trial's own set-up)")
     args = parser.parse_args(argv)
     if args.command == "extract":
         extract(args.kb, args.cache, args.valid_rows, args.test_rows, args.seed)
     else:
-        run(args.kb, args.cache, args.ks, args.out, args.seed, args.cost_power)
+        run(args.kb, args.cache, args.ks, args.budgets, args.out, args.seed, args.cost_power, args.overhead)
     return 0
 
 
