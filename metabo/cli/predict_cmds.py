@@ -7,9 +7,14 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
+
 import pandas as pd
 
 from metabo.exceptions import InputDataError, OutputFileError
+
+if TYPE_CHECKING:
+    from metabo.ensembles.model import EnsembleModel
 
 
 def predictions(model_path: str | os.PathLike[str], data: str | os.PathLike[str], *, target: str | None = None,
@@ -22,11 +27,17 @@ def predictions(model_path: str | os.PathLike[str], data: str | os.PathLike[str]
     column is read as the kind it had at fit (:meth:`~metabo.ensembles.model.EnsembleModel.aligned`).
     A joblib/pickle model file is loaded only with ``trusted`` (it runs code when loaded);
     a table without rows is refused (:class:`InputDataError`)."""
+    return _predict(model_path, data, target=target, proba=proba, trusted=trusted, keep=True)[0]
+
+
+def _predict(model_path: str | os.PathLike[str], data: str | os.PathLike[str], *, target: str | None,
+             proba: bool, trusted: bool, keep: bool) -> tuple[pd.DataFrame, EnsembleModel]:
+    """:func:`predictions` and the model (whose checked file is kept only with ``keep``)."""
     from metabo.data.dataset import feature_frame
     from metabo.data.files import read_table
     from metabo.ensembles.model import EnsembleModel
 
-    model = EnsembleModel.load(model_path, trusted=trusted)
+    model = EnsembleModel.load(model_path, trusted=trusted, keep=keep)
     frame, _ = read_table(data)
     if len(frame) == 0:
         raise InputDataError(f"{data} has no rows to predict (only a header)")
@@ -37,7 +48,7 @@ def predictions(model_path: str | os.PathLike[str], data: str | os.PathLike[str]
         P = model.predict_proba(X)
         for k, label in enumerate(model.classes_):
             out[f"proba_{label}"] = P[:, k]
-    return out
+    return out, model
 
 
 def _write_atomic(frame: pd.DataFrame, path: Path) -> None:
@@ -66,12 +77,14 @@ def cmd_predict(args: argparse.Namespace) -> int:
         raise InputDataError(f"no folder {args.out.parent} to write {args.out.name} in")
     if args.out is not None and args.out.is_dir():
         raise InputDataError(f"{args.out} is a folder; give a file name for the predictions")
-    out = predictions(args.model, args.data, target=args.target, proba=args.proba, trusted=args.trusted)
+    out, model = _predict(args.model, args.data, target=args.target, proba=args.proba, trusted=args.trusted,
+                          keep=False)
     if args.out is None:
         out.to_csv(sys.stdout, index=False)
     else:
         _write_atomic(out, args.out)
         print(f"wrote {len(out)} predictions to {args.out}", file=sys.stderr)
+    model.keep_checked()  # the command succeeded: the next prediction from this file skips the check
     return 0
 
 

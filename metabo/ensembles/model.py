@@ -292,12 +292,7 @@ class EnsembleModel(ClassifierMixin, BaseEstimator):
         :class:`OutputFileError` when the write fails (a full disk)."""
         check_is_fitted(self, "pipelines_")
         path = check_model_path(path, trusted=trusted)
-        payload = {
-            "format": FORMAT, "version": VERSION, "members": self.members_,
-            "weights": self.weights_.tolist(), "combine": self.combine, "seed": self.seed,
-            "threads": self.threads, "classes": self.classes_, "pipelines": self.pipelines_,
-            "feature_names": self.feature_names_in_.tolist(),
-        }
+        payload = self._payload()
         if is_pickle_path(path):
             def write(f: Any) -> None:
                 joblib.dump(payload, f)
@@ -332,12 +327,34 @@ class EnsembleModel(ClassifierMixin, BaseEstimator):
         if not is_pickle_path(path):  # a payload built here is checked: predicting from the file reads the copy
             keep_payload(hashlib.sha256(data).hexdigest(), payload)
 
+    def _payload(self) -> dict[str, Any]:
+        """What a model file holds."""
+        return {
+            "format": FORMAT, "version": VERSION, "members": self.members_,
+            "weights": self.weights_.tolist(), "combine": self.combine, "seed": self.seed,
+            "threads": self.threads, "classes": self.classes_, "pipelines": self.pipelines_,
+            "feature_names": self.feature_names_in_.tolist(),
+        }
+
+    def keep_checked(self) -> None:
+        """Keep the signed local copy of the skops file this model was checked from by
+        :meth:`load` with ``keep=False`` (:mod:`metabo.ensembles.model_cache`), once the
+        caller's work with it succeeded; nothing otherwise."""
+        digest = getattr(self, "_unkept_digest", None)
+        if digest is not None:
+            keep_payload(digest, self._payload())
+            self._unkept_digest = None
+
     @classmethod
-    def load(cls, path: str | os.PathLike[str], *, trusted: bool = False) -> EnsembleModel:
+    def load(cls, path: str | os.PathLike[str], *, trusted: bool = False, keep: bool = True) -> EnsembleModel:
         """The ensemble :meth:`save` wrote to ``path``. A skops file is read trusting only
-        :data:`TRUSTED_TYPES`; any other file is taken for a pickle and refused unless
-        ``trusted`` (unpickling runs the code it holds), before it is read.
-        :class:`InputDataError` for a missing, corrupt, foreign or refused file."""
+        :data:`TRUSTED_TYPES` (or from the signed local copy of a file of the same bytes
+        this machine wrote or checked); any other file is taken for a pickle and refused
+        unless ``trusted`` (unpickling runs the code it holds), before it is read.
+        ``keep``: keep a checked file's copy now; with False, :meth:`keep_checked` keeps it
+        later (``metabo predict`` does once the predictions are written, so that a failed
+        command leaves the home folder as it was). :class:`InputDataError` for a missing,
+        corrupt, foreign or refused file."""
         path = Path(path)
         if not path.is_file():
             raise InputDataError(f"no ensemble file at {path}")
@@ -347,9 +364,10 @@ class EnsembleModel(ClassifierMixin, BaseEstimator):
             raise InputDataError(
                 f"{path} is not a skops file: a joblib/pickle model runs code when it is loaded; load it only "
                 "if you trust where it came from, with --trusted (trusted=True)")
+        unkept = None
         try:
             if skops_file:
-                payload = _load_checked(path)
+                payload, unkept = _load_checked(path)
             else:
                 payload = joblib.load(path)
         except InputDataError:
@@ -369,18 +387,22 @@ class EnsembleModel(ClassifierMixin, BaseEstimator):
         model.classes_ = np.asarray(payload["classes"])
         model.feature_names_in_ = np.asarray(payload["feature_names"], dtype=object)
         model.n_features_in_ = len(model.feature_names_in_)
+        model._unkept_digest = unkept
+        if keep:
+            model.keep_checked()
         return model
 
 
-def _load_checked(path: Path) -> Any:
-    """A skops file's payload: the signed local copy kept when this machine last wrote or
-    checked a file of the same bytes (:mod:`metabo.ensembles.model_cache`), else loaded by
-    skops trusting only :data:`TRUSTED_TYPES` (one audit: a type outside them is refused,
-    named, before anything is built) and then kept."""
+def _load_checked(path: Path) -> tuple[Any, str | None]:
+    """A skops file's payload, and its SHA-256 when it was checked here and not yet kept:
+    the signed local copy kept when this machine last wrote or checked a file of the same
+    bytes (:mod:`metabo.ensembles.model_cache`), else loaded by skops trusting only
+    :data:`TRUSTED_TYPES` (one audit: a type outside them is refused, named, before
+    anything is built)."""
     digest = file_digest(path)
     payload = cached_payload(digest)
     if payload is not None:
-        return payload
+        return payload, None
     import skops.io as sio  # here: importing it lists every scikit-learn estimator (seconds)
     from skops.io.exceptions import UntrustedTypesFoundException
 
@@ -390,9 +412,7 @@ def _load_checked(path: Path) -> Any:
         outside = _untrusted(sio.get_untrusted_types(file=path)) or ["a type outside the allow-list"]
         raise InputDataError(f"{path} holds {outside[0]}, a type metabo does not trust in a model file; "
                              "refused") from None
-    if isinstance(payload, dict) and payload.get("format") == FORMAT:
-        keep_payload(digest, payload)
-    return payload
+    return payload, digest
 
 
 def refit_test_error(

@@ -103,3 +103,18 @@ def test_an_unwritable_home_costs_only_the_speed(tmp_path, monkeypatch):
     monkeypatch.setenv("METABO_HOME", str(blocker))  # a file: nothing can be made under it
     model_cache.keep_payload("0" * 64, {"x": 1})
     assert model_cache.cached_payload("0" * 64) is None
+
+
+def test_metabo_predict_keeps_the_copy_only_when_it_succeeds(saved, home, tmp_path):
+    from metabo.cli.main import main
+
+    path, model, X = saved
+    folder = home / "cache" / "models"
+    for f in folder.iterdir():
+        f.unlink()
+    X.drop(columns="b").to_csv(tmp_path / "other.csv", index=False)
+    assert main(["predict", str(path), str(tmp_path / "other.csv")]) == 2  # refused: a column missing
+    assert list(folder.iterdir()) == []  # the failed command left the home as it was
+    X.to_csv(tmp_path / "new.csv", index=False)
+    assert main(["predict", str(path), str(tmp_path / "new.csv"), "--out", str(tmp_path / "p.csv")]) == 0
+    assert (folder / f"{model_cache.file_digest(path)}.tag").is_file()
