@@ -117,7 +117,8 @@ def ensemble_portfolio(tasks: Sequence[TaskPredictions], n: int, *, weights: Seq
         gain = w @ np.maximum(0.0, level[:, None] - outcome)
         score = np.where(free, gain * discount, -np.inf)
         if groups is not None:
-            fresh = np.array([g not in {groups[p] for p in picked} for g in groups])
+            tried = {groups[p] for p in picked}
+            fresh = np.array([g not in tried for g in groups])
             if (fresh & (score > 0)).any():
                 score = np.where(fresh, score, -np.inf)
         c = int(np.argmax(score))  # ties: the lowest index
