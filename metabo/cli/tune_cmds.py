@@ -290,9 +290,11 @@ def cmd_tune(args: argparse.Namespace) -> int:
         what = "the selection" if len(result.model.members_) == 1 else \
             f"the ensemble of {len(result.model.members_)} members"
         print(f"model: {what} fitted on {rows}{cut}")
-    # the first model on the command's clock (loading the libraries included), as "in all"
+    # the first model on the command's clock (loading the libraries included), as "in all":
+    # the result counts from its time budget's start (the process's) or else from the call
     first = None if result.time_to_first_model is None else (
-        result.time_to_first_model + tune_started - args.started)
+        result.time_to_first_model + (result.started if result.started is not None else tune_started)
+        - args.started)
     print(f"time: {result.total_seconds:.1f} s in tune (final fit {result.refit_seconds or 0.0:.1f} s), "
           f"{time.monotonic() - args.started:.1f} s in all" + ("" if first is None else
                                                              f"; first model after {first:.1f} s"))

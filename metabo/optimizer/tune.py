@@ -134,8 +134,12 @@ class TuneResult:
     #: the rows ``model`` was fitted on: ``all``, or ``train+valid`` (asked for with
     #: ``final_rows``, or the fit on every row failed or was cut by the time budget)
     model_rows: Literal["all", "train+valid"] | None = None
-    #: wall-clock seconds from the start of the call to the end of each told trial, by number
+    #: wall-clock seconds from ``started`` to the end of each told trial, by number
     trial_end_seconds: dict[int, float] | None = None
+    #: the :func:`time.monotonic` instant those seconds count from: the time budget's start
+    #: when one was given (a budget started before the call counts what came before it),
+    #: else the start of the call
+    started: float | None = None
     #: wall-clock seconds of the final fit, and of the whole call
     refit_seconds: float | None = None
     total_seconds: float | None = None
@@ -171,7 +175,7 @@ class TuneResult:
 
     @property
     def time_to_first_model(self) -> float | None:
-        """Seconds from the start of the call to the end of the first successful trial."""
+        """Seconds from :attr:`started` to the end of the first successful trial."""
         ends = self.trial_end_seconds or {}
         ok = [ends[r.number] for r in self.history.completed if r.ok and r.number in ends]
         return min(ok) if ok else None
@@ -743,7 +747,8 @@ def tune(
                 model, model_rows = deployed, "all"
         refit_seconds = time.monotonic() - t0
     return TuneResult(opt.session_id, setup.dataset_id, metric, select, best, opt.history, refit_error, name, note,
-                      model=model, model_rows=model_rows, trial_end_seconds=ends, refit_seconds=refit_seconds,
+                      model=model, model_rows=model_rows, trial_end_seconds=ends, started=started,
+                      refit_seconds=refit_seconds,
                       total_seconds=time.monotonic() - started,
                       cv=setup.folds, ensemble=choice, ensemble_note=ensemble_note, rungs=rungs)
 

@@ -43,6 +43,28 @@ def test_tune_csv_random_search(tmp_path, capsys):
     assert code == 2 and "another search space" in err
 
 
+def test_first_model_is_counted_once_from_the_process_start_under_a_time_budget(tmp_path, capsys, monkeypatch):
+    """The time budget's clock starts with the process (its imports count): the first model
+    is timed on that clock, not on it plus the time before ``tune`` was called."""
+    import time
+
+    from metabo.cli import tune_cmds
+
+    csv = tmp_path / "iris.csv"
+    load_iris(as_frame=True).frame.to_csv(csv, index=False)
+    kb_path = str(tmp_path / "kb.duckdb")
+    assert main(["kb", "init", kb_path]) == 0
+    monkeypatch.setattr(tune_cmds, "process_start", lambda: time.monotonic() - 100.0)  # a slow start
+    code = main(["tune", str(csv), "--target", "target", "--budget", "2", "--time-budget", "400", "--strategy",
+                 "random", "--algorithms", "knn", "--kb", kb_path])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    timing = next(line for line in out.splitlines() if line.startswith("time: "))
+    in_all = float(timing.split(" s in all")[0].rsplit(" ", 1)[1])
+    first = float(timing.split("first model after ")[1].split()[0])
+    assert 100.0 <= first <= in_all < 200.0
+
+
 @pytest.mark.parametrize("column, words", [
     ("one", "the target 'y' has one class ('x' in all 40 rows): a classifier needs at least two"),
     ("numbers", "the target 'y' holds 40 distinct numbers, a regression target"),
