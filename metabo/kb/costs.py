@@ -80,39 +80,110 @@ def size_exponents(records: pd.DataFrame) -> dict[str, tuple[float, float]]:
     frame = _usable(records)
     frame = frame.assign(ls=np.log(frame["seconds"].astype(float)), ln=np.log(frame["rows"].astype(float)),
                          ld=np.log(frame["features"]))
-    for algorithm, group in frame.groupby("algorithm"):
-        centred = group[["ls", "ln", "ld"]] - group.groupby("config_id")[["ls", "ln", "ld"]].transform("mean")
+    # the fixed effect per configuration: every column centred within (algorithm, configuration), at once
+    logs = frame[["ls", "ln", "ld"]]
+    centred = logs - logs.groupby([frame["algorithm"], frame["config_id"]]).transform("mean")
+    for algorithm, group in centred.groupby(frame["algorithm"]):
         alpha, beta = DEFAULT_ALPHA, 0.0
-        if float((centred["ln"] ** 2).sum()) > 1e-12:
-            with_d = centred.dropna()
+        if float((group["ln"] ** 2).sum()) > 1e-12:
+            with_d = group.dropna()
             X = with_d[["ln", "ld"]].to_numpy()
             if len(with_d) >= 3 and np.linalg.matrix_rank(X) == 2 and float((with_d["ld"] ** 2).sum()) > 1e-12:
                 (alpha, beta), *_ = np.linalg.lstsq(X, with_d["ls"].to_numpy(), rcond=None)
             else:
-                alpha = float((centred["ln"] * centred["ls"]).sum() / (centred["ln"] ** 2).sum())
+                alpha = float((group["ln"] * group["ls"]).sum() / (group["ln"] ** 2).sum())
         out[str(algorithm)] = (float(np.clip(alpha, *ALPHA_RANGE)), float(np.clip(beta, *BETA_RANGE)))
     return out
 
 
+@dataclass(frozen=True)
+class FitCosts:
+    """Recorded fit seconds with the exponents fitted on them once: predictions for any
+    table (:meth:`predict`) and the rows scaling (:attr:`scaling`) without refitting.
+    ``records`` as :func:`recorded_fit_seconds` returns them."""
+
+    records: pd.DataFrame
+    exponents: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    #: predictions already made, by (rows, features): the warm start's and the trial
+    #: limits' are the same table's
+    _predicted: dict[tuple[int, int | None], dict[str, float]] = field(default_factory=dict, repr=False,
+                                                                      compare=False)
+
+    @classmethod
+    def from_records(cls, records: pd.DataFrame) -> FitCosts:
+        frame = _usable(records)
+        return cls(frame, size_exponents(frame) if not frame.empty else {})
+
+    @classmethod
+    def from_kb(cls, kb: KnowledgeBase, tasks: Sequence[str], *, metric: str = "error_rate",
+                algorithms: Sequence[str] | None = None) -> FitCosts:
+        """The costs of ``tasks``' runs of ``metric`` (of ``algorithms`` only, when given)."""
+        records = recorded_fit_seconds(kb, tasks, metric=metric)
+        if algorithms is not None:
+            records = records[records["algorithm"].isin(list(algorithms))]
+        return cls.from_records(records)
+
+    @classmethod
+    def for_target(cls, kb: KnowledgeBase, dataset_id: str | None, algorithms: Sequence[str], *,
+                   metric: str = "error_rate") -> FitCosts:
+        """The costs every other stored task recorded for ``algorithms``: the tasks with
+        ``dataset_id``'s content (same fingerprint) left out, as the warm start leaves them."""
+        tasks = kb.query(
+            "SELECT DISTINCT r.dataset_id FROM runs r JOIN configurations c USING (config_id) "
+            "WHERE r.metric = ? AND r.status = 'ok' AND r.fit_seconds > 0 "
+            "AND c.algorithm IN (SELECT unnest(?::VARCHAR[])) AND r.dataset_id NOT IN ("
+            "SELECT dataset_id FROM datasets WHERE dataset_id = ? OR fingerprint = "
+            "(SELECT fingerprint FROM datasets WHERE dataset_id = ?))",
+            [metric, list(algorithms), dataset_id, dataset_id])["dataset_id"].tolist()
+        return cls.from_kb(kb, tasks, metric=metric, algorithms=algorithms)
+
+    @property
+    def empty(self) -> bool:
+        return self.records.empty
+
+    def predict(self, n_rows: int, n_features: int | None = None) -> dict[str, float]:
+        """Stored configuration id -> predicted fit seconds on ``n_rows`` training rows of
+        ``n_features`` features (None: the features are not scaled); module docstring."""
+        key = (int(n_rows), None if n_features is None or n_features <= 0 else int(n_features))
+        if key not in self._predicted:
+            self._predicted[key] = self._predict(*key)
+        return dict(self._predicted[key])
+
+    def _predict(self, n_rows: int, n_features: int | None) -> dict[str, float]:
+        frame = self.records
+        if frame.empty:
+            return {}
+        default = (DEFAULT_ALPHA, 0.0)
+        alpha = frame["algorithm"].map(lambda x: self.exponents.get(str(x), default)[0]).to_numpy(dtype=float)
+        beta = frame["algorithm"].map(lambda x: self.exponents.get(str(x), default)[1]).to_numpy(dtype=float)
+        rows = frame["rows"].to_numpy(dtype=float)
+        largest = frame.groupby("algorithm")["rows"].transform("max").to_numpy(dtype=float)
+        scaled = frame["seconds"].to_numpy(dtype=float) * _growth(float(n_rows), alpha, largest) / _growth(
+            rows, alpha, largest)
+        if n_features is not None:
+            ratio = (float(n_features) / frame["features"].to_numpy(dtype=float))
+            scaled = scaled * np.where(np.isfinite(ratio), ratio, 1.0) ** beta
+        by_config = pd.Series(scaled, index=frame["config_id"]).groupby(level=0).median()
+        return {str(k): float(v) for k, v in by_config.items()}
+
+    @property
+    def scaling(self) -> RowsScaling:
+        """:class:`RowsScaling` of these records."""
+        if self.records.empty:
+            return RowsScaling()
+        largest = self.records.groupby("algorithm")["rows"].max()
+        return RowsScaling(dict(self.exponents), {str(a): float(n) for a, n in largest.items()})
+
+    def algorithm_of(self) -> dict[str, str]:
+        """Stored configuration id -> its algorithm."""
+        return dict(zip(self.records["config_id"].astype(str), self.records["algorithm"].astype(str)))
+
+
 def predicted_fit_seconds(records: pd.DataFrame, n_rows: int, n_features: int | None = None) -> dict[str, float]:
     """Stored configuration id -> predicted fit seconds on ``n_rows`` training rows of
-    ``n_features`` features (None: the features are not scaled); module docstring."""
-    if records.empty:
-        return {}
-    exponents = size_exponents(records)
-    frame = _usable(records)
-    if frame.empty:
-        return {}
-    alpha = frame["algorithm"].map(lambda x: exponents.get(str(x), (DEFAULT_ALPHA, 0.0))[0]).to_numpy(dtype=float)
-    beta = frame["algorithm"].map(lambda x: exponents.get(str(x), (DEFAULT_ALPHA, 0.0))[1]).to_numpy(dtype=float)
-    rows = frame["rows"].to_numpy(dtype=float)
-    largest = frame.groupby("algorithm")["rows"].transform("max").to_numpy(dtype=float)
-    scaled = frame["seconds"].to_numpy(dtype=float) * _growth(float(n_rows), alpha, largest) / _growth(rows, alpha,
-                                                                                                     largest)
-    if n_features is not None and n_features > 0:
-        ratio = (float(n_features) / frame["features"].to_numpy(dtype=float))
-        scaled = scaled * np.where(np.isfinite(ratio), ratio, 1.0) ** beta
-    return {str(k): float(v) for k, v in pd.Series(scaled, index=frame["config_id"]).groupby(level=0).median().items()}
+    ``n_features`` features (None: the features are not scaled); module docstring
+    (:meth:`FitCosts.predict`; build a :class:`FitCosts` once to predict for several tables)."""
+    return FitCosts.from_records(records).predict(n_rows, n_features)
 
 
 def _growth(rows: Any, alpha: Any, largest: Any) -> Any:
@@ -133,11 +204,7 @@ class RowsScaling:
 
     @classmethod
     def from_records(cls, records: pd.DataFrame) -> RowsScaling:
-        frame = _usable(records)
-        if frame.empty:
-            return cls()
-        largest = frame.groupby("algorithm")["rows"].max()
-        return cls(size_exponents(frame), {str(a): float(n) for a, n in largest.items()})
+        return FitCosts.from_records(records).scaling
 
     def __call__(self, algorithm: str, n: float, m: float) -> float:
         if algorithm not in self.exponents or algorithm not in self.largest or n <= 0:
@@ -154,5 +221,5 @@ def observed_scale(history: History, predicted: Mapping[str, float]) -> float:
     return float(np.clip(np.median(ratios), *SCALE_RANGE)) if ratios else 1.0
 
 
-__all__ = ["ALPHA_RANGE", "BETA_RANGE", "DEFAULT_ALPHA", "SCALE_RANGE", "RowsScaling", "observed_scale", "predicted_fit_seconds",
+__all__ = ["ALPHA_RANGE", "BETA_RANGE", "DEFAULT_ALPHA", "SCALE_RANGE", "FitCosts", "RowsScaling", "observed_scale", "predicted_fit_seconds",
            "recorded_fit_seconds", "size_exponents"]

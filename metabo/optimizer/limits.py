@@ -3,7 +3,7 @@
 Notation: ``a`` the trial's algorithm; ``n`` the rows of one fit (the protocol's training
 part) and ``d`` the features; ``p_a`` the predicted seconds of a fit of ``a`` on ``n`` rows
 of ``d`` features from the knowledge base (the :data:`QUANTILE` quantile over its recorded
-configurations of :func:`metabo.kb.costs.predicted_fit_seconds`; none without records); ``o`` the
+configurations of :meth:`metabo.kb.costs.FitCosts.predict`; none without records); ``o`` the
 slowest successful split of the session so far (its fit seconds over its splits, any
 algorithm). Each split of the trial may run
 
@@ -30,7 +30,7 @@ import numpy as np
 from metabo.optimizer.history import History
 
 if TYPE_CHECKING:
-    from metabo.kb.costs import RowsScaling
+    from metabo.kb.costs import FitCosts, RowsScaling
     from metabo.kb.store import KnowledgeBase
 
 logger = logging.getLogger(__name__)
@@ -76,30 +76,26 @@ class DefaultLimit:
 
 
 def default_limit(kb: KnowledgeBase | None, *, dataset_id: str | None, algorithms: list[str], n_rows: int,
-                  n_features: int, fits: int, metric: str = "error_rate") -> DefaultLimit:
-    """The :class:`DefaultLimit` of a table, ``p_a`` read from ``kb``'s recorded fit
-    seconds of ``algorithms`` on the other tasks (:mod:`metabo.kb.costs`); without a
-    knowledge base or records, only the floor and the session's own trials count."""
+                  n_features: int, fits: int, metric: str = "error_rate", costs: FitCosts | None = None
+                  ) -> DefaultLimit:
+    """The :class:`DefaultLimit` of a table, ``p_a`` from the recorded fit seconds of
+    ``algorithms`` on the other tasks (``costs``, else read from ``kb``:
+    :meth:`metabo.kb.costs.FitCosts.for_target`); without records, only the floor and the
+    session's own trials count."""
     predicted: dict[str, float] = {}
     scaling = None
-    if kb is not None and algorithms:
-        from metabo.kb.costs import RowsScaling, predicted_fit_seconds, recorded_fit_seconds
+    if costs is None and kb is not None and algorithms:
+        from metabo.kb.costs import FitCosts
 
-        tasks = kb.query(
-            "SELECT DISTINCT r.dataset_id FROM runs r JOIN configurations c USING (config_id) "
-            "WHERE r.metric = ? AND r.status = 'ok' AND r.fit_seconds > 0 AND r.dataset_id IS DISTINCT FROM ? "
-            "AND c.algorithm IN (SELECT unnest(?::VARCHAR[]))", [metric, dataset_id, list(algorithms)],
-        )["dataset_id"].tolist()
-        records = recorded_fit_seconds(kb, tasks, metric=metric)
-        records = records[records["algorithm"].isin(algorithms)]
-        if not records.empty:
-            scaling = RowsScaling.from_records(records)
-            by_config = predicted_fit_seconds(records, n_rows, n_features)
-            algorithm_of = dict(zip(records["config_id"].astype(str), records["algorithm"].astype(str)))
-            per_algorithm: dict[str, list[float]] = {}
-            for config_id, seconds in by_config.items():
+        costs = FitCosts.for_target(kb, dataset_id, algorithms, metric=metric)
+    if costs is not None and not costs.empty:
+        scaling = costs.scaling
+        algorithm_of = costs.algorithm_of()
+        per_algorithm: dict[str, list[float]] = {}
+        for config_id, seconds in costs.predict(n_rows, n_features).items():
+            if algorithm_of[config_id] in algorithms:
                 per_algorithm.setdefault(algorithm_of[config_id], []).append(seconds)
-            predicted = {a: float(np.quantile(v, QUANTILE)) for a, v in per_algorithm.items()}
+        predicted = {a: float(np.quantile(v, QUANTILE)) for a, v in per_algorithm.items()}
     limit = DefaultLimit(n_rows, n_features, fits, predicted, scaling)
     logger.info("no time limit given: %s", limit.describe())
     return limit

@@ -108,6 +108,7 @@ from metabo.strategies.warm import AUTO, WARM_STRATEGIES, choose, warm_factory
 if TYPE_CHECKING:
     from metabo.ensembles.library import EnsembleChoice, OutOfFoldLibrary
     from metabo.ensembles.model import EnsembleModel
+    from metabo.kb.costs import FitCosts
     from metabo.kb.store import KnowledgeBase
 
 logger = logging.getLogger(__name__)
@@ -408,14 +409,15 @@ def strategy_factory(name: str, kb: KnowledgeBase | None, dataset_id: str | None
 
 def resolve_strategy(name: str, kb: KnowledgeBase | None, dataset_id: str | None, space: CASHSpace | SearchSpace,
                      *, metric: str, time_budget: float | None = None, n_train: int | None = None,
-                     fits_per_trial: int = 1, cv: int | str | None = "auto"
+                     fits_per_trial: int = 1, cv: int | str | None = "auto", costs: FitCosts | None = None
                      ) -> tuple[str, str, Callable[[int], Strategy]]:
     """``(name, note, seed -> strategy)`` of :func:`strategy_factory`, with ``auto``
     resolved (:func:`~metabo.strategies.warm.choose`, its reason logged and returned as
     ``note``; empty for a named strategy) and the past it read passed on, not read twice.
     ``time_budget``, ``n_train`` and ``fits_per_trial`` make the warm start cost-aware
     (:func:`~metabo.strategies.warm.warm_factory`); ``cv``, the search's, picks the
-    protocol of each past task's runs (:func:`~metabo.strategies.warm.past_for`)."""
+    protocol of each past task's runs (:func:`~metabo.strategies.warm.past_for`); ``costs``,
+    the recorded fit seconds if already read."""
     note, past = "", None
     if name == AUTO:
         name, note, past = choose(kb, dataset_id, space, metric=metric, cv=cv)
@@ -431,7 +433,8 @@ def resolve_strategy(name: str, kb: KnowledgeBase | None, dataset_id: str | None
     if not isinstance(space, CASHSpace):
         raise InputDataError(f"strategy {name!r} needs a CASH space")
     return name, note, warm_factory(name, kb, dataset_id, space, metric=metric, past=past,
-                                    time_budget=time_budget, n_train=n_train, fits_per_trial=fits_per_trial, cv=cv)
+                                    time_budget=time_budget, n_train=n_train, fits_per_trial=fits_per_trial, cv=cv,
+                                    costs=costs)
 
 
 def run_trials(
@@ -609,11 +612,18 @@ def tune(
                         metrics=metrics, meta_features=meta_features, seed=seed, max_train=max_train, cv=cv,
                         clock=clock, halving=halving)
         train_rows, fits, refit_rows = setup.split_rows(seed)
+        # the other tasks' recorded fit seconds, read once: the warm start's opening under a
+        # time budget and the default trial limits both predict from them
+        costs = None
+        if kb is not None and (clock is not None or time_limit is None):
+            from metabo.kb.costs import FitCosts
+
+            costs = FitCosts.for_target(kb, setup.dataset_id, _algorithms(space), metric=metric)
         if isinstance(strategy, str):
             name, note, make = resolve_strategy(strategy, kb, setup.dataset_id, space, metric=metric,
                                                 time_budget=None if clock is None else clock.seconds,
                                                 n_train=train_rows, fits_per_trial=fits,
-                                                cv=cv if protocol is None and not reshuffle else "auto")
+                                                cv=cv if protocol is None and not reshuffle else "auto", costs=costs)
             strategy = make(seed)
         else:
             name, note = getattr(strategy, "name", type(strategy).__name__), ""
@@ -629,7 +639,7 @@ def tune(
     settings = setup.settings(budget, time_limit, memory_limit_mb, None if clock is None else clock.seconds)
     limit = None
     if time_limit is None:  # every trial is bounded all the same (metabo.optimizer.limits)
-        limit = default_trial_limit(setup, kb, space, seed=seed, metric=metric)
+        limit = default_trial_limit(setup, kb, space, seed=seed, metric=metric, costs=costs)
         settings["default_time_limit"] = limit.describe()
     opt = open_session(kb, space, strategy, session_id=session_id, dataset_id=setup.dataset_id, metric=metric,
                        seed=seed, settings=settings)
@@ -913,12 +923,12 @@ def fit_on_every_row(model: EnsembleModel, setup: Setup) -> EnsembleModel | None
 
 
 def default_trial_limit(setup: Setup, kb: KnowledgeBase | None, space: CASHSpace | SearchSpace, *, seed: int,
-                        metric: str = "error_rate") -> DefaultLimit:
+                        metric: str = "error_rate", costs: FitCosts | None = None) -> DefaultLimit:
     """The time limit of each split of a trial when the user gives none
     (:func:`metabo.optimizer.limits.default_limit` on the rows of one of its fits)."""
     train_rows, fits, _ = setup.split_rows(seed)
     return default_limit(kb, dataset_id=setup.dataset_id, algorithms=list(_algorithms(space)), n_rows=train_rows,
-                         n_features=setup.data.n_features, fits=fits, metric=metric)
+                         n_features=setup.data.n_features, fits=fits, metric=metric, costs=costs)
 
 
 def _algorithms(space: CASHSpace | SearchSpace) -> tuple[str, ...]:

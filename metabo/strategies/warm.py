@@ -35,6 +35,7 @@ from metabo.space.cash import CASHSpace
 from metabo.strategies.base import Strategy
 
 if TYPE_CHECKING:
+    from metabo.kb.costs import FitCosts
     from metabo.kb.past import PastRuns
     from metabo.kb.store import KnowledgeBase
 
@@ -139,7 +140,8 @@ def stored_meta_features(kb: KnowledgeBase, dataset_id: str) -> dict[str, float]
 
 def warm_factory(name: str, kb: KnowledgeBase, dataset_id: str, space: CASHSpace, *, metric: str = "error_rate",
                  past: PastRuns | None = None, time_budget: float | None = None, n_train: int | None = None,
-                 fits_per_trial: int = 1, cv: int | str | None = "auto", **kw: Any) -> Callable[[int], Strategy]:
+                 fits_per_trial: int = 1, cv: int | str | None = "auto", costs: FitCosts | None = None,
+                 **kw: Any) -> Callable[[int], Strategy]:
     """Seed -> a fresh warm-start strategy ``name`` for the stored dataset ``dataset_id``
     (module docstring); what transfers (the past runs, the meta-features, the surrogate
     bank) is read once and shared by every strategy made (ESMBO makes one per replicate).
@@ -147,7 +149,8 @@ def warm_factory(name: str, kb: KnowledgeBase, dataset_id: str, space: CASHSpace
     the strategy's constructor. Under a ``time_budget`` (seconds) on ``n_train`` training
     rows (of the stored dataset's features), ``warm``'s portfolio keeps to configurations whose trial (``fits_per_trial`` fits,
     one per fold of a cross-validated search) is predicted to take at most a tenth of it
-    (:data:`OPENING_SHARE`, :mod:`metabo.kb.costs`)."""
+    (:data:`OPENING_SHARE`, :mod:`metabo.kb.costs`; ``costs``: the past tasks' recorded fit
+    seconds if already read, else read here)."""
     if name not in WARM_STRATEGIES:
         raise InputDataError(f"unknown warm-start strategy {name!r}; use one of {', '.join(WARM_STRATEGIES)}")
     if not isinstance(space, CASHSpace):
@@ -161,11 +164,12 @@ def warm_factory(name: str, kb: KnowledgeBase, dataset_id: str, space: CASHSpace
         from metabo.strategies.portfolio import PortfolioWarmStart
 
         if time_budget is not None and n_train is not None:
-            from metabo.kb.costs import predicted_fit_seconds, recorded_fit_seconds
+            from metabo.kb.costs import FitCosts
 
             n_features = kb.get_dataset(dataset_id).get("n_features")
-            fit = predicted_fit_seconds(recorded_fit_seconds(kb, past.tasks, metric=metric), n_train,
-                                        int(n_features) if n_features else None)
+            if costs is None:
+                costs = FitCosts.from_kb(kb, past.tasks, metric=metric)
+            fit = costs.predict(n_train, int(n_features) if n_features else None)
             kw = {"costs": {cid: fits_per_trial * seconds for cid, seconds in fit.items()},
                   "max_cost": OPENING_SHARE * time_budget, **kw}
         return lambda seed: PortfolioWarmStart(past, meta or None, seed=seed, **kw)
