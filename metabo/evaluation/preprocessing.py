@@ -9,7 +9,9 @@ A :class:`~sklearn.compose.ColumnTransformer` over the dataset's columns (by nam
   (``"__missing__"``: missingness can carry information, and it needs no choice of a
   most frequent value), then one-hot encoding (``handle_unknown="ignore"``: a category
   unseen in training is all zeros) or ordinal encoding (an unseen category is -1), by
-  the algorithm's ``encoding``.
+  the algorithm's ``encoding``; ``native`` is the ordinal encoding, the estimator told
+  which output columns hold the codes (:func:`tell_nominal`), for learners with their own
+  categorical splits (CatBoost, XGBoost).
 
 Then the estimator. The whole pipeline is fitted on the training rows only, so nothing
 (medians, scales, categories) is learned from validation or test rows.
@@ -31,6 +33,8 @@ from metabo.data.dataset import Dataset
 from metabo.exceptions import InputDataError
 
 MISSING = "__missing__"
+#: the encodings of nominal columns an algorithm may ask for (module docstring)
+ENCODINGS = ("onehot", "ordinal", "native")
 
 
 class PreprocessingNeeds(Protocol):
@@ -46,7 +50,7 @@ class PreprocessingSpec:
     """A stand-alone :class:`PreprocessingNeeds`, for estimators outside the registry."""
 
     needs_scaling: bool = False
-    encoding: Literal["onehot", "ordinal"] = "onehot"
+    encoding: Literal["onehot", "ordinal", "native"] = "onehot"
     handles_missing: bool = False
 
 
@@ -61,8 +65,8 @@ def nominal_as_strings(X: pd.DataFrame | np.ndarray) -> np.ndarray:
 
 def make_preprocessor(spec: PreprocessingNeeds, dataset: Dataset) -> ColumnTransformer:
     """The column transformer for ``dataset``'s columns and ``spec``'s needs."""
-    if spec.encoding not in ("onehot", "ordinal"):
-        raise InputDataError(f"unknown encoding {spec.encoding!r}; use 'onehot' or 'ordinal'")
+    if spec.encoding not in ENCODINGS:
+        raise InputDataError(f"unknown encoding {spec.encoding!r}; use one of {', '.join(ENCODINGS)}")
     kinds = dict(zip(dataset.X.columns, dataset.feature_kinds))
     numeric = [c for c, k in kinds.items() if k == "numeric"]
     nominal = [c for c, k in kinds.items() if k == "nominal"]
@@ -86,6 +90,24 @@ def make_preprocessor(spec: PreprocessingNeeds, dataset: Dataset) -> ColumnTrans
     return ColumnTransformer(transformers, remainder="drop", sparse_threshold=0.0)
 
 
+def nominal_positions(dataset: Dataset) -> tuple[int, ...]:
+    """The columns of :func:`make_preprocessor`'s output that hold the nominal columns'
+    ordinal codes: after the numeric ones, in the dataset's order."""
+    kinds = list(dataset.feature_kinds)
+    numeric = sum(k == "numeric" for k in kinds)
+    return tuple(range(numeric, numeric + sum(k == "nominal" for k in kinds)))
+
+
+def tell_nominal(spec: PreprocessingNeeds, dataset: Dataset, estimator: Any) -> Any:
+    """``estimator``, told the positions of the nominal codes (:func:`nominal_positions`,
+    its ``categorical`` parameter) when ``spec`` asks for the ``native`` encoding."""
+    if spec.encoding == "native":
+        estimator.set_params(categorical=nominal_positions(dataset))
+    return estimator
+
+
 def make_pipeline(spec: PreprocessingNeeds, dataset: Dataset, estimator: Any) -> Pipeline:
-    """``preprocess -> model``: :func:`make_preprocessor` followed by ``estimator``."""
-    return Pipeline([("preprocess", make_preprocessor(spec, dataset)), ("model", estimator)])
+    """``preprocess -> model``: :func:`make_preprocessor` followed by ``estimator``
+    (:func:`tell_nominal`)."""
+    return Pipeline([("preprocess", make_preprocessor(spec, dataset)), ("model", tell_nominal(spec, dataset,
+                                                                                              estimator))])

@@ -6,6 +6,7 @@ import math
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -76,6 +77,46 @@ def test_the_boosters_see_codes_and_give_the_labels_back(name):
     assert np.mean(model.predict(X) == y) > 0.9
     one = build_estimator(name, ALGORITHMS[name].space.default_configuration(), seed=0).fit(X, np.full(60, "a"))
     assert list(one.predict(X[:3])) == ["a"] * 3 and one.predict_proba(X[:3]).tolist() == [[1.0]] * 3
+
+
+@pytest.mark.parametrize("name, params", [
+    ("xgboost", {"n_estimators": 10, "max_depth": 1, "learning_rate": 0.01, "min_child_weight": 0.01,
+                 "reg_lambda": 1e-3}),
+    ("catboost", {"iterations": 10, "depth": 2, "learning_rate": 0.01}),
+])
+def test_the_boosters_split_on_the_categories_they_are_told_of(name, params):
+    """Eight categories, the class 1 for codes {0, 3, 5, 6}: not a threshold on the code.
+    Told the column is nominal (``categorical``), a depth-1 XGBoost tree partitions the
+    categories and CatBoost's target statistics order them, so a few small steps fit the
+    training rows exactly; read as a number, the same steps keep to about one threshold and
+    cannot. A category unseen in training (the encoder's -1) is predicted without error."""
+    rng = np.random.default_rng(0)
+    codes = rng.integers(0, 8, size=400)
+    X = np.column_stack([codes.astype(float), rng.normal(size=400)])
+    y = np.isin(codes, [0, 3, 5, 6]).astype(int)
+    space = ALGORITHMS[name].space
+    config = {**space.default_configuration(), **params}
+    native = build_estimator(name, config, seed=0).set_params(categorical=(0,)).fit(X, y)
+    as_numbers = build_estimator(name, config, seed=0).fit(X, y)
+    assert np.mean(native.predict(X) == y) == 1.0
+    assert np.mean(as_numbers.predict(X) == y) < 0.95
+    unseen = np.array([[-1.0, 0.0], [3.0, 0.0]])
+    assert native.predict_proba(unseen).shape == (2, 2) and native.predict(unseen)[1] == 1
+
+
+def test_only_the_native_encoding_tells_the_estimator_its_nominal_columns():
+    from metabo.data.dataset import Dataset
+    from metabo.evaluation.preprocessing import PreprocessingSpec, make_preprocessor, nominal_positions, tell_nominal
+
+    frame = pd.DataFrame({"colour": ["r", "g", "b", "r"] * 5, "x": np.arange(20.0), "size": ["s", "l"] * 10,
+                          "y": [0, 1] * 10})
+    data = Dataset.from_frame(frame, target="y", name="mixed", source="test")
+    assert nominal_positions(data) == (1, 2)  # the numeric column first, then the nominal ones in order
+    out = make_preprocessor(PreprocessingSpec(encoding="native"), data).fit_transform(data.X)
+    assert out.shape == (20, 3) and set(out[:, 1]) == {0.0, 1.0, 2.0} and set(out[:, 2]) == {0.0, 1.0}
+    model = build_estimator("xgboost", ALGORITHMS["xgboost"].space.default_configuration(), seed=0)
+    assert tell_nominal(PreprocessingSpec(encoding="ordinal"), data, model).categorical == ()
+    assert tell_nominal(PreprocessingSpec(encoding="native"), data, model).categorical == (1, 2)
 
 
 @pytest.mark.parametrize(

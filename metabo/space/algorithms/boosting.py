@@ -19,7 +19,10 @@ stays fast: at most 200 trees or iterations (log scale), one thread.
   No files written, no output.
 
 Both are given ordinal-encoded categories (as LightGBM is; the preprocessing step of
-:mod:`metabo.evaluation.preprocessing`), and both see the class labels through
+:mod:`metabo.evaluation.preprocessing`): their own categorical handling (the ``native``
+encoding, :class:`EncodedLabelsClassifier`'s ``categorical``) did not do better on the
+KEEL tables with nominal features (``scripts/bench_native_categorical.py``), so it is
+available, not the default. Both see the class labels through
 :class:`EncodedLabelsClassifier`: XGBoost requires the labels ``0..K-1`` and a training
 part that misses a class (a fold of a rare class) would otherwise fail, and neither fits
 a single class.
@@ -40,24 +43,67 @@ from metabo.space.hyperparameters import Float, Integer
 class EncodedLabelsClassifier(ClassifierMixin, BaseEstimator):
     """Fits ``estimator`` on the labels' codes ``0..K-1`` of the classes present and maps
     its outputs back (``classes_`` are the labels); with one class present, predicts it
-    with probability 1 and fits nothing."""
+    with probability 1 and fits nothing.
 
-    def __init__(self, estimator: Any = None) -> None:
+    ``categorical``: the columns of ``X`` that hold nominal codes (``0..``, -1 for a
+    category unseen in training; :func:`metabo.evaluation.preprocessing.tell_nominal`),
+    given to the library's own categorical handling: XGBoost's categorical splits
+    (``enable_categorical`` with ``feature_types``, an unseen category missing) and
+    CatBoost's ordered target statistics (``cat_features``, the codes as integers)."""
+
+    def __init__(self, estimator: Any = None, categorical: tuple[int, ...] = ()) -> None:
         self.estimator = estimator
+        self.categorical = categorical
 
     def fit(self, X: Any, y: Any, **fit_params: Any) -> EncodedLabelsClassifier:
         self.classes_, codes = np.unique(np.asarray(y), return_inverse=True)
-        self.estimator_ = None if len(self.classes_) < 2 else clone(self.estimator).fit(X, codes, **fit_params)
+        if len(self.classes_) < 2:
+            self.estimator_ = None
+            return self
+        estimator = clone(self.estimator)
+        cats = list(self.categorical)
+        if cats and _library(estimator) == "xgboost":
+            d = np.shape(X)[1]
+            estimator.set_params(enable_categorical=True, feature_types=["c" if j in cats else "q" for j in range(d)])
+        elif cats and _library(estimator) == "catboost":
+            fit_params = {**fit_params, "cat_features": cats}
+        self.estimator_ = estimator.fit(self._features(X), codes, **fit_params)
         return self
+
+    def _features(self, X: Any) -> Any:
+        """``X`` as the library takes categories: XGBoost a float matrix with an unseen
+        category (-1) missing, CatBoost a frame whose nominal columns are integers."""
+        cats = list(self.categorical)
+        if not cats:
+            return X
+        library = _library(self.estimator)
+        if library == "xgboost":
+            X = np.array(X, dtype=float)
+            block = X[:, cats]
+            block[block < 0] = np.nan
+            X[:, cats] = block
+            return X
+        if library == "catboost":
+            import pandas as pd
+
+            frame = pd.DataFrame(np.asarray(X, dtype=float))
+            frame[cats] = frame[cats].astype(np.int64)
+            return frame
+        return X
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """Rows sum to 1; columns follow ``classes_``."""
         if self.estimator_ is None:
             return np.ones((len(X), 1))
-        return np.asarray(self.estimator_.predict_proba(X), dtype=float)
+        return np.asarray(self.estimator_.predict_proba(self._features(X)), dtype=float)
 
     def predict(self, X: Any) -> np.ndarray:
         return self.classes_[self.predict_proba(X).argmax(axis=1)]
+
+
+def _library(estimator: Any) -> str:
+    """The top-level package of ``estimator``'s class (``xgboost``, ``catboost``, ...)."""
+    return type(estimator).__module__.split(".", 1)[0]
 
 
 def _xgboost(p: Mapping[str, Any], seed: int | None) -> Any:

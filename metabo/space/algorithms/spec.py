@@ -20,7 +20,9 @@ class AlgorithmSpec:
     ``needs_scaling``: features should be standardized first (distances, margins,
     penalties or gradient steps depend on their scale). ``encoding``: how categorical
     features should be encoded for it ("ordinal" for trees and boosting, "onehot" for the
-    rest). ``handles_missing``: it accepts NaN in the features as they are.
+    rest, "native" for an estimator that treats the ordinal codes as categories itself once
+    told which columns hold them: its ``categorical`` parameter,
+    :func:`metabo.evaluation.preprocessing.tell_nominal`). ``handles_missing``: it accepts NaN in the features as they are.
     ``encoding_param``: the hyperparameter that chooses the encoding per configuration
     instead (a pipeline's encoder step, :mod:`.pipelines`); :meth:`needs_for` reads it.
     """
@@ -28,7 +30,7 @@ class AlgorithmSpec:
     name: str
     space: SearchSpace
     needs_scaling: bool
-    encoding: Literal["onehot", "ordinal"]
+    encoding: Literal["onehot", "ordinal", "native"]
     handles_missing: bool
     build: Builder
     encoding_param: str | None = None
