@@ -37,7 +37,7 @@ import json
 import logging
 import math
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
@@ -190,16 +190,22 @@ class Optimizer:
     def history(self) -> History:
         return self._history
 
-    def ask(self) -> Trial:
+    def ask(self, config: tuple[str, Mapping[str, Any]] | None = None) -> Trial:
         """The next configuration to evaluate (a re-asked pending trial first; trials
-        still pending are shown to the strategy as constant lies, module docstring)."""
+        still pending are shown to the strategy as constant lies, module docstring).
+        ``config``: this ``(algorithm, params)`` instead of the strategy's suggestion (a
+        trial chosen by the caller, as Optuna's ``enqueue_trial``; the strategy sees it in
+        the history like any other)."""
         if self._reask:
             return self._history[self._reask.pop(0)].trial
         number = len(self._history)
-        rng = np.random.default_rng(np.random.SeedSequence([self.seed, number]))
         start = time.perf_counter()
-        seen = self._history if self.liar is None else self._history.with_lies(self.liar)
-        algorithm, params = self.strategy.suggest(seen, self.space, rng)
+        if config is not None:
+            algorithm, params = config
+        else:
+            rng = np.random.default_rng(np.random.SeedSequence([self.seed, number]))
+            seen = self._history if self.liar is None else self._history.with_lies(self.liar)
+            algorithm, params = self.strategy.suggest(seen, self.space, rng)
         seconds = time.perf_counter() - start
         algorithm, params = self.space.normalize(algorithm, params)
         cid = config_id(algorithm, params)

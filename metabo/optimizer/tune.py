@@ -40,6 +40,12 @@ wall-clock time of the whole call, the final fit included
 (:class:`~metabo.optimizer.budget.TimeBudget`): trials stop in time for the final fit,
 each trial (all its folds together) may run only what is left, and one still running when
 the budget is spent is recorded as ``timeout``. Either bound, or both (the first reached ends the search).
+Under a time budget a new session opens with :data:`OPENING` (``opening``): the data are
+loaded and checked, the opening trial is evaluated in this process, and only then is the
+dataset stored with its meta-features, the strategy resolved from the knowledge base and
+the session opened, which tells the opening as its trial 0 (the strategy sees it as any
+observation; its own picks are trials 1, 2, ...). The time to a first model is then the
+imports, the loading and one small fit per fold, whatever the knowledge base holds.
 
 Parallel trials (``n_jobs`` > 1, any joblib ``backend``: ``loky``, ``dask``, ``ray``,
 see :func:`~metabo.evaluation.backends.backend_context`) run in synchronous batches:
@@ -98,6 +104,7 @@ from metabo.optimizer.budget import (
 from metabo.optimizer.halving import ETA, Rung, first_promotion, rung_sizes, successive_halving, winner
 from metabo.optimizer.history import History, Trial, TrialRecord
 from metabo.optimizer.limits import DefaultLimit, default_limit
+from metabo.kb.canonical import config_id
 from metabo.optimizer.optimizer import Optimizer, Select, get_session
 from metabo.space.cash import CASHSpace
 from metabo.space.space import SearchSpace
@@ -359,6 +366,18 @@ def prepare(
     may take a quarter of what is left of the ``clock`` once the data are loaded (without
     one, a default growing with the table's size); past it the dataset is stored
     without them (:func:`~metabo.ingest.datasets.ingest_dataset`)."""
+    setup, stored = load_setup(dataset, target=target, protocol=protocol, reshuffle=reshuffle, metric=metric,
+                               metrics=metrics, seed=seed, max_train=max_train, cv=cv, halving=halving)
+    return store_setup(setup, stored, kb, meta_features=meta_features, seed=seed, clock=clock)
+
+
+def load_setup(
+    dataset: Dataset | pd.DataFrame | str, *, target: str | None = None, protocol: EvaluationProtocol | None = None,
+    reshuffle: bool = False, metric: str = "error_rate", metrics: tuple[str, ...] = DEFAULT_METRICS, seed: int = 0,
+    max_train: int | None = None, cv: int | str | None = "auto", halving: Literal["auto", "none"] = "none",
+) -> tuple[Setup, Dataset]:
+    """The first half of :func:`prepare`: the data loaded and checked, the protocol fixed,
+    nothing stored; with the dataset as it is to be stored."""
     stored, data, options = _load(dataset, target)
     given = protocol
     protocol = _protocol(protocol, reshuffle, max_train, cv, data.n_instances)
@@ -369,21 +388,28 @@ def prepare(
     for name in metrics:  # every check before anything is stored
         get_metric(name)
     require_classification(data, target=target)
-    dataset_id = None
-    if kb is not None:
-        from metabo.ingest.datasets import (
-            has_own_meta_features,
-            ingest_dataset,
-            meta_features_limit,
-        )
-
-        if meta_features and not has_own_meta_features(kb, stored):
-            limit = meta_features_limit(stored, None if clock is None else clock.left())
-            dataset_id = ingest_dataset(kb, stored, seed=seed, time_limit=limit)
-        else:
-            dataset_id = kb.add_dataset(stored)
     spec = dataset if isinstance(dataset, str) else None
-    return Setup(data, dataset_id, protocol, metrics, spec, options, rungs)
+    return Setup(data, None, protocol, metrics, spec, options, rungs), stored
+
+
+def store_setup(setup: Setup, stored: Dataset, kb: KnowledgeBase | None, *, meta_features: bool = True,
+                seed: int = 0, clock: TimeBudget | None = None) -> Setup:
+    """The second half of :func:`prepare`: ``stored`` (with its meta-features) in ``kb``,
+    ``setup`` with its id."""
+    if kb is None:
+        return setup
+    from metabo.ingest.datasets import (
+        has_own_meta_features,
+        ingest_dataset,
+        meta_features_limit,
+    )
+
+    if meta_features and not has_own_meta_features(kb, stored):
+        limit = meta_features_limit(stored, None if clock is None else clock.left())
+        dataset_id = ingest_dataset(kb, stored, seed=seed, time_limit=limit)
+    else:
+        dataset_id = kb.add_dataset(stored)
+    return dataclasses.replace(setup, dataset_id=dataset_id)
 
 
 def _halving(protocol: EvaluationProtocol, data: Dataset, seed: int) -> tuple[EvaluationProtocol, tuple[int, ...]]:
@@ -530,6 +556,7 @@ def tune(
     ensemble: Literal["posthoc", "none"] = "posthoc",
     ensemble_size: int | None = None,
     halving: Literal["auto", "none"] = "auto",
+    opening: bool | None = None,
 ) -> TuneResult:
     """Tune ``dataset`` for ``budget`` trials or ``time_budget`` seconds; return the
     selected configuration and its model.
@@ -585,6 +612,10 @@ def tune(
             evaluated again on 3, 9, ... times as many (successive halving,
             :mod:`metabo.optimizer.halving`); the selected configuration is the best of the
             largest rung (``TuneResult.rungs``); ``none``: every trial on every training row.
+        opening: evaluate :data:`OPENING` as the session's first trial as soon as the data
+            are loaded, before the knowledge base is read (module docstring); None
+            (default): under a ``time_budget``, on a new session of a CASH space with
+            LightGBM.
     """
     if final_rows not in ("all", "train+valid"):
         raise InputDataError(f"final_rows must be 'all' or 'train+valid', got {final_rows!r}")
@@ -607,10 +638,18 @@ def tune(
     # the dataset is stored and the strategy resolved together: a strategy that cannot be
     # made (a warm start with nothing to transfer) leaves nothing behind
     # nothing outside the trials runs past the time budget (optimizer.budget.deadline)
+    with deadline(clock):
+        setup, stored = load_setup(dataset, target=target, protocol=protocol, reshuffle=reshuffle, metric=metric,
+                                   metrics=metrics, seed=seed, max_train=max_train, cv=cv, halving=halving)
+    opened = None
+    if opening is None:
+        opening = clock is not None and isinstance(space, CASHSpace) and OPENING[0] in space.algorithms and (
+            kb is None or session_id is None or get_session(kb, session_id) is None)
+    if opening:
+        opened = _open(setup, space, seed=seed, clock=clock, time_limit=time_limit, memory_limit_mb=memory_limit_mb,
+                       keep_predictions=keep_predictions)
     with deadline(clock), kb.transaction() if kb is not None else contextlib.nullcontext():
-        setup = prepare(dataset, kb=kb, target=target, protocol=protocol, reshuffle=reshuffle, metric=metric,
-                        metrics=metrics, meta_features=meta_features, seed=seed, max_train=max_train, cv=cv,
-                        clock=clock, halving=halving)
+        setup = store_setup(setup, stored, kb, meta_features=meta_features, seed=seed, clock=clock)
         train_rows, fits, refit_rows = setup.split_rows(seed)
         # the other tasks' recorded fit seconds, read once: the warm start's opening under a
         # time budget and the default trial limits both predict from them
@@ -654,6 +693,16 @@ def tune(
     if ensemble == "posthoc":
         library, ensemble_note = _library(setup, seed=seed, metric=metric, ensemble_size=ensemble_size,
                                           keep_predictions=keep_predictions)
+
+    if opened is not None and not opt.history:
+        record = opt.tell(opt.ask(config=opened.config), evaluations=opened.evaluations,
+                          **_outcome(opened.evaluations, metric))
+        logger.info("trial %d %s (opening): %s %.4g", record.number, record.algorithm, record.status, record.value)
+        if library is not None:
+            library.observe(record, opened.evaluations)
+        ends[record.number] = opened.ended - started
+        if progress is not None:
+            progress(record)
 
     reserve = None
     # how fit seconds grow from a trial's rows to the final fit's (recorded fit times; linear without)
@@ -761,6 +810,47 @@ def tune(
                       refit_seconds=refit_seconds,
                       total_seconds=time.monotonic() - started,
                       cv=setup.folds, ensemble=choice, ensemble_note=ensemble_note, rungs=rungs)
+
+
+#: the opening trial under a time budget (:func:`tune`'s ``opening``; module docstring): a
+#: small LightGBM, 10 trees of at most 8 leaves at a learning rate of 0.3 (the rest at the
+#: space's defaults), a fraction of a second per fold on the tables the knowledge covers,
+#: so that a model exists within seconds of the start whatever the knowledge base holds.
+#: FLAML opens with a LightGBM of 4 trees of 4 leaves for the same reason.
+OPENING: tuple[str, dict[str, Any]] = ("lightgbm", {"n_estimators": 10, "num_leaves": 8, "learning_rate": 0.3})
+
+
+@dataclass(frozen=True)
+class Opened:
+    """The opening trial's configuration, its evaluations and when they ended
+    (:func:`time.monotonic`)."""
+
+    config: tuple[str, dict[str, Any]]
+    evaluations: list[Evaluation]
+    ended: float
+
+
+def _open(setup: Setup, space: CASHSpace, *, seed: int, clock: TimeBudget | None, time_limit: float | None,
+          memory_limit_mb: int | None, keep_predictions: bool) -> Opened | None:
+    """Evaluate :data:`OPENING` on ``setup`` as trial 0 would be (in this process, its
+    splits bounded as the search bounds them without a knowledge base: ``time_limit`` or
+    :class:`DefaultLimit`'s floor, and what the clock allows); None when the clock allows
+    no trial."""
+    total = None
+    if clock is not None:
+        total = clock.trial_limit()
+        if total is None:
+            return None
+    algorithm, params = OPENING
+    params = space[algorithm].normalize({**space[algorithm].default_configuration(), **params})
+    trial = Trial(0, algorithm, params, config_id(algorithm, params))
+    train_rows, fits, _ = setup.split_rows(seed)
+    limit = time_limit if time_limit is not None else DefaultLimit(train_rows, setup.data.n_features, fits)(
+        algorithm, History())
+    task = setup.task(trial, _at(setup.protocol, 0), seed=seed, time_limit=limit, memory_limit_mb=memory_limit_mb,
+                      keep_predictions=keep_predictions, in_process=True, total_time_limit=total)
+    result = run_task(task)
+    return Opened((algorithm, params), _evaluations(trial, result), time.monotonic())
 
 
 #: under a time budget the search stops in time to fit this many members of an ensemble
