@@ -460,15 +460,19 @@ class PortfolioWarmStart:
     # ------------------------------------------------------------------ strategy
     def _next_design(self, history: History, space: CASHSpace, rng: np.random.Generator | None = None
                      ) -> Config | None:
-        """The next design configuration, None once the design is over."""
-        if len(history) >= self.n_design:
-            return None
-        if len(history) >= self.n_portfolio:
+        """The next design configuration, None once the design is over. The portfolio's
+        picks so far are the asked configurations it records (a trial it did not choose,
+        such as ``tune``'s opening, neither takes a pick nor makes its algorithm tried)."""
+        m, _ = self.matrix(space)
+        recorded = set(m.ids)
+        own = [r for r in history if r.config_id in recorded]
+        if len(own) >= self.n_portfolio:
+            if len(history) >= self.n_design:
+                return None
             if rng is None:  # asked whether the design goes on (acquisition): it does
                 return ("", {})
             return self._explore(history, space, rng)
-        m, _ = self.matrix(space)
-        j = self._pick(m, self.gains(history, space), {r.algorithm for r in history}, len(history))
+        j = self._pick(m, self.gains(history, space), {r.algorithm for r in own}, len(own))
         if j is None:
             return None
         a, p = m.configs[j]

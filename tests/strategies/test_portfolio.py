@@ -97,6 +97,22 @@ def test_n_distinct_lets_the_later_picks_return_to_an_algorithm_already_tried():
         PortfolioWarmStart(past, n_distinct=-1)
 
 
+def test_a_trial_the_portfolio_did_not_choose_takes_no_pick_and_leaves_its_algorithm_untried():
+    """tune's opening (a configuration the past never recorded) comes first: the portfolio
+    still makes its n_portfolio picks, the first of them of the opening's algorithm."""
+    space, _ = two_algorithm_problem()
+    past = past_runs({"t0": [0.1, 0.5, 0.6, 0.3], "t1": [0.1, 0.5, 0.6, 0.3], "t2": [0.3, 0.5, 0.4, 0.1]})
+    s = PortfolioWarmStart(past, n_portfolio=2, n_design=2)
+    rng = np.random.default_rng(0)
+    opening = ("a", {"u": 0.5, "k": "l1"})  # of A1's algorithm, not recorded
+    assert config_id(*space.normalize(*opening)) not in s.matrix(space)[0].ids
+    after_opening = history_of(space, [(opening, 0.3)])
+    assert s.suggest(after_opening, space, rng) == space.normalize(*A1)
+    assert s.suggest(history_of(space, [(opening, 0.3), (A1, 0.2)]), space, rng) == space.normalize(*B2)
+    # two picks made: the design is over, the search phase (GP-BO) answers
+    assert s._next_design(history_of(space, [(opening, 0.3), (A1, 0.2), (B2, 0.1)]), space) is None
+
+
 def test_weights_move_to_the_tasks_that_order_the_target_alike():
     space, _ = two_algorithm_problem()
     past = past_runs({"t0": [0.1, 0.2, 0.3, 0.4], "t1": [0.4, 0.3, 0.2, 0.1]}, mf={"t0": 0.0, "t1": 1.0})
