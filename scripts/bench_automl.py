@@ -3,7 +3,8 @@ against FLAML and Optuna's TPE, on datasets held out from the knowledge base
 (protocol and tools: metabo.benchmarks.automl).
 
     python scripts/bench_automl.py run [--datasets 20] [--seeds 2] [--budgets 30 120]
-        [--tools metabo,metabo-gp,flaml,autogluon,optuna] [--parallel 2] [--out reports/automl]
+        [--tools metabo,metabo-gp,metabo-single,flaml,autogluon,autogluon-best,optuna] [--parallel 2]
+        [--max-rows 5000] [--min-rows 0] [--out reports/automl]
     python scripts/bench_automl.py report [--out reports/automl]
 
 Results are appended to <out>/runs.jsonl, one line per (dataset, seed, budget, tool), so
@@ -82,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     with KnowledgeBase(kb_file, read_only=True) as kb:
         tasks = kb.query("SELECT DISTINCT dataset_id FROM runs")["dataset_id"].tolist()
         chosen = choose_datasets(kb, tasks, names=args.names, n=args.datasets, seed=args.dataset_seed,
-                                 max_instances=args.max_rows)
+                                 max_instances=args.max_rows or None, min_instances=args.min_rows)
         specs = {t: dataset_spec(kb, t) for t in chosen}
         info = {t: kb.get_dataset(t) for t in chosen}
     print(f"{len(specs)} datasets (rows, features, classes):")
@@ -94,8 +95,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"{len(jobs)} tool runs, {len(jobs) - len(todo)} already in {results}, {len(todo)} to run")
     if not todo:
         return report(args)
-    pythons = {tool: peer_python(tool, Path(getattr(args, f"{tool}_venv")))
-               for tool in automl.PEERS if any(j["tool"] == tool for j in todo)}
+    needed = {automl.PEER_TOOLS[j["tool"]][0] for j in todo if j["tool"] in automl.PEER_TOOLS}
+    pythons = {venv: peer_python(venv, Path(getattr(args, f"{venv}_venv"))) for venv in automl.PEERS if venv in needed}
 
     scratch = Path(tempfile.mkdtemp(prefix="bench-automl-"))
     held: dict[str, tuple[Path, list[str]]] = {}
@@ -119,7 +120,9 @@ def run(args: argparse.Namespace) -> int:
         res = automl.run_tool(tool, cell / "train.csv", cell / "test.csv", work, budget=budget, seed=seed,
                               kb=own_kb, peer_python=pythons)
         row = {"dataset": job["dataset"], "seed": seed, "budget": budget, "tool": tool,
-               "test_error": automl.error_rate(work / "pred.csv", cells[task, seed]), "held_out": removed, **res}
+               "test_error": automl.error_rate(work / "pred.csv", cells[task, seed]),
+               "balanced_error": automl.balanced_error_rate(work / "pred.csv", cells[task, seed]), "held_out": removed,
+               **res}
         shutil.rmtree(work, ignore_errors=True)
         return row
 
@@ -159,7 +162,9 @@ def main() -> int:
     p.add_argument("--datasets", type=int, default=20, help="how many of the knowledge base's tasks to draw")
     p.add_argument("--names", nargs="+", help="these tasks (dataset ids) instead of a draw")
     p.add_argument("--dataset-seed", type=int, default=0)
-    p.add_argument("--max-rows", type=int, default=5000, help="draw among tasks of at most this many rows")
+    p.add_argument("--max-rows", type=int, default=5000,
+                   help="draw among tasks of at most this many rows (0: no limit)")
+    p.add_argument("--min-rows", type=int, default=0, help="draw among tasks of at least this many rows")
     p.add_argument("--seeds", type=int, default=2)
     p.add_argument("--budgets", type=float, nargs="+", default=[30.0, 120.0], help="seconds per tool run")
     p.add_argument("--tools", default=",".join(automl.TOOLS))

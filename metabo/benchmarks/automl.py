@@ -29,7 +29,8 @@ Tools (:data:`TOOLS`):
   this project's (``scripts/automl_runners/flaml_runner.py``).
 - ``autogluon``: ``TabularPredictor(eval_metric="accuracy").fit(time_limit=T, num_cpus=1)``
   with AutoGluon's default preset (``medium_quality``), in its own virtual environment
-  (``scripts/automl_runners/autogluon_runner.py``).
+  (``scripts/automl_runners/autogluon_runner.py``); ``autogluon-best``: the same with
+  ``presets="best_quality"`` (bagging and stacking).
 - ``optuna``: Optuna's TPE, define-by-run over metabo's CASH space
   (:class:`metabo.benchmarks.peers.OptunaSuggester`), each trial evaluated as metabo
   evaluates one (:func:`optuna_tpe`), then the best refitted on the whole 75% inside the
@@ -38,11 +39,15 @@ Tools (:data:`TOOLS`):
 Summary (:func:`summarize`), per budget over the (dataset, seed) cells every tool
 finished: mean test error, average rank (ties share the mean of their ranks),
 wins/ties/losses of ``metabo`` against each other tool with the Wilcoxon signed-rank p,
-mean time to the first model, overrun rate and failures.
+mean time to the first model (and how many runs had one within 10% of the budget), peak
+memory (:func:`_run`), overrun rate and failures; the mean balanced error rate of the
+same cells; Friedman's test over the tools and the Nemenyi critical difference of their
+average ranks (:func:`friedman_nemenyi`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import json
 import logging
@@ -68,12 +73,19 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-TOOLS = ("metabo", "metabo-gp", "metabo-single", "flaml", "autogluon", "optuna")
+TOOLS = ("metabo", "metabo-gp", "metabo-single", "flaml", "autogluon", "autogluon-best", "optuna")
 #: The tools that run in a virtual environment of their own: what pip installs there (FLAML's
 #: zero-shot start imports ``packaging``, which flaml[automl] does not require) and the
 #: import that says it is installed.
 PEERS: dict[str, tuple[str, str]] = {"flaml": ("flaml[automl] packaging", "flaml.automl, packaging"),
                                      "autogluon": ("autogluon.tabular[all]", "autogluon.tabular")}
+#: Each peer tool: the virtual environment it runs in (a :data:`PEERS` key), its runner
+#: script and the runner's extra arguments.
+PEER_TOOLS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "flaml": ("flaml", "flaml_runner.py", ()),
+    "autogluon": ("autogluon", "autogluon_runner.py", ("medium_quality",)),
+    "autogluon-best": ("autogluon", "autogluon_runner.py", ("best_quality",)),
+}
 #: The tool every other is compared with, head to head.
 REFERENCE = "metabo"
 #: A run overruns its budget T when it takes more than (1 + OVERRUN) T seconds.
@@ -159,18 +171,36 @@ def write_cell(dataset: Dataset, seed: int, folder: Path) -> np.ndarray:
 
 
 # ----------------------------------------------------------------- one tool run
-def _run(cmd: Sequence[str], *, timeout: float, cwd: Path) -> tuple[float, int, str]:
-    """(seconds, return code, tail of stdout + stderr) of ``cmd`` on one thread, in the
-    folder ``cwd`` (``python -m`` puts it first on the path: never the folder the
-    benchmark was started from); a command still running after ``timeout`` seconds is
-    killed (code -9)."""
+def _run(cmd: Sequence[str], *, timeout: float, cwd: Path) -> tuple[float, int, str, float | None]:
+    """(seconds, return code, tail of stdout + stderr, peak resident megabytes) of ``cmd``
+    on one thread, in the folder ``cwd`` (``python -m`` puts it first on the path: never
+    the folder the benchmark was started from). It runs under
+    ``scripts/automl_runners/peak_memory.py`` (the largest process of its tree that was
+    waited for) in a process group of its own; a command still running after ``timeout``
+    seconds is killed with its whole group (code -9, no peak)."""
+    import signal
+
     start = time.monotonic()
+    proc = subprocess.Popen([sys.executable, str(RUNNERS / "peak_memory.py"), *cmd], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=one_thread_env(), cwd=cwd, start_new_session=True)
     try:
-        done = subprocess.run(list(cmd), capture_output=True, text=True, timeout=timeout, env=one_thread_env(),
-                              cwd=cwd)
-        return time.monotonic() - start, done.returncode, done.stdout[-4000:] + done.stderr[-2000:]
-    except subprocess.TimeoutExpired as e:
-        return time.monotonic() - start, -9, f"killed after {timeout:.0f} s: {str(e)[-500:]}"
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return time.monotonic() - start, -9, f"killed after {timeout:.0f} s", None
+    seconds = time.monotonic() - start
+    peak = None
+    lines = err.rstrip().splitlines()
+    if lines and lines[-1].startswith(PEAK_PREFIX):
+        peak = float(lines[-1][len(PEAK_PREFIX):])
+        err = "\n".join(lines[:-1])
+    return seconds, proc.returncode, out[-4000:] + err[-2000:], peak
+
+
+#: how ``peak_memory.py`` reports
+PEAK_PREFIX = "peak-memory-mb: "
 
 
 def _version(package: str) -> str | None:
@@ -234,27 +264,41 @@ def run_tool(tool: str, train: Path, test: Path, work: Path, *, budget: float, s
             cmd += ["--strategy", "gp"]
         elif tool == "metabo-single":
             cmd += ["--ensemble", "none"]
-        seconds, code, log = _run(cmd, timeout=hard, cwd=work)
+        seconds, code, log, peak = _run(cmd, timeout=hard, cwd=work)
         info.update(parse_metabo_log(log), version=_version("metabo"))
         if code == 0:
-            info["predict_seconds"], pcode, plog = _run(
+            info["predict_seconds"], pcode, plog, _ = _run(
                 [sys.executable, "-m", "metabo.cli.main", "predict", str(model), str(test), "--out", str(pred)],
                 timeout=600, cwd=work)
             if pcode != 0:
                 code, log = pcode, plog
-    elif tool in (*PEERS, "optuna"):
-        if tool in PEERS and tool not in (peer_python or {}):
-            raise InputDataError(f"{tool} needs the python of its own virtual environment (peer_python=); "
-                                 "scripts/bench_automl.py makes it")
-        python = os.path.abspath(peer_python[tool]) if tool in PEERS and peer_python else sys.executable
-        cmd = [python, str(RUNNERS / f"{tool}_runner.py"), str(train), str(test), str(pred), str(budget), str(seed)]
-        seconds, code, log = _run(cmd, timeout=hard, cwd=work)
+    elif tool in (*PEER_TOOLS, "optuna"):
+        cmd = peer_command(tool, train, test, pred, budget=budget, seed=seed, peer_python=peer_python)
+        seconds, code, log, peak = _run(cmd, timeout=hard, cwd=work)
         report = _json_line(log)
         info.update({k: report.get(k) for k in ("trials", "first_model", "predict_seconds", "version")})
     else:
         raise InputDataError(f"unknown tool {tool!r}; choose from {TOOLS}")
-    return {"seconds": seconds, "code": code, "overrun": seconds > (1 + OVERRUN) * budget, **info,
+    return {"seconds": seconds, "code": code, "overrun": seconds > (1 + OVERRUN) * budget, "peak_mb": peak, **info,
             "log": log if code != 0 else ""}
+
+
+def peer_command(tool: str, train: Path, test: Path, pred: Path, *, budget: float, seed: int,
+                 peer_python: Mapping[str, str] | None = None) -> list[str]:
+    """The command line of a peer ``tool`` (:data:`PEER_TOOLS`, or ``optuna`` in this
+    environment): its runner, in its virtual environment's python (``peer_python``, by
+    :data:`PEERS` key), on the cell's files, with the runner's own arguments last."""
+    if tool == "optuna":
+        python, runner, extra = sys.executable, "optuna_runner.py", ()
+    elif tool in PEER_TOOLS:
+        venv, runner, extra = PEER_TOOLS[tool]
+        if venv not in (peer_python or {}):
+            raise InputDataError(f"{tool} needs the python of the {venv} virtual environment (peer_python=); "
+                                 "scripts/bench_automl.py makes it")
+        python = os.path.abspath(peer_python[venv])  # type: ignore[index]
+    else:
+        raise InputDataError(f"{tool!r} is not a peer tool; choose from {', '.join([*PEER_TOOLS, 'optuna'])}")
+    return [python, str(RUNNERS / runner), str(train), str(test), str(pred), str(budget), str(seed), *extra]
 
 
 def error_rate(pred: Path, y_test: np.ndarray) -> float | None:
@@ -264,6 +308,18 @@ def error_rate(pred: Path, y_test: np.ndarray) -> float | None:
         return None
     got = pd.read_csv(pred, dtype={"prediction": str})["prediction"].to_numpy()
     return float(np.mean(got != y_test.astype(str))) if len(got) == len(y_test) else None
+
+
+def balanced_error_rate(pred: Path, y_test: np.ndarray) -> float | None:
+    """The mean over ``y_test``'s classes of the share of that class's rows that ``pred``
+    gets wrong (labels as text); None without a file of the right length."""
+    if not pred.is_file():
+        return None
+    got = pd.read_csv(pred, dtype={"prediction": str})["prediction"].to_numpy()
+    truth = y_test.astype(str)
+    if len(got) != len(truth):
+        return None
+    return float(np.mean([np.mean(got[truth == c] != c) for c in np.unique(truth)]))
 
 
 # ----------------------------------------------------------------- Optuna, the peer in this venv
@@ -361,14 +417,41 @@ def pending(jobs: Sequence[Mapping[str, Any]], done: set[tuple[str, int, float, 
     return [j for j in jobs if result_key(j) not in done]
 
 
-def error_table(rows: Sequence[Mapping[str, Any]], budget: float) -> pd.DataFrame:
-    """(dataset, seed) x tool test errors at ``budget``, the cells every tool finished; the
-    tools are those of every budget in ``rows``, so a tool with no run at ``budget`` yet
-    leaves no cell finished."""
+def error_table(rows: Sequence[Mapping[str, Any]], budget: float, column: str = "test_error") -> pd.DataFrame:
+    """(dataset, seed) x tool values of ``column`` (the test error rate, or
+    ``balanced_error``) at ``budget``, the cells every tool finished; the tools are those
+    of every budget in ``rows``, so a tool with no run at ``budget`` yet leaves no cell
+    finished."""
     tools = sorted({r["tool"] for r in rows})
-    frame = pd.DataFrame([r for r in rows if float(r["budget"]) == float(budget)])
-    table = frame.pivot_table(index=["dataset", "seed"], columns="tool", values="test_error", dropna=False)
+    frame = pd.DataFrame([{**r, column: r.get(column)} for r in rows if float(r["budget"]) == float(budget)])
+    table = frame.pivot_table(index=["dataset", "seed"], columns="tool", values=column, dropna=False)
     return table.reindex(columns=tools).dropna()
+
+
+def friedman_nemenyi(table: pd.DataFrame, alpha: float = 0.05) -> tuple[float, float]:
+    """Friedman's test over ``table``'s rows (cells) and columns (tools): its p, and the
+    Nemenyi critical difference of average ranks at ``alpha``,
+    ``CD = q_alpha sqrt(k (k + 1) / (6 N))`` with ``q_alpha`` the studentized range's
+    ``1 - alpha`` quantile for ``k`` groups over ``sqrt 2`` (Demsar 2006, "Statistical
+    comparisons of classifiers over multiple data sets", sec. 3.2.2); two tools whose
+    average ranks differ by more than ``CD`` differ significantly. NaN for fewer than
+    three tools or two cells."""
+    from scipy.stats import friedmanchisquare, studentized_range
+
+    n, k = table.shape
+    if k < 3 or n < 2:
+        return float("nan"), float("nan")
+    values = table.to_numpy()
+    p = 1.0 if np.all(values == values[:, :1]) else float(friedmanchisquare(*values.T).pvalue)
+    q = float(studentized_range.ppf(1 - alpha, k, np.inf)) / np.sqrt(2)
+    return p, q * float(np.sqrt(k * (k + 1) / (6.0 * n)))
+
+
+def first_model_share(rows: Sequence[Mapping[str, Any]], share: float = 0.1) -> tuple[int, int]:
+    """(runs whose first model came within ``share`` of their budget, runs that report a
+    first model)."""
+    timed = [r for r in rows if r.get("first_model") is not None]
+    return sum(float(r["first_model"]) <= share * float(r["budget"]) for r in timed), len(timed)
 
 
 def average_ranks(table: pd.DataFrame) -> pd.Series:
@@ -413,16 +496,26 @@ def summarize(rows: Sequence[Mapping[str, Any]], reference: str = REFERENCE) -> 
         cells = {(r["dataset"], r["seed"]) for r in runs}
         out.append(f"budget {budget:g} s: {len(table)} of {len(cells)} cells (dataset x seed) every tool finished")
         ranks = average_ranks(table) if len(table) else pd.Series(dtype=float)
+        balanced = error_table(runs, budget, "balanced_error")
         for tool in sorted({r["tool"] for r in runs}):
             mine = [r for r in runs if r["tool"] == tool]
             failed = sum(r.get("test_error") is None for r in mine)
             error = table[tool].mean() if tool in table else float("nan")
+            berror = balanced[tool].mean() if tool in balanced else float("nan")
+            soon, timed = first_model_share(mine)
+            peaks = [r.get("peak_mb") for r in mine if r.get("peak_mb") is not None]
             out.append(
-                f"  {tool:10s} test error {error:.4f}  rank {ranks.get(tool, float('nan')):.2f}  "
+                f"  {tool:14s} test error {error:.4f}  balanced {berror:.4f}  rank {ranks.get(tool, float('nan')):.2f}  "
                 f"overrun>{OVERRUN:.0%} {overrun_rate(mine):.0%}  "
                 f"mean seconds {_mean([r['seconds'] for r in mine]):.1f}  "
-                f"first model {_mean([r.get('first_model') for r in mine]):.1f} s  "
+                f"first model {_mean([r.get('first_model') for r in mine]):.1f} s "
+                f"(within 10% of the budget {soon}/{timed})  "
+                f"peak {max(peaks) if peaks else float('nan'):.0f} MB  "
                 f"trials {_mean([r.get('trials') for r in mine]):.0f}  failed {failed}/{len(mine)}")
+        p, cd = friedman_nemenyi(table)
+        if p == p:
+            out.append(f"  Friedman p {p:.3g} over {len(table)} cells; Nemenyi critical difference of average "
+                       f"ranks {cd:.2f} (alpha .05)")
         if reference in table:
             for tool in table.columns:
                 if tool != reference:
@@ -455,7 +548,8 @@ def plot(rows: Sequence[Mapping[str, Any]], path: Path) -> None:
     plt.close(fig)
 
 
-__all__ = ["OVERRUN", "PEERS", "REFERENCE", "TARGET", "TOOLS", "SearchResult", "average_ranks", "done_keys",
-           "error_rate", "error_table", "head_to_head", "held_out_kb", "one_thread_env", "optuna_tpe", "outer_split",
+__all__ = ["OVERRUN", "PEERS", "PEER_TOOLS", "REFERENCE", "TARGET", "TOOLS", "SearchResult", "average_ranks",
+           "balanced_error_rate", "done_keys", "error_rate", "error_table", "first_model_share", "friedman_nemenyi",
+           "peer_command", "head_to_head", "held_out_kb", "one_thread_env", "optuna_tpe", "outer_split",
            "overrun_rate", "parse_metabo_log", "pending", "plot", "read_results", "result_key", "run_tool",
            "summarize", "write_cell"]

@@ -4,7 +4,6 @@ ranks, head-to-head counts and overruns on hand-made results, and the Optuna pee
 from __future__ import annotations
 
 import json
-import time
 
 import numpy as np
 import pandas as pd
@@ -12,7 +11,7 @@ import pytest
 
 from metabo.benchmarks import automl
 from metabo.data.dataset import Dataset
-from metabo.exceptions import UnknownDatasetError
+from metabo.exceptions import InputDataError, UnknownDatasetError
 from metabo.kb import KnowledgeBase
 
 # ----------------------------------------------------------------- held-out knowledge base
@@ -171,9 +170,12 @@ def test_the_summary_uses_only_cells_every_tool_finished():
     text = automl.summarize(rows)
     assert "budget 30 s: 4 of 5 cells (dataset x seed) every tool finished" in text
     assert "metabo vs flaml: 2 wins, 1 ties, 1 losses" in text
-    assert "flaml      test error 0.2000  rank 2.12  overrun>5% 20%" in text
     flaml = next(line for line in text.splitlines() if line.startswith("  flaml "))
-    assert flaml.endswith("failed 1/5")
+    assert "test error 0.2000  balanced nan  rank 2.12  overrun>5% 20%" in flaml  # rows without balanced errors
+    assert "(within 10% of the budget 5/5)" in flaml and flaml.endswith("failed 1/5")
+    with_balanced = [{**r, "balanced_error": None if r["test_error"] is None else r["test_error"] / 2} for r in rows]
+    assert "balanced 0.1000" in next(line for line in automl.summarize(with_balanced).splitlines()
+                                     if line.startswith("  flaml "))
 
 
 # ----------------------------------------------------------------- resumption
@@ -228,3 +230,59 @@ def test_the_plot_is_drawn_while_a_budget_has_no_cell_every_tool_finished(tmp_pa
     assert automl.error_table(rows, 120.0).empty
     automl.plot(rows, tmp_path / "p.png")
     assert (tmp_path / "p.png").stat().st_size > 0
+
+
+# ----------------------------------------------------------------- balanced error, Friedman/Nemenyi, memory
+def test_balanced_error_is_the_mean_of_the_per_class_error_rates(tmp_path):
+    (tmp_path / "p.csv").write_text("prediction\na\na\na\na\nb\n")
+    y = np.array(["a", "a", "a", "b", "b"])  # class a: 0 of 3 wrong; class b: 1 of 2 wrong
+    assert automl.balanced_error_rate(tmp_path / "p.csv", y) == pytest.approx((0 + 1 / 2) / 2)
+    assert automl.error_rate(tmp_path / "p.csv", y) == pytest.approx(1 / 5)
+    assert automl.balanced_error_rate(tmp_path / "p.csv", y[:3]) is None
+
+
+def test_friedman_agrees_with_scipy_and_the_critical_difference_with_demsars_table():
+    from scipy.stats import friedmanchisquare
+
+    table = automl.error_table(_table_rows(), 30.0)
+    p, cd = automl.friedman_nemenyi(table)
+    assert p == pytest.approx(friedmanchisquare(*table.to_numpy().T).pvalue)
+    # Demsar (2006), Table 5(a): q_.05 = 2.343 for three classifiers; N = 4 cells
+    assert cd == pytest.approx(2.343 * np.sqrt(3 * 4 / (6 * 4)), abs=1e-3)
+    assert np.isnan(automl.friedman_nemenyi(table[["metabo", "flaml"]])[0])  # two tools: Wilcoxon's job
+    summary = automl.summarize(_table_rows())
+    assert "Friedman p" in summary and "critical difference of average ranks 1.66" in summary
+
+
+def test_first_model_within_a_tenth_of_the_budget_counts_only_runs_that_report_one():
+    rows = [{"budget": 600.0, "first_model": 30.0}, {"budget": 600.0, "first_model": 90.0},
+            {"budget": 600.0, "first_model": None}]
+    assert automl.first_model_share(rows) == (1, 2)
+
+
+def test_a_run_reports_its_peak_memory_and_a_hung_one_is_killed_with_its_group(tmp_path):
+    import sys
+
+    seconds, code, log, peak = automl._run(
+        [sys.executable, "-c", "b = bytearray(300 * 2**20); b[::4096] = b'x' * len(b[::4096]); print('done')"],
+        timeout=60, cwd=tmp_path)
+    assert code == 0 and "done" in log and "peak-memory" not in log
+    assert peak is not None and peak >= 300
+    seconds, code, log, peak = automl._run(
+        [sys.executable, "-c", "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', "
+                               "'import time; time.sleep(60)']); time.sleep(60)"], timeout=2, cwd=tmp_path)
+    assert code == -9 and peak is None and seconds < 30
+
+
+def test_each_peer_runs_its_runner_in_its_own_environment(tmp_path):
+    pythons = {"flaml": "/venvs/flaml/bin/python", "autogluon": "/venvs/ag/bin/python"}
+    args = (tmp_path / "train.csv", tmp_path / "test.csv", tmp_path / "pred.csv")
+    best = automl.peer_command("autogluon-best", *args, budget=30.0, seed=1, peer_python=pythons)
+    assert best[0] == "/venvs/ag/bin/python" and best[1].endswith("autogluon_runner.py")
+    assert best[2:] == [str(a) for a in args] + ["30.0", "1", "best_quality"]
+    assert automl.peer_command("autogluon", *args, budget=30.0, seed=1, peer_python=pythons)[-1] == "medium_quality"
+    assert automl.peer_command("flaml", *args, budget=30.0, seed=1, peer_python=pythons)[-1] == "1"
+    with pytest.raises(InputDataError, match="autogluon virtual environment"):
+        automl.peer_command("autogluon-best", *args, budget=30.0, seed=1, peer_python={"flaml": "x"})
+    with pytest.raises(InputDataError, match="not a peer tool"):
+        automl.peer_command("metabo", *args, budget=30.0, seed=1)
