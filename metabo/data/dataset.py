@@ -212,7 +212,16 @@ class Dataset:
         Each row (features in column order, then the target) is hashed with
         ``pandas.util.hash_pandas_object`` on its values as strings; the row hashes are
         sorted and hashed again, so a shuffled copy of the data has the same fingerprint.
+        A table of more than :data:`_TEXT_CELLS` cells hashes its numeric values' float64
+        bits instead of their text (:func:`_bit_row_hashes`, row block by row block), with
+        the same invariances: the text of millions of cells takes minutes and gigabytes.
         """
+        n_cells = self.X.shape[0] * (self.X.shape[1] + 1)
+        if n_cells > _TEXT_CELLS:
+            digest = hashlib.sha256()
+            digest.update(f"bits|{self.X.shape[0]}x{self.X.shape[1] + 1}|".encode())
+            digest.update(np.sort(_bit_row_hashes(self.X, self.y)).tobytes())
+            return digest.hexdigest()
         columns = ([_canonical_strings(self.X[c]).to_numpy(dtype=object) for c in self.X.columns]
                    if self.X.shape[1] < _FEW_COLUMNS else _canonical_matrix(self.X))
         columns.append(_canonical_strings(pd.Series(self.y.to_numpy())).to_numpy(dtype=object))
@@ -331,17 +340,61 @@ def _canonical_matrix(frame: pd.DataFrame) -> list[np.ndarray]:
             for i, o in enumerate(out)]
 
 
+#: above this many cells (rows x (features + 1)) the fingerprint hashes values' bits, not
+#: their text (:meth:`Dataset.fingerprint`); every dataset of the shipped store is below it
+_TEXT_CELLS = 2_000_000
+#: rows hashed at once by :func:`_bit_row_hashes` (its memory: about 8 bytes a cell of a block)
+_BIT_BLOCK_ROWS = 100_000
+
+
+def _bit_row_hashes(X: pd.DataFrame, y: pd.Series) -> np.ndarray:
+    """One hash per row of ``X`` and ``y`` (columns combined as :func:`_combine` does):
+    a numeric cell's hash is ``pandas.util.hash_array`` of its float64 bits (-0.0 as 0.0,
+    every NaN as one), a nominal cell's that of its category's text (:func:`_canonical_strings`,
+    hashed once per category, a missing one as ``"NaN"``), the target's that of its text
+    (once per distinct value)."""
+    missing = pd.util.hash_array(np.array(["NaN"], dtype=object))[0]
+
+    def by_category(values: pd.Series) -> np.ndarray:
+        codes, uniques = pd.factorize(values, use_na_sentinel=True)
+        table = pd.util.hash_array(_canonical_strings(pd.Series(np.asarray(uniques, dtype=object))
+                                                      ).to_numpy(dtype=object))
+        return np.where(codes < 0, missing, table[np.maximum(codes, 0)] if len(table) else missing)
+
+    kinds = [isinstance(dtype, pd.CategoricalDtype) for dtype in X.dtypes]
+    nominal = {i: by_category(X.iloc[:, i].astype(object)) for i, k in enumerate(kinds) if k}
+    target = by_category(pd.Series(y.to_numpy()).astype(object))
+    numeric = [i for i, k in enumerate(kinds) if not k]
+    row_of = {i: k for k, i in enumerate(numeric)}
+    out = np.empty(len(X), dtype=np.uint64)
+    for start in range(0, len(X), _BIT_BLOCK_ROWS):
+        stop = min(start + _BIT_BLOCK_ROWS, len(X))
+        values = X.iloc[start:stop, numeric].to_numpy(dtype=np.float64, na_value=np.nan) + 0.0  # -0.0 -> 0.0
+        values[np.isnan(values)] = np.nan  # one NaN
+        bits = pd.util.hash_array(np.ascontiguousarray(values.T).view(np.uint64).ravel()).reshape(len(numeric),
+                                                                                                   stop - start)
+        cells = [bits[row_of[i]] if i in row_of else nominal[i][start:stop] for i in range(len(kinds))]
+        out[start:stop] = _combine([*cells, target[start:stop]])
+    return out
+
+
 def _row_hashes(columns: list[np.ndarray]) -> np.ndarray:
     """``pd.util.hash_pandas_object(frame, index=False)`` of the frame with these object
     columns, without making the frame: every cell hashed at once
     (``pd.util.hash_array``), the columns combined as pandas combines them
     (``combine_hash_arrays``)."""
     n = len(columns[0])
-    cells = pd.util.hash_array(np.concatenate(columns)).reshape(len(columns), n)
+    return _combine(list(pd.util.hash_array(np.concatenate(columns)).reshape(len(columns), n)))
+
+
+def _combine(cells: list[np.ndarray]) -> np.ndarray:
+    """Per row, the cell hashes of ``cells`` (one array per column) combined as pandas'
+    ``combine_hash_arrays`` combines a frame's columns."""
+    n = len(cells[0])
     out = np.zeros(n, dtype=np.uint64) + np.uint64(0x345678)
     mult = np.uint64(1000003)
     for i, h in enumerate(cells):
-        inverse = len(columns) - i
+        inverse = len(cells) - i
         out ^= h
         out *= mult
         mult += np.uint64(82520 + inverse + inverse)

@@ -146,3 +146,44 @@ def test_wide_table_builds_and_fingerprints_as_column_by_column() -> None:
     rows = pd.util.hash_pandas_object(table.apply(_canonical_strings), index=False).to_numpy(np.uint64)
     digest = hashlib.sha256(f"{table.shape[0]}x{table.shape[1]}|".encode() + np.sort(rows).tobytes())
     assert data.fingerprint == digest.hexdigest()
+
+
+def test_a_large_table_is_fingerprinted_by_its_values_bits_with_the_same_invariances(monkeypatch):
+    """Above _TEXT_CELLS cells the fingerprint hashes float64 bits, block by block: still
+    invariant to row order and column names, 1 and 1.0 agree, -0.0 is 0.0, one NaN; a
+    changed cell, a swapped pair of cells or a changed label changes it; the block size
+    does not matter; and it is not the text fingerprint of the same content."""
+    import metabo.data.dataset as module
+
+    rng = np.random.default_rng(3)
+    n = 50
+    frame = pd.DataFrame({"a": rng.normal(size=n), "b": rng.integers(0, 5, n), "c": rng.choice(["x", "y", None], n),
+                          "t": rng.choice(["p", "q"], n)})
+    frame.loc[3, "a"] = np.nan
+    frame.loc[4, "a"] = 0.0
+    text = Dataset.from_frame(frame, "t", name="x", source="s").fingerprint
+    monkeypatch.setattr(module, "_TEXT_CELLS", 10)
+    monkeypatch.setattr(module, "_BIT_BLOCK_ROWS", 7)
+
+    def fp(f):
+        return Dataset.from_frame(f, "t", name="x", source="s").fingerprint
+
+    base = fp(frame)
+    assert base != text
+    shuffled = frame.sample(frac=1.0, random_state=1).rename(columns={"a": "z"}).reset_index(drop=True)
+    assert fp(shuffled) == base
+    as_float = frame.assign(b=frame["b"].astype(float))
+    negative_zero = frame.copy()
+    negative_zero.loc[4, "a"] = -0.0
+    assert fp(as_float) == fp(negative_zero) == base
+    monkeypatch.setattr(module, "_BIT_BLOCK_ROWS", 1000)
+    assert fp(frame) == base
+    changed = frame.copy()
+    changed.loc[0, "a"] += 1e-9
+    swapped = frame.copy()
+    swapped.loc[0, "a"], swapped.loc[1, "a"] = frame.loc[1, "a"], frame.loc[0, "a"]
+    relabelled = frame.copy()
+    relabelled.loc[0, "t"] = "q" if frame.loc[0, "t"] == "p" else "p"
+    other_category = frame.copy()
+    other_category.loc[0, "c"] = "w"
+    assert len({base, fp(changed), fp(swapped), fp(relabelled), fp(other_category)}) == 5
