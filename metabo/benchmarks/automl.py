@@ -24,6 +24,8 @@ Tools (:data:`TOOLS`):
 - ``metabo-gp``: the same with ``--strategy gp`` (cold GP-BO).
 - ``metabo-single``: the default with ``--ensemble none`` (the best configuration alone,
   never the post-hoc ensemble).
+- ``metabo-no-opening``: the default with ``--opening none`` (no opening LightGBM: the
+  strategy's first pick is the first trial).
 - ``flaml``: ``AutoML.fit(time_budget=T, starting_points="data", n_jobs=1)``, FLAML's
   zero-shot (meta-learned) start, in its own virtual environment: its pins differ from
   this project's (``scripts/automl_runners/flaml_runner.py``).
@@ -73,7 +75,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-TOOLS = ("metabo", "metabo-gp", "metabo-single", "flaml", "autogluon", "autogluon-best", "optuna")
+TOOLS = ("metabo", "metabo-gp", "metabo-single", "metabo-no-opening", "flaml", "autogluon", "autogluon-best",
+         "optuna")
 #: The tools that run in a virtual environment of their own: what pip installs there (FLAML's
 #: zero-shot start imports ``packaging``, which flaml[automl] does not require) and the
 #: import that says it is installed.
@@ -254,7 +257,7 @@ def run_tool(tool: str, train: Path, test: Path, work: Path, *, budget: float, s
     pred = work / "pred.csv"
     hard = 3 * budget + 60  # a hung tool is killed; its run counts as failed and overrun
     info: dict[str, Any] = {"trials": None, "first_model": None, "predict_seconds": None, "version": None}
-    if tool in ("metabo", "metabo-gp", "metabo-single"):
+    if tool in ("metabo", "metabo-gp", "metabo-single", "metabo-no-opening"):
         if kb is None:
             raise InputDataError(f"{tool} needs the held-out knowledge base (kb=)")
         model = work / "model.skops"
@@ -264,6 +267,8 @@ def run_tool(tool: str, train: Path, test: Path, work: Path, *, budget: float, s
             cmd += ["--strategy", "gp"]
         elif tool == "metabo-single":
             cmd += ["--ensemble", "none"]
+        elif tool == "metabo-no-opening":
+            cmd += ["--opening", "none"]
         seconds, code, log, peak = _run(cmd, timeout=hard, cwd=work)
         info.update(parse_metabo_log(log), version=_version("metabo"))
         if code == 0:

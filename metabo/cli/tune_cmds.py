@@ -258,7 +258,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
                     session_id=session, meta_features=not args.no_meta_features, progress=progress,
                     n_jobs=args.n_jobs, backend=args.backend, scheduler=args.scheduler, max_train=args.max_train,
                     on_strategy=started, final_rows=args.final_rows, cv=parse_cv(args.cv), ensemble=args.ensemble,
-                    halving=args.halving,
+                    halving=args.halving, opening=None if args.opening == "auto" else False,
                     **({} if args.ensemble_size is None else {"ensemble_size": args.ensemble_size}),
                 )
             finally:
@@ -320,6 +320,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help="auto: on a table whose hold-out trains on 12,000 rows or more, search on 2,000 of them "
                         "and evaluate the best trials again on 3, 9, ... times as many (successive halving); "
                         "none: every trial on every training row")
+    p.add_argument("--opening", choices=("auto", "none"), default="auto",
+                   help="auto: under --time-budget a new session's first trial is a small LightGBM, evaluated as "
+                        "soon as the data are loaded, before the knowledge base is read; none: the strategy's "
+                        "first pick is the first trial")
     p.add_argument("--max-train", type=count(2), metavar="ROWS",
                    help="search on a stratified subsample of at most ROWS training rows (the final model "
                         "trains on all of them)")

@@ -65,6 +65,25 @@ def test_first_model_is_counted_once_from_the_process_start_under_a_time_budget(
     assert 100.0 <= first <= in_all < 200.0
 
 
+def test_opening_none_leaves_the_first_trial_to_the_strategy(tmp_path, capsys):
+    csv = tmp_path / "iris.csv"
+    load_iris(as_frame=True).frame.to_csv(csv, index=False)
+    kb_path = str(tmp_path / "kb.duckdb")
+    assert main(["kb", "init", kb_path]) == 0
+    first = {}
+    for opening in ("auto", "none"):
+        code = main(["tune", str(csv), "--target", "target", "--budget", "2", "--time-budget", "600", "--strategy",
+                     "random", "--algorithms", "lightgbm", "knn", "--seed", "3", "--session", opening, "--kb", kb_path,
+                     "--opening", opening, "--ensemble", "none"])
+        assert code == 0, capsys.readouterr().err
+        with KnowledgeBase(kb_path) as kb:
+            first[opening] = kb.query("SELECT c.params FROM runs r JOIN configurations c USING (config_id) "
+                                      "WHERE r.source = ? AND r.metric = 'error_rate' ORDER BY r.created_at, r.run_id "
+                                      "LIMIT 1", [f"session:{opening}"])["params"].iloc[0]
+    assert '"n_estimators":10,"num_leaves":8' in first["auto"].replace(" ", "")
+    assert '"n_estimators":10,"num_leaves":8' not in first["none"].replace(" ", "")
+
+
 @pytest.mark.parametrize("column, words", [
     ("one", "the target 'y' has one class ('x' in all 40 rows): a classifier needs at least two"),
     ("numbers", "the target 'y' holds 40 distinct numbers, a regression target"),
