@@ -177,14 +177,14 @@ def write_cell(dataset: Dataset, seed: int, folder: Path) -> np.ndarray:
 def _run(cmd: Sequence[str], *, timeout: float, cwd: Path) -> tuple[float, int, str, float | None]:
     """(seconds, return code, tail of stdout + stderr, peak resident megabytes) of ``cmd``
     on one thread, in the folder ``cwd`` (``python -m`` puts it first on the path: never
-    the folder the benchmark was started from). It runs under
-    ``scripts/automl_runners/peak_memory.py`` (the largest process of its tree that was
-    waited for) in a process group of its own; a command still running after ``timeout``
-    seconds is killed with its whole group (code -9, no peak)."""
+    the folder the benchmark was started from). It runs under :data:`PEAK_MEMORY` (the
+    largest process of its tree that was waited for) in a process group of its own; a
+    command still running after ``timeout`` seconds is killed with its whole group (code
+    -9, no peak)."""
     import signal
 
     start = time.monotonic()
-    proc = subprocess.Popen([sys.executable, str(RUNNERS / "peak_memory.py"), *cmd], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-c", PEAK_MEMORY, *cmd], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=one_thread_env(), cwd=cwd, start_new_session=True)
     try:
         out, err = proc.communicate(timeout=timeout)
@@ -202,8 +202,19 @@ def _run(cmd: Sequence[str], *, timeout: float, cwd: Path) -> tuple[float, int, 
     return seconds, proc.returncode, out[-4000:] + err[-2000:], peak
 
 
-#: how ``peak_memory.py`` reports
+#: how :data:`PEAK_MEMORY` reports
 PEAK_PREFIX = "peak-memory-mb: "
+#: ``python -c PEAK_MEMORY CMD [ARG ...]``: run the command (this process's standard streams,
+#: its exit code), then write the largest resident set of any process of its tree that was
+#: waited for (``getrusage(RUSAGE_CHILDREN).ru_maxrss``, kilobytes on Linux) as the last line
+#: of standard error. Inline, so that it runs from an installed package as from the repository.
+PEAK_MEMORY = (
+    "import resource, subprocess, sys\n"
+    "code = subprocess.call(sys.argv[1:])\n"
+    "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024\n"
+    f"print(f'{PEAK_PREFIX}{{peak:.1f}}', file=sys.stderr, flush=True)\n"
+    "sys.exit(code)\n"
+)
 
 
 def _version(package: str) -> str | None:
