@@ -231,7 +231,8 @@ def tune_ensemble(
     ``strategy="auto"``: the default warm start when ``kb`` has runs for the space, else
     ``gp`` (:func:`~metabo.strategies.warm.choose_strategy`; the result says which, and why).
     """
-    from metabo.optimizer.tune import check_budget, default_trial_limit, open_session, prepare, run_trials
+    from metabo.optimizer.tune import (check_budget, default_trial_limit, open_session, prepare, run_trials,
+                                       search_costs)
     from metabo.space.algorithms import default_cash_space
 
     check_budget(budget)
@@ -264,7 +265,8 @@ def tune_ensemble(
                 "search": repr(search)}
     limit = None
     if time_limit is None:  # every trial is bounded all the same (metabo.optimizer.limits)
-        limit = default_trial_limit(setup, kb, space, seed=seed, metric=metric)
+        limit = default_trial_limit(setup, kb, space, seed=seed, metric=metric,
+                                    costs=search_costs(kb, setup, space, metric=metric))
         settings["default_time_limit"] = limit.describe()
     opt = open_session(kb, space, search, session_id=session_id, dataset_id=setup.dataset_id, metric=metric, seed=seed,
                  settings=settings)

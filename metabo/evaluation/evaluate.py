@@ -57,7 +57,7 @@ from threadpoolctl import threadpool_limits
 from metabo.data.dataset import Dataset
 from metabo.evaluation.factories import Factory, registry_factory
 from metabo.evaluation.metrics import align_proba, get_metric
-from metabo.evaluation.preprocessing import make_preprocessor, tell_nominal
+from metabo.evaluation.preprocessing import encoder_kind, make_preprocessor, tell_nominal
 from metabo.evaluation.protocols import EvaluationProtocol, Holdout, Split, class_codes, class_labels
 from metabo.evaluation.runner import Ok, describe, run_each_with_limits
 from metabo.exceptions import EvaluationError, InputDataError, UnknownAlgorithmError
@@ -181,8 +181,7 @@ def prepared_split(spec: Any, dataset: Dataset, split: Split) -> _Prepared:
     digest = hashlib.blake2b(digest_size=16)
     for part in (split.train_idx, split.valid_idx, split.test_idx):
         digest.update(b"|" if part is None else np.ascontiguousarray(part, dtype=np.int64).tobytes() + b"/")
-    encoding = "ordinal" if spec.encoding == "native" else str(spec.encoding)  # the same columns
-    key = ("prepared", bool(spec.needs_scaling), encoding, bool(spec.handles_missing),
+    key = ("prepared", bool(spec.needs_scaling), encoder_kind(spec), bool(spec.handles_missing),
            digest.hexdigest())
     return dataset.memo(key, lambda: _prepare(spec, dataset, split))
 

@@ -63,10 +63,17 @@ def nominal_as_strings(X: pd.DataFrame | np.ndarray) -> np.ndarray:
     return out
 
 
-def make_preprocessor(spec: PreprocessingNeeds, dataset: Dataset) -> ColumnTransformer:
-    """The column transformer for ``dataset``'s columns and ``spec``'s needs."""
+def encoder_kind(spec: PreprocessingNeeds) -> Literal["onehot", "ordinal"]:
+    """The columns ``spec``'s encoding makes of the nominal features: ``native`` is the
+    ordinal codes (the estimator is told where they are, :func:`tell_nominal`)."""
     if spec.encoding not in ENCODINGS:
         raise InputDataError(f"unknown encoding {spec.encoding!r}; use one of {', '.join(ENCODINGS)}")
+    return "onehot" if spec.encoding == "onehot" else "ordinal"
+
+
+def make_preprocessor(spec: PreprocessingNeeds, dataset: Dataset) -> ColumnTransformer:
+    """The column transformer for ``dataset``'s columns and ``spec``'s needs."""
+    kind = encoder_kind(spec)
     kinds = dict(zip(dataset.X.columns, dataset.feature_kinds))
     numeric = [c for c, k in kinds.items() if k == "numeric"]
     nominal = [c for c, k in kinds.items() if k == "nominal"]
@@ -79,7 +86,7 @@ def make_preprocessor(spec: PreprocessingNeeds, dataset: Dataset) -> ColumnTrans
             steps.append(("scale", StandardScaler()))
         transformers.append(("numeric", Pipeline(steps) if steps else "passthrough", numeric))
     if nominal:
-        if spec.encoding == "onehot":
+        if kind == "onehot":
             encoder: Any = OneHotEncoder(handle_unknown="ignore", sparse_output=False)
         else:
             encoder = OrdinalEncoder(handle_unknown="use_encoded_value", unknown_value=-1)

@@ -76,8 +76,12 @@ def _usable(records: pd.DataFrame) -> pd.DataFrame:
 
 def size_exponents(records: pd.DataFrame) -> dict[str, tuple[float, float]]:
     """``(alpha_a, beta_a)`` per algorithm (module docstring)."""
+    return _exponents(_usable(records))
+
+
+def _exponents(frame: pd.DataFrame) -> dict[str, tuple[float, float]]:
+    """:func:`size_exponents` of records already :func:`_usable`."""
     out: dict[str, tuple[float, float]] = {}
-    frame = _usable(records)
     frame = frame.assign(ls=np.log(frame["seconds"].astype(float)), ln=np.log(frame["rows"].astype(float)),
                          ld=np.log(frame["features"]))
     # the fixed effect per configuration: every column centred within (algorithm, configuration), at once
@@ -112,7 +116,7 @@ class FitCosts:
     @classmethod
     def from_records(cls, records: pd.DataFrame) -> FitCosts:
         frame = _usable(records)
-        return cls(frame, size_exponents(frame) if not frame.empty else {})
+        return cls(frame, _exponents(frame) if not frame.empty else {})
 
     @classmethod
     def from_kb(cls, kb: KnowledgeBase, tasks: Sequence[str], *, metric: str = "error_rate",

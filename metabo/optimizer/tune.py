@@ -67,6 +67,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import json
 import logging
 import math
@@ -503,13 +504,21 @@ def run_trials(
                                 in_process=pool == 1, total_time_limit=total)
                      for trial in batch]
             for trial, result in _in_order(batch, evaluate_many(tasks, n_jobs=pool, backend=backend)):
-                evaluations = _evaluations(trial, result)
-                record = opt.tell(trial, evaluations=evaluations, **_outcome(evaluations, opt.metric))
-                logger.info("trial %d %s: %s %.4g", record.number, record.algorithm, record.status, record.value)
-                if on_evaluated is not None:
-                    on_evaluated(record, evaluations)
-                if progress is not None:
-                    progress(record)
+                _tell(opt, trial, _evaluations(trial, result), on_evaluated=on_evaluated, progress=progress)
+
+
+def _tell(opt: Optimizer, trial: Trial, evaluations: list[Evaluation], *,
+          on_evaluated: Callable[[TrialRecord, list[Evaluation]], None] | None,
+          progress: Callable[[TrialRecord], None] | None, note: str = "") -> TrialRecord:
+    """Tell ``opt`` the trial's outcome, log it, then show it to ``on_evaluated`` (with its
+    evaluations) and ``progress``: the one path every evaluated trial takes."""
+    record = opt.tell(trial, evaluations=evaluations, **_outcome(evaluations, opt.metric))
+    logger.info("trial %d %s%s: %s %.4g", record.number, record.algorithm, note, record.status, record.value)
+    if on_evaluated is not None:
+        on_evaluated(record, evaluations)
+    if progress is not None:
+        progress(record)
+    return record
 
 
 def _in_order(batch: list[Trial], results: Iterator[TaskResult]) -> Iterator[tuple[Trial, TaskResult]]:
@@ -654,10 +663,8 @@ def tune(
         # the other tasks' recorded fit seconds, read once: the warm start's opening under a
         # time budget and the default trial limits both predict from them
         costs = None
-        if kb is not None and (clock is not None or time_limit is None):
-            from metabo.kb.costs import FitCosts
-
-            costs = FitCosts.for_target(kb, setup.dataset_id, _algorithms(space), metric=metric)
+        if clock is not None or time_limit is None:
+            costs = search_costs(kb, setup, space, metric=metric)
         if isinstance(strategy, str):
             name, note, make = resolve_strategy(strategy, kb, setup.dataset_id, space, metric=metric,
                                                 time_budget=None if clock is None else clock.seconds,
@@ -684,8 +691,8 @@ def tune(
                        seed=seed, settings=settings)
     ends: dict[int, float] = {}
 
-    def told(record: TrialRecord) -> None:
-        ends[record.number] = time.monotonic() - started
+    def told(record: TrialRecord, ended: float | None = None) -> None:
+        ends[record.number] = (time.monotonic() if ended is None else ended) - started
         if progress is not None:
             progress(record)
 
@@ -695,14 +702,9 @@ def tune(
                                           keep_predictions=keep_predictions)
 
     if opened is not None and not opt.history:
-        record = opt.tell(opt.ask(config=opened.config), evaluations=opened.evaluations,
-                          **_outcome(opened.evaluations, metric))
-        logger.info("trial %d %s (opening): %s %.4g", record.number, record.algorithm, record.status, record.value)
-        if library is not None:
-            library.observe(record, opened.evaluations)
-        ends[record.number] = opened.ended - started
-        if progress is not None:
-            progress(record)
+        _tell(opt, opt.ask(config=opened.config), opened.evaluations,
+              on_evaluated=None if library is None else library.observe,
+              progress=functools.partial(told, ended=opened.ended), note=" (opening)")
 
     reserve = None
     # how fit seconds grow from a trial's rows to the final fit's (recorded fit times; linear without)
@@ -1010,6 +1012,18 @@ def fit_on_every_row(model: EnsembleModel, setup: Setup) -> EnsembleModel | None
     except EvaluationError as e:
         logger.warning("the fit on every row failed (%s); the model is its fit on training + validation rows", e)
         return None
+
+
+def search_costs(kb: KnowledgeBase | None, setup: Setup, space: CASHSpace | SearchSpace, *,
+                 metric: str = "error_rate") -> FitCosts | None:
+    """The fit seconds the other stored tasks recorded for the space's algorithms
+    (:meth:`~metabo.kb.costs.FitCosts.for_target`), read once per search for everything
+    that predicts a trial's seconds: the warm start's opening and the default trial limits."""
+    if kb is None:
+        return None
+    from metabo.kb.costs import FitCosts
+
+    return FitCosts.for_target(kb, setup.dataset_id, _algorithms(space), metric=metric)
 
 
 def default_trial_limit(setup: Setup, kb: KnowledgeBase | None, space: CASHSpace | SearchSpace, *, seed: int,

@@ -149,8 +149,8 @@ def warm_factory(name: str, kb: KnowledgeBase, dataset_id: str, space: CASHSpace
     the strategy's constructor. Under a ``time_budget`` (seconds) on ``n_train`` training
     rows (of the stored dataset's features), ``warm``'s portfolio keeps to configurations whose trial (``fits_per_trial`` fits,
     one per fold of a cross-validated search) is predicted to take at most a tenth of it
-    (:data:`OPENING_SHARE`, :mod:`metabo.kb.costs`; ``costs``: the past tasks' recorded fit
-    seconds if already read, else read here)."""
+    (:data:`OPENING_SHARE`, :mod:`metabo.kb.costs`; ``costs``: the other tasks' recorded fit
+    seconds, :meth:`~metabo.kb.costs.FitCosts.for_target`, if already read, else read here)."""
     if name not in WARM_STRATEGIES:
         raise InputDataError(f"unknown warm-start strategy {name!r}; use one of {', '.join(WARM_STRATEGIES)}")
     if not isinstance(space, CASHSpace):
@@ -168,7 +168,7 @@ def warm_factory(name: str, kb: KnowledgeBase, dataset_id: str, space: CASHSpace
 
             n_features = kb.get_dataset(dataset_id).get("n_features")
             if costs is None:
-                costs = FitCosts.from_kb(kb, past.tasks, metric=metric)
+                costs = FitCosts.for_target(kb, dataset_id, space.algorithms, metric=metric)
             fit = costs.predict(n_train, int(n_features) if n_features else None)
             kw = {"costs": {cid: fits_per_trial * seconds for cid, seconds in fit.items()},
                   "max_cost": OPENING_SHARE * time_budget, **kw}

@@ -234,3 +234,25 @@ def test_spaces_use_only_supported_types():
     for spec in ALGORITHMS.values():
         for hp in spec.space:
             assert isinstance(hp, (Float, Integer, Categorical, Constant))
+
+
+def test_native_and_ordinal_share_one_prepared_split_and_unknown_encodings_are_refused():
+    """The memo of a split's preprocessing (evaluate.prepared_split) is keyed by the columns
+    made (preprocessing.encoder_kind): native's are ordinal's, so both reuse one entry."""
+    from metabo.data.dataset import Dataset
+    from metabo.evaluation.evaluate import prepared_split
+    from metabo.evaluation.preprocessing import PreprocessingSpec, encoder_kind
+    from metabo.evaluation.protocols import Holdout
+    from metabo.exceptions import InputDataError
+
+    frame = pd.DataFrame({"colour": ["r", "g", "b", "r"] * 5, "x": np.arange(20.0), "y": [0, 1] * 10})
+    data = Dataset.from_frame(frame, target="y", name="mixed", source="test")
+    split = Holdout().splits(data, 0)[0]
+    native = prepared_split(PreprocessingSpec(encoding="native"), data, split)
+    assert prepared_split(PreprocessingSpec(encoding="ordinal"), data, split) is native
+    onehot = prepared_split(PreprocessingSpec(encoding="onehot"), data, split)
+    assert onehot is not native and onehot.train.shape[1] == 4 and native.train.shape[1] == 2
+    assert [encoder_kind(PreprocessingSpec(encoding=e)) for e in ("onehot", "ordinal", "native")] == [
+        "onehot", "ordinal", "ordinal"]
+    with pytest.raises(InputDataError, match="unknown encoding"):
+        encoder_kind(PreprocessingSpec(encoding="binary"))  # type: ignore[arg-type]
