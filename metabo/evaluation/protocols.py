@@ -203,9 +203,9 @@ def _check_fractions(obj: object, **fractions: float) -> None:
         )
 
 
-def _check_max_train(obj: object, max_train: int | None) -> None:
+def _check_max_train(obj: object, max_train: int | None, name: str = "max_train") -> None:
     if max_train is not None and (isinstance(max_train, bool) or not isinstance(max_train, int) or max_train < 1):
-        raise InputDataError(f"{type(obj).__name__}.max_train must be a positive integer or None")
+        raise InputDataError(f"{type(obj).__name__}.{name} must be a positive integer or None")
 
 
 def _hold_out(
@@ -217,21 +217,38 @@ def _hold_out(
 
 
 # ---------------------------------------------------------------------- protocols
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Holdout:
-    """A fixed train/valid/test split of the given fractions (``test=0``: no test part)."""
+    """A fixed train/valid/test split of the given fractions (``test=0``: no test part).
+
+    ``max_train`` caps the training rows and ``max_eval`` the validation and the test rows
+    (each a stratified subsample, drawn after the training rows so that capping the
+    evaluation leaves the training rows as they were): on a large table a trial's
+    predictions then cost what its fit on the capped training rows does, not the 40% of
+    the table held out (successive halving's rungs, :func:`metabo.optimizer.tune.tune`).
+    The rows a cap leaves out are in no part; a refit on every non-test row
+    (:class:`RefitOnTrainValid`'s users) trains on them."""
 
     train: float = 0.6
     valid: float = 0.2
     test: float = 0.2
     stratified: bool = True
     max_train: int | None = None
+    max_eval: int | None = None
 
     def __post_init__(self) -> None:
         _check_fractions(self, train=self.train, valid=self.valid, test=self.test)
         if self.train <= 0 or self.valid <= 0:
             raise InputDataError("Holdout needs train > 0 and valid > 0")
         _check_max_train(self, self.max_train)
+        _check_max_train(self, self.max_eval, "max_eval")
+
+    def __repr__(self) -> str:
+        """The fields, ``max_eval`` only when set: the labels of runs measured before it
+        existed (``runs.protocol``, :func:`protocol_label`) stay those of today's protocols."""
+        text = (f"Holdout(train={self.train!r}, valid={self.valid!r}, test={self.test!r}, "
+                f"stratified={self.stratified!r}, max_train={self.max_train!r}")
+        return text + ("" if self.max_eval is None else f", max_eval={self.max_eval!r}") + ")"
 
     def splits(self, dataset: Dataset, seed: int) -> list[Split]:
         seed = _check_seed(seed)
@@ -240,7 +257,9 @@ class Holdout:
         fractions = (self.train, self.valid, self.test) if self.test > 0 else (self.train, self.valid)
         parts = _hold_out(codes, np.arange(len(codes)), fractions, rng, self.stratified)
         train = _subsample(parts[0], codes, self.max_train, rng)
-        return [Split(0, 0, seed, train, parts[1], parts[2] if self.test > 0 else None)]
+        valid = _subsample(parts[1], codes, self.max_eval, rng)
+        test = _subsample(parts[2], codes, self.max_eval, rng) if self.test > 0 else None
+        return [Split(0, 0, seed, train, valid, test)]
 
 
 @dataclass(frozen=True)

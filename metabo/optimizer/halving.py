@@ -22,6 +22,13 @@ that ranks low on 2,000 rows may lead on 12,000); at every later rung the best `
 there, the earliest trial among ties) are evaluated again. The last rung, every row, is the
 final model's fit: it is not spent on one configuration's evaluation. The winner
 (:func:`winner`) is the best of the highest rung evaluated completely.
+
+Every rung's trials are scored on the same stratified sample of at most :data:`EVAL_ROWS`
+validation rows (and as many test rows): on a table of 1,000,000 rows the 20% held out for
+each is 200,000 rows, and predicting them cost a kernel SVM fitted on rung 0's 2,000 rows
+about 80 s where its fit took 3 s. The standard error of an error rate ``p`` on ``V`` rows is
+``sqrt(p (1 - p) / V)``, .004 at ``p = .2`` and ``V = 10,000``: below the differences the rungs
+decide between, at a cost that no longer grows with the table.
 """
 
 from __future__ import annotations
@@ -36,6 +43,8 @@ from metabo.exceptions import TimeBudgetExceeded
 FIRST_RUNG = 2000
 #: the halving rate: 1 / ETA of a rung's configurations go on, on ETA times the rows
 ETA = 3
+#: the validation (and test) rows a rung's trial predicts, at most (module docstring)
+EVAL_ROWS = 10_000
 
 
 def rung_sizes(n_train: int, *, first: int = FIRST_RUNG, eta: int = ETA) -> list[int]:

@@ -102,7 +102,7 @@ from metabo.optimizer.budget import (
     deadline,
     final_fit_seconds,
 )
-from metabo.optimizer.halving import ETA, Rung, first_promotion, rung_sizes, successive_halving, winner
+from metabo.optimizer.halving import ETA, EVAL_ROWS, Rung, first_promotion, rung_sizes, successive_halving, winner
 from metabo.optimizer.history import History, Trial, TrialRecord
 from metabo.optimizer.limits import DefaultLimit, default_limit
 from metabo.kb.canonical import config_id
@@ -414,7 +414,8 @@ def store_setup(setup: Setup, stored: Dataset, kb: KnowledgeBase | None, *, meta
 
 
 def _halving(protocol: EvaluationProtocol, data: Dataset, seed: int) -> tuple[EvaluationProtocol, tuple[int, ...]]:
-    """The default hold-out on its first rung's rows and the rungs
+    """The default hold-out on its first rung's rows, scored on at most
+    :data:`~metabo.optimizer.halving.EVAL_ROWS` validation and test rows, and the rungs
     (:func:`~metabo.optimizer.halving.rung_sizes`) when its training part has three rungs
     or more; ``protocol`` and no rungs otherwise (cross-validated tables, small ones)."""
     if not isinstance(protocol, Holdout) or protocol.max_train is not None:
@@ -422,7 +423,7 @@ def _halving(protocol: EvaluationProtocol, data: Dataset, seed: int) -> tuple[Ev
     sizes = rung_sizes(protocol.splits(data, seed)[0].n_train)
     if len(sizes) < 3:
         return protocol, ()
-    return dataclasses.replace(protocol, max_train=sizes[0]), tuple(sizes)
+    return dataclasses.replace(protocol, max_train=sizes[0], max_eval=EVAL_ROWS), tuple(sizes)
 
 
 def strategy_factory(name: str, kb: KnowledgeBase | None, dataset_id: str | None, space: CASHSpace | SearchSpace,

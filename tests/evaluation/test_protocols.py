@@ -216,3 +216,26 @@ def test_search_protocol_cross_validates_every_non_test_row_once():
     assert (parse_cv("auto"), parse_cv("none"), parse_cv("4")) == ("auto", None, 4)
     with pytest.raises(InputDataError, match="--cv"):
         parse_cv("five")
+
+
+def test_a_holdout_caps_its_evaluation_rows_without_touching_its_training_rows():
+    """max_eval: stratified samples of the validation and test parts, drawn after the training
+    rows (which stay those of the uncapped hold-out); the repr (runs.protocol) names it only
+    when set, so labels of runs measured without it are unchanged."""
+    y = np.r_[np.zeros(900), np.ones(90), np.full(10, 2)].astype(int)
+    data = Dataset.from_frame(pd.DataFrame({"x": np.arange(1000.0), "y": y}), target="y", name="d", source="t")
+    (whole,) = Holdout(max_train=300).splits(data, 4)
+    (capped,) = Holdout(max_train=300, max_eval=50).splits(data, 4)
+    assert np.array_equal(whole.train_idx, capped.train_idx)
+    for part, full in ((capped.valid_idx, whole.valid_idx), (capped.test_idx, whole.test_idx)):
+        assert len(part) == 50 and set(part) <= set(full) and set(y[part]) == {0, 1, 2}
+    assert not set(capped.valid_idx) & set(capped.test_idx)
+    (again,) = Holdout(max_train=300, max_eval=50).splits(data, 4)
+    assert np.array_equal(again.valid_idx, capped.valid_idx) and np.array_equal(again.test_idx, capped.test_idx)
+    assert repr(Holdout(max_train=2000)) == "Holdout(train=0.6, valid=0.2, test=0.2, stratified=True, max_train=2000)"
+    assert repr(Holdout(max_eval=10)).endswith("max_train=None, max_eval=10)")
+    (no_test,) = Holdout(0.8, 0.2, 0.0, max_eval=30).splits(data, 0)
+    assert no_test.test_idx is None and len(no_test.valid_idx) == 30
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(InputDataError, match="max_eval"):
+            Holdout(max_eval=bad)

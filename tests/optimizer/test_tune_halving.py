@@ -53,3 +53,25 @@ def test_the_search_runs_on_the_first_rung_rows(large, tmp_path):
                             [f"session:{result.session_id}"])["fidelity"].tolist()
     assert fidelity == [2000]  # the promotions are not stored as the session's runs
     assert np.isfinite([v for r in result.rungs for v in r.values.values()]).all()
+
+
+def test_the_rungs_trials_predict_a_capped_sample_of_the_held_out_rows(large, tmp_path, monkeypatch):
+    """On a large table a trial's predictions are capped (Holdout.max_eval = EVAL_ROWS): the
+    stored predictions have at most that many rows, the runs say so in their protocol, and
+    the final model still trains on every row and is scored on the capped test rows."""
+    import importlib
+
+    from metabo.kb import KnowledgeBase
+
+    monkeypatch.setattr(importlib.import_module("metabo.optimizer.tune"), "EVAL_ROWS", 1500)
+    with KnowledgeBase(tmp_path / "kb.duckdb") as kb:
+        result = tune(large, target="target", budget=4, space=SPACE, strategy="random", seed=0, kb=kb,
+                      meta_features=False)
+        source = [f"session:{result.session_id}"]
+        protocols = kb.query("SELECT DISTINCT protocol FROM runs WHERE source = ?", source)["protocol"].tolist()
+        rows = kb.query("SELECT p.split, max(p.n_rows) AS n FROM predictions p JOIN runs r USING (run_id) "
+                        "WHERE r.source = ? GROUP BY p.split ORDER BY p.split", source)
+    assert protocols == ["Holdout(train=0.6, valid=0.2, test=0.2, stratified=True, max_train=2000, max_eval=1500)"]
+    assert not rows.empty and (rows["n"] == 1500).all(), rows  # 4,080 held out for each, 1,500 predicted
+    assert [r.rows for r in result.rungs] == [2000, 6000]
+    assert result.model_rows == "all" and result.refit_test_error is not None
