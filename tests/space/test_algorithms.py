@@ -256,3 +256,27 @@ def test_native_and_ordinal_share_one_prepared_split_and_unknown_encodings_are_r
         "onehot", "ordinal", "ordinal"]
     with pytest.raises(InputDataError, match="unknown encoding"):
         encoder_kind(PreprocessingSpec(encoding="binary"))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("algorithm", ["svm_rbf", "kernel_svm"])
+def test_the_kernel_svms_solver_stops_at_its_iteration_cap(algorithm, monkeypatch):
+    """A large C on overlapping classes needs many SMO iterations (svm_rbf's: about 190,000
+    here; scikit-learn's default -1 is no bound): with a cap the fit stops there, warns,
+    and still predicts probabilities."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    from metabo.space.algorithms import table51
+
+    X, y = make_classification(n_samples=300, n_features=4, flip_y=0.3, random_state=0)
+    config = {"C": 1e4, "gamma": 1.0} if algorithm == "svm_rbf" else {
+        "C": 1e2, "kernel": "rbf", "coef0": 0.0, "gamma": "auto", "degree": 3}
+    uncapped = build_estimator(algorithm, config, seed=0).fit(X, y)
+    assert uncapped.estimator_.max_iter == table51.SVC_MAX_ITER >= uncapped.estimator_.n_iter_[0] > 100
+    monkeypatch.setattr(table51, "SVC_MAX_ITER", 50)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        capped = build_estimator(algorithm, config, seed=0).fit(X, y)
+    assert capped.estimator_.n_iter_[0] == 50
+    assert any(issubclass(w.category, ConvergenceWarning) for w in caught)
+    proba = capped.predict_proba(X)
+    assert proba.shape == (300, 2) and np.allclose(proba.sum(axis=1), 1.0)

@@ -24,7 +24,8 @@ Constant, as ``gaussian_nb`` records its one setting):
   ``learning_rate`` log [1e-3, 1] (OBOE: 0.001..0.5), ``max_depth`` 1..8 (OBOE: 3, 6),
   ``max_features`` "all" (scikit-learn's None) or "log2".
 - ``kernel_svm``: ``SVC`` with ``gamma="auto"`` (1 / number of features, the 2018
-  default and OBOE's), ``degree=3``; ``C`` log [1e-5, 1e5] as ``svm_rbf``'s (OBOE:
+  default and OBOE's), ``degree=3``, the solver's iterations capped as ``svm_rbf``'s;
+  ``C`` log [1e-5, 1e5] as ``svm_rbf``'s (OBOE:
   0.125..16), ``kernel`` rbf or poly, ``coef0`` [0, 10] (OBOE: 0, 10; it only acts on
   poly). ``svm_rbf`` searches ``gamma`` itself and cannot hold "auto".
 - ``ovr_logistic_regression``: OBOE's Logit, ``LogisticRegression`` one-vs-rest
@@ -100,7 +101,9 @@ def _kernel_svm(p: Mapping[str, Any], seed: int | None) -> Any:
 
     from metabo.space.algorithms.proba import DecisionProbaClassifier
 
-    return DecisionProbaClassifier(SVC(**p, random_state=seed))
+    from metabo.space.algorithms.table51 import SVC_MAX_ITER
+
+    return DecisionProbaClassifier(SVC(**p, max_iter=SVC_MAX_ITER, random_state=seed))
 
 
 def _ovr_logistic_regression(p: Mapping[str, Any], seed: int | None) -> Any:

@@ -5,7 +5,8 @@ Ranges are the table's. Additions and deviations (each also noted at its space):
 - knn: ``weights`` {uniform, distance} and Minkowski ``p`` {1, 2} added.
 - svm_rbf: the table's kernel width tau is scikit-learn's ``gamma`` read as ``1/tau``
   (``k = exp(-||x - x'||^2 / tau)``); ``1/tau`` is log-uniform on the same
-  [1e-5, 1e5], so range and prior are unchanged.
+  [1e-5, 1e5], so range and prior are unchanged. The solver's iterations are capped
+  (:data:`SVC_MAX_ITER`).
 - decision_tree: ``criterion`` {gini, entropy} added.
 - random_forest: ``max_features`` (fraction of features, [0.01, 1]) added.
 - adaboost: ``learning_rate`` log [0.01, 3] added; ``n_estimators`` 1..100 (the table's
@@ -48,12 +49,20 @@ def _knn(p: Mapping[str, Any], seed: int | None) -> Any:
     return KNeighborsClassifier(n_neighbors=p["n_neighbors"], weights=p["weights"], p=p["p"], n_jobs=1)
 
 
+#: libsvm's SMO iterations, at most (``SVC(max_iter=...)``; scikit-learn's -1 has no bound): a
+#: large ``C`` on overlapping classes can need millions of iterations, each a kernel column
+#: over the training rows, so an uncapped fit has no time bound but the trial's. Capped, it
+#: stops with a ConvergenceWarning (kept in the evaluation's message) and still predicts.
+SVC_MAX_ITER = 1_000_000
+
+
 def _svm_rbf(p: Mapping[str, Any], seed: int | None) -> Any:
     from sklearn.svm import SVC
 
     from metabo.space.algorithms.proba import DecisionProbaClassifier
 
-    return DecisionProbaClassifier(SVC(C=p["C"], kernel="rbf", gamma=p["gamma"], random_state=seed))
+    return DecisionProbaClassifier(SVC(C=p["C"], kernel="rbf", gamma=p["gamma"], max_iter=SVC_MAX_ITER,
+                                       random_state=seed))
 
 
 def _linear_svm(p: Mapping[str, Any], seed: int | None) -> Any:
