@@ -79,7 +79,9 @@ class _Alarm(BaseException):
 def deadline(clock: TimeBudget | None, grace: float = DEADLINE_GRACE) -> Iterator[None]:
     """Within this block, the work is interrupted with :class:`TimeBudgetExceeded`
     ``grace`` seconds after ``clock`` runs out (``SIGALRM``; the next Python instruction
-    after it fires, so one long call into a compiled library ends first). Trials are
+    after it fires, so one long call into a compiled library ends first; a library that
+    turns the signal into an exception of its own, as CatBoost's KeyboardInterrupt, ends
+    the block the same way). Trials are
     bounded by their limits already; this bounds what runs outside them. Inert without a
     clock, outside the main thread, or when a timer is already set (pytest-timeout's)."""
     usable = (clock is not None and threading.current_thread() is threading.main_thread()
@@ -88,17 +90,28 @@ def deadline(clock: TimeBudget | None, grace: float = DEADLINE_GRACE) -> Iterato
         yield
         return
     assert clock is not None
+    fired: list[bool] = []
 
     def expired(signum: int, frame: object) -> None:
+        fired.append(True)
         raise _Alarm
+
+    def exceeded() -> TimeBudgetExceeded:
+        return TimeBudgetExceeded(f"the time budget of {clock.seconds:g} s ran out (by {-clock.left():.1f} s) "
+                                  "before the work outside the trials ended; give a larger time budget")
 
     previous = signal.signal(signal.SIGALRM, expired)
     try:
         signal.setitimer(signal.ITIMER_REAL, max(clock.left() + grace, 0.01))
         yield
     except _Alarm:
-        raise TimeBudgetExceeded(f"the time budget of {clock.seconds:g} s ran out (by {-clock.left():.1f} s) "
-                                 "before the work outside the trials ended; give a larger time budget") from None
+        raise exceeded() from None
+    except (KeyboardInterrupt, Exception) as e:
+        # a compiled library that checks for signals may turn the alarm into an error of its
+        # own (CatBoost raises KeyboardInterrupt): after the alarm, that is the budget's end
+        if fired and not isinstance(e, TimeBudgetExceeded):
+            raise exceeded() from e
+        raise
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
