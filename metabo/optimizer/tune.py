@@ -478,7 +478,13 @@ def run_trials(
     are complete or the ``clock`` has no time for another trial after ``reserve()``
     seconds (module docstring); ``on_evaluated`` sees each told trial with its
     evaluations (before ``progress``). Without a ``time_limit``, each split of a trial
-    may run ``default_limit(algorithm, history)`` seconds (:mod:`metabo.optimizer.limits`)."""
+    may run ``default_limit(algorithm, history)`` seconds (:mod:`metabo.optimizer.limits`).
+
+    Under a ``clock`` a batch's trials may run what is left after ``reserve()`` and the
+    search's own seconds around the batch before (the reserve, asking the strategy,
+    telling the results: a GP's ask grows with the observations, and the ensemble guard's
+    answer in ``reserve`` with the library), so that the search ends in time for the
+    final model, not with it."""
     if budget is None and clock is None:
         raise InputDataError("run_trials needs a budget of trials or a clock")
     # a batch is still n_jobs trials (the history depends on the seed and n_jobs only);
@@ -486,11 +492,13 @@ def run_trials(
     workers = worker_count(n_jobs, address=scheduler, what="n_jobs")
     if budget is not None:
         workers = min(workers, max(budget - len(opt.history.completed), len(opt.history.pending), 1))
+    overhead = 0.0  # the search's own seconds around the last batch (docstring)
     with backend_context(backend, address=scheduler, n_jobs=workers):
         while (needed := n_jobs if budget is None else budget - len(opt.history.completed)) > 0:
+            began = time.monotonic()
             total = None  # the seconds of a trial's fits together, under the clock
             if clock is not None:
-                total = clock.trial_limit(reserve() if reserve is not None else 0.0)
+                total = clock.trial_limit((reserve() if reserve is not None else 0.0) + overhead)
                 if total is None:
                     logger.info("time budget: %.1f s left, stopping the search", clock.left())
                     break
@@ -504,8 +512,11 @@ def run_trials(
                                 memory_limit_mb=memory_limit_mb, keep_predictions=keep_predictions,
                                 in_process=pool == 1, total_time_limit=total)
                      for trial in batch]
+            overhead = time.monotonic() - began
             for trial, result in _in_order(batch, evaluate_many(tasks, n_jobs=pool, backend=backend)):
+                told = time.monotonic()
                 _tell(opt, trial, _evaluations(trial, result), on_evaluated=on_evaluated, progress=progress)
+                overhead += time.monotonic() - told
 
 
 def _tell(opt: Optimizer, trial: Trial, evaluations: list[Evaluation], *,

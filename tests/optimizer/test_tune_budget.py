@@ -179,3 +179,60 @@ def test_max_train_subsamples_the_search_and_the_model_trains_on_every_row(tmp_p
         scored = tune(iris_frame, target="target", budget=2, space=space, strategy="random", kb=kb, seed=0,
                       max_train=40, meta_features=False, final_rows="train+valid", session_id="scored")
     assert scored.model.pipelines_[0][-1].n_samples_fit_ == 120  # 60% + 20% of 150, unsampled
+
+
+class _SlowToAsk:
+    """Random search whose every suggestion takes ``seconds`` (as a GP's ask on many
+    observations, or a warm start's first one, can)."""
+
+    name = "slow-random"
+
+    def __init__(self, seconds: float) -> None:
+        from metabo.strategies.random import RandomSearch
+
+        self.seconds, self.inner = seconds, RandomSearch()
+
+    def suggest(self, history, space, rng):
+        time.sleep(self.seconds)
+        return self.inner.suggest(history, space, rng)
+
+
+def test_the_search_leaves_time_for_its_own_asking_and_the_final_model(iris_frame):
+    """A trial's limit is what is left after the reserve and the search's own seconds around
+    the batch before: with a strategy that takes 1.5 s to ask, the last trial is not started
+    where only its ask would fit, so the search ends before the budget and the final model
+    is fitted within it (before, the ask ran into the budget and the model was cut)."""
+    space = default_cash_space(["decision_tree", "knn"])
+    for seed in (0, 1):
+        result = tune(iris_frame, target="target", time_budget=6.0, space=space, strategy=_SlowToAsk(1.5),
+                      seed=seed, cv=None, opening=False)
+        ends = [result.trial_end_seconds[r.number] for r in result.history.completed]
+        assert len(ends) >= 1 and max(ends) < 6.0, ends
+        assert result.model is not None and result.total_seconds < 6.0 + 0.5, result.total_seconds
+
+
+def test_the_deadline_ends_a_library_that_turns_its_alarm_into_an_error_of_its_own():
+    """CatBoost checks for signals while it trains and raises KeyboardInterrupt for the
+    deadline's alarm (seen: `metabo tune` exiting 130, "interrupted", with no model). Under
+    the deadline that is the budget's end; without an alarm, an error is the library's."""
+    from metabo.exceptions import TimeBudgetExceeded
+    from metabo.optimizer.budget import deadline
+
+    def catboost_like(seconds: float, error: type[BaseException]) -> None:
+        try:
+            time.sleep(seconds)  # the alarm's handler raises here, as in catboost's signal check
+        except BaseException as e:
+            raise error("training interrupted") from e
+
+    started = time.monotonic()
+    for error in (KeyboardInterrupt, RuntimeError):
+        with pytest.raises(TimeBudgetExceeded, match="ran out"):
+            with deadline(TimeBudget(0.2), grace=0.0):
+                catboost_like(5.0, error)
+    assert time.monotonic() - started < 3.0
+    with pytest.raises(KeyboardInterrupt):  # no alarm: the interrupt is the user's
+        with deadline(TimeBudget(30.0)):
+            raise KeyboardInterrupt
+    with pytest.raises(ValueError):
+        with deadline(TimeBudget(30.0)):
+            raise ValueError("a failure of the work itself")
