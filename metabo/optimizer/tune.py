@@ -724,6 +724,21 @@ def tune(
     # the guard's answer for (library size, best trial): asked during the search by the
     # reserve below, reused after it when neither has changed since
     decided: dict[tuple[int, int], EnsembleChoice | None] = {}
+    # (seconds, library size) of the guard's last answer: its selections score every model at
+    # every greedy step, so an answer on a larger library is predicted as the last one's
+    # seconds times (size / its size) ** 1.5 (linear in the models, with a margin)
+    asked: list[tuple[float, int]] = []
+
+    def guard_seconds(size: int) -> float:
+        """The guard's predicted seconds on a library of ``size`` models (0 before it is measured)."""
+        return asked[0][0] * (size / asked[0][1]) ** 1.5 if asked else 0.0
+
+    def ask_guard(key: tuple[int, int]) -> None:
+        assert library is not None
+        began = time.monotonic()
+        decided.clear()
+        decided[key] = library.choose(key[1])
+        asked[:] = [(time.monotonic() - began, key[0])]
     if clock is not None and refit:
 
         def scored_fit(record: TrialRecord) -> float:
@@ -735,7 +750,10 @@ def tune(
             the runners-up's fits would stop the search, the guard is asked whether there
             will be an ensemble (its answer kept until the library or the best trial
             changes) and its members' fits reserved, or none: a search whose ensemble would
-            not be kept is not cut short for it."""
+            not be kept is not cut short for it. The guard is first asked as soon as the
+            library holds two models (a moment), to measure it; later it is not asked when
+            twice its predicted seconds would not leave a trial's time, since near the end
+            of the budget its selections over a large library would run past it."""
             best = opt.history.best()
             own = scored_fit(best) + (final_fit_seconds(best, train_rows=train_rows,
                                                         final_rows=setup.data.n_instances, fits=fits,
@@ -744,15 +762,18 @@ def tune(
             own += _halving_reserve(opt.history, setup.rungs, clock.seconds)
             if library is None or best is None or len(library) < 2:
                 return own
+            key = (len(library), best.number)
+            if not asked:
+                ask_guard(key)
             runners_up = sorted((r for r in opt.history.completed if r.ok and r.number != best.number),
                                 key=lambda r: (r.value, r.number))[:ENSEMBLE_RESERVE - 1]
             likely = own + sum(scored_fit(r) for r in runners_up)
             if clock.trial_limit(likely) is not None:
                 return likely  # a trial starts either way: it is only kept short of the ensemble's fits
-            key = (len(library), best.number)
             if key not in decided:
-                decided.clear()
-                decided[key] = library.choose(best.number)
+                if clock.left() - own < 2 * guard_seconds(len(library)) + clock.min_trial:
+                    return own  # no time to ask the guard and still run a trial: no ensemble is reserved for
+                ask_guard(key)
             choice = decided[key]
             if choice is None or choice.kept != "ensemble":
                 return own
@@ -792,9 +813,11 @@ def tune(
         if model is not None:
             model_rows = "train+valid"
     if library is not None and best.ok and (model is not None or not refit):
+        key = (len(library), best.number)
         try:  # the guard's cross-validated selections take a moment too: after the model above
+            if key not in decided and clock is not None and clock.left() < guard_seconds(len(library)):
+                raise TimeBudgetExceeded("the guard would run past the budget")  # not started, as in reserve()
             with deadline(clock):
-                key = (len(library), best.number)
                 choice = decided[key] if key in decided else library.choose(best.number)
             if choice is None:
                 ensemble_note = f"{len(library)} trial(s) with out-of-fold predictions: nothing to ensemble"

@@ -236,3 +236,25 @@ def test_the_deadline_ends_a_library_that_turns_its_alarm_into_an_error_of_its_o
     with pytest.raises(ValueError):
         with deadline(TimeBudget(30.0)):
             raise ValueError("a failure of the work itself")
+
+
+def test_a_slow_ensemble_guard_is_not_asked_where_it_would_run_past_the_budget(iris_frame, monkeypatch):
+    """The reserve asks the ensemble guard whether to keep time for an ensemble's members
+    when they would stop the search, near the budget's end; on a large library its
+    selections took seconds there and ran past the budget (penbased at 120 s: no model).
+    With a guard whose seconds grow with the library, the search still ends in time and the
+    model is fitted within the budget."""
+    from metabo.ensembles.library import OutOfFoldLibrary
+
+    real = OutOfFoldLibrary.choose
+
+    def slow_choose(self, single):
+        time.sleep(0.15 * len(self))
+        return real(self, single)
+
+    monkeypatch.setattr(OutOfFoldLibrary, "choose", slow_choose)
+    space = default_cash_space(["decision_tree", "knn"])
+    result = tune(iris_frame, target="target", time_budget=8.0, space=space, strategy="random", seed=0,
+                  opening=False)
+    assert len(result.history.completed) >= 5
+    assert result.model is not None and result.total_seconds < 8.0 + 0.5, result.total_seconds
