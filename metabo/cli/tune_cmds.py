@@ -197,12 +197,14 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
     if args.budget is None and args.time_budget is None:
         raise InputDataError("give --budget N (trials) or --time-budget SECONDS, or both")
+    # the model file's writer (skops, about a second to import) is loaded once the session
+    # starts: after the opening trial's first model, still inside the time budget
+    writer = False
     if args.save_model is not None:  # before any search: a model that cannot be saved is lost
         from metabo.ensembles.model import check_model_path, is_pickle_path
 
         check_model_path(args.save_model, trusted=args.trusted)
-        if not is_pickle_path(args.save_model):  # its writer now, inside the time budget, not after it
-            import skops.io  # noqa: F401
+        writer = not is_pickle_path(args.save_model)
     # the clock starts with the command, so that loading the libraries counts too
     clock = None if args.time_budget is None else TimeBudget(args.time_budget, start=args.started)
     if clock is not None and clock.trial_limit() is None:  # spent before anything is loaded or stored
@@ -234,6 +236,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
             def started(name: str, note: str, dataset_id: str | None) -> None:
                 # the data are loaded and checked: the session exists from here on
                 nonlocal bar
+                if writer:
+                    import skops.io  # noqa: F401
                 print(f"session {session}" + ("" if args.resume else " (resume it with --resume if interrupted)"),
                       flush=True)
                 if not (args.resume or args.session):

@@ -125,3 +125,40 @@ def test_resume_counts_from_the_stored_trials_and_a_new_run_points_to_the_interr
     assert main([*base, "--budget", "3", "--resume", "first"]) == 0
     out, err = capsys.readouterr()
     assert "session first: 3 trials" in out and "3/3" in err and "0/3" not in err
+
+
+def test_the_model_files_writer_is_loaded_after_the_opening_and_before_the_search(tmp_path):
+    """skops (about a second to import) is not on the way to the first model: in a fresh
+    process, it is not loaded when the opening trial starts and is loaded by the time the
+    search's first trial is asked, so saving the model costs nothing past the budget."""
+    import subprocess
+    import sys
+
+    csv = tmp_path / "iris.csv"
+    load_iris(as_frame=True).frame.to_csv(csv, index=False)
+    kb_path = str(tmp_path / "kb.duckdb")
+    assert main(["kb", "init", kb_path]) == 0
+    code = f"""
+import importlib, sys
+tune = importlib.import_module("metabo.optimizer.tune")
+from metabo.optimizer.optimizer import Optimizer
+seen = {{}}
+real_open, real_ask = tune._open, Optimizer.ask
+def spy_open(*a, **k):
+    seen.setdefault("opening", "skops.io" in sys.modules)
+    return real_open(*a, **k)
+def spy_ask(self, *a, **k):
+    if not k.get("config"):
+        seen.setdefault("search", "skops.io" in sys.modules)
+    return real_ask(self, *a, **k)
+tune._open, Optimizer.ask = spy_open, spy_ask
+from metabo.cli.main import main
+code = main(["tune", {str(csv)!r}, "--target", "target", "--budget", "2", "--time-budget", "300",
+             "--strategy", "random", "--algorithms", "lightgbm", "knn", "--kb", {kb_path!r},
+             "--save-model", {str(tmp_path / "m.skops")!r}])
+print("SEEN", seen["opening"], seen["search"], code)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    line = next((x for x in out.stdout.splitlines() if x.startswith("SEEN")), None)
+    assert line == "SEEN False True 0", out.stdout[-2000:] + out.stderr[-2000:]
+    assert (tmp_path / "m.skops").exists()
