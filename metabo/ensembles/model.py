@@ -453,9 +453,11 @@ def fitted_kinds(model: EnsembleModel) -> dict[str, str]:
     empty when its first member's pipeline is not of that shape."""
     kinds: dict[str, str] = {}
     preprocess = getattr(model.pipelines_[0], "named_steps", {}).get("preprocess")
+    names = list(model.feature_names_in_)
     for name, _, columns in getattr(preprocess, "transformers_", ()):
-        if name in ("numeric", "nominal"):
-            kinds.update(dict.fromkeys(map(str, columns), name))
+        if name in ("numeric", "nominal"):  # columns by position (or by name, in older files)
+            kinds.update(dict.fromkeys((str(names[c]) if isinstance(c, (int, np.integer)) else str(c)
+                                        for c in columns), name))
     return kinds
 
 

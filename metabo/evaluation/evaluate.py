@@ -166,10 +166,17 @@ def _prepare(spec: Any, dataset: Dataset, split: Split) -> _Prepared:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         pre = make_preprocessor(spec, dataset)
-        X = dataset.X
-        train = np.asarray(pre.fit_transform(X.iloc[split.train_idx]))
-        valid = np.asarray(pre.transform(X.iloc[split.valid_idx]))
-        test = None if split.test_idx is None else np.asarray(pre.transform(X.iloc[split.test_idx]))
+        numeric = all(k == "numeric" for k in dataset.feature_kinds)
+
+        def rows(idx: np.ndarray) -> Any:
+            """The rows as a float matrix when every column is numeric: the preprocessor
+            takes its columns by position, without per-column name checks (seconds on
+            10,000 columns)."""
+            part = dataset.X.iloc[idx]
+            return part.to_numpy(dtype=np.float64, na_value=np.nan) if numeric else part
+        train = np.asarray(pre.fit_transform(rows(split.train_idx)))
+        valid = np.asarray(pre.transform(rows(split.valid_idx)))
+        test = None if split.test_idx is None else np.asarray(pre.transform(rows(split.test_idx)))
     summary = _summarize(caught)
     return _Prepared(train, valid, test, () if summary is None else (summary,))
 

@@ -250,3 +250,23 @@ def test_labels_come_back_as_the_caller_gave_them(tmp_path: Path):
     np.testing.assert_array_equal(EnsembleModel.load(tmp_path / "m.skops").predict(data.X), predicted)
     text = Dataset.from_frame(pd.DataFrame({"a": X[:, 0], "t": y.astype(str)}), "t", name="txt", source="test")
     assert text.label_values == {} and EnsembleModel([NB]).fit_dataset(text).classes_.tolist() == ["0", "10", "5"]
+
+
+def test_the_fitted_kinds_name_the_columns_taken_by_position(tmp_path: Path):
+    """The preprocessing takes its columns by position; the kinds it fitted are read back
+    by name (the frame's order, not the position's), also after a save/load round trip,
+    and a batch with its columns in another order predicts the same."""
+    from metabo.data.dataset import Dataset
+    from metabo.ensembles.model import fitted_kinds
+
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame({"z": rng.normal(size=80), "code": rng.choice(["u", "v"], size=80),
+                          "a": rng.normal(size=80)})
+    frame["t"] = np.where(frame["z"] + (frame["code"] == "u") > 0.5, "p", "n")
+    data = Dataset.from_frame(frame, "t", name="kinds", source="test")
+    model = EnsembleModel([TREE, NB]).fit_dataset(data)
+    assert fitted_kinds(model) == {"z": "numeric", "a": "numeric", "code": "nominal"}
+    model.save(tmp_path / "m.skops")
+    loaded = EnsembleModel.load(tmp_path / "m.skops")
+    assert fitted_kinds(loaded) == fitted_kinds(model)
+    np.testing.assert_array_equal(loaded.predict_proba(data.X[["a", "code", "z"]]), model.predict_proba(data.X))

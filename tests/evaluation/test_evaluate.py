@@ -308,10 +308,18 @@ def test_fits_run_within_the_thread_limit(mixed, time_limit):
     assert all("pool threads 1" in ev.message for ev in evs), [ev.message for ev in evs]
 
 
+@pytest.mark.parametrize("numeric_only", [False, True])
 @pytest.mark.parametrize("algorithm", ["logreg", "tree", "hgb"])
-def test_preprocessing_once_per_split_gives_what_the_whole_pipeline_gives(algorithm, mixed):
+def test_preprocessing_once_per_split_gives_what_the_whole_pipeline_gives(algorithm, numeric_only, mixed):
     """evaluate fits each split's preprocessing once (kept on the dataset) and the
-    estimator on its output: the probabilities equal those of the pipeline fitted whole."""
+    estimator on its output: the probabilities equal those of the pipeline fitted whole
+    (on a table of numbers alone, the split's rows go in as a float matrix)."""
+    if numeric_only:
+        from metabo.data.dataset import Dataset
+
+        frame = mixed.X.drop(columns="b").assign(n=np.arange(mixed.n_instances) % 5, t=mixed.y)
+        mixed = Dataset.from_frame(frame, "t", name="numbers", source="test")
+        assert set(mixed.feature_kinds) == {"numeric"}
     protocol = KFold(k=3, test=0.2)
     for _ in range(2):  # the second time from the dataset's memo
         evs = evaluate(algorithm, {}, mixed, factory=toy_factory, protocol=protocol, seed=3)
