@@ -688,7 +688,11 @@ def tune(
         # still inside the transaction: a refusal here leaves the dataset unstored too
         if kb is not None and session_id is not None:
             check_resumable(kb, session_id, setup.dataset_id, metric)
-        if clock is not None and clock.trial_limit() is None:
+        # the opening's model is a result: a budget spent by the time the data are stored
+        # ends with it (the search has no trial) rather than with nothing
+        opened_ok = opened is not None and bool(opened.evaluations) and all(
+            e.status == "ok" for e in opened.evaluations)
+        if clock is not None and clock.trial_limit() is None and not opened_ok:
             raise InputDataError(f"the time budget of {clock.seconds:g} s has {max(clock.left(), 0.0):.1f} s left "
                                  f"after loading the data, less than a trial needs ({clock.min_trial:g} s): give "
                                  "a larger time budget")

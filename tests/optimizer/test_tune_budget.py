@@ -258,3 +258,36 @@ def test_a_slow_ensemble_guard_is_not_asked_where_it_would_run_past_the_budget(i
                   opening=False)
     assert len(result.history.completed) >= 5
     assert result.model is not None and result.total_seconds < 8.0 + 0.5, result.total_seconds
+
+
+@pytest.mark.parametrize("opening", [True, False])
+def test_a_budget_spent_while_storing_the_data_ends_with_the_opening_model(tmp_path, iris_frame, monkeypatch,
+                                                                          opening):
+    """When storing the data (fingerprint, meta-features) leaves less than a trial needs, a
+    search that opened with a model ends with it (no search trial, the opening's
+    configuration refitted) instead of an error; without the opening it is refused with a
+    clear error, and nothing is stored."""
+    import importlib
+
+    module = importlib.import_module("metabo.optimizer.tune")
+    original = module.store_setup
+
+    def slow_store(setup, stored, kb, *, clock=None, **kw):
+        out = original(setup, stored, kb, clock=clock, **kw)
+        time.sleep(max(clock.left() - 0.5 * clock.min_trial, 0.0))  # the budget is spent
+        return out
+
+    monkeypatch.setattr(module, "store_setup", slow_store)
+    kb = KnowledgeBase(tmp_path / "kb.duckdb")
+    kw = {"target": "target", "time_budget": 6.0, "space": default_cash_space(["lightgbm", "knn"]),
+          "strategy": "random", "seed": 0, "kb": kb, "opening": opening}
+    if not opening:
+        with pytest.raises(InputDataError, match="less than a trial needs"):
+            tune(iris_frame, **kw)
+        assert kb.query("SELECT count(*) AS n FROM datasets")["n"].iloc[0] == 0
+        return
+    result = tune(iris_frame, **kw)
+    assert len(result.history) == 1 and result.best.number == 0 and result.best.algorithm == "lightgbm"
+    assert result.model is not None
+    X = iris_frame.drop(columns="target")
+    assert np.mean(result.model.predict(X) == iris_frame["target"].to_numpy()) > 0.8
