@@ -12,7 +12,8 @@ task), so the rows compare with cold GP-BO's live curve from ``--live-runs``.
 Printed per number of rounds of the build kept as knowledge (the first ``r`` configurations
 of every algorithm, by when they were first measured): the mean regret after 1, 3, 5 and 10
 picks of each variant, and the oracle (the best configuration the store recorded on the
-task, among the kept ones): what a perfect choice among the knowledge would reach.
+task, among the kept ones): what a perfect choice among the knowledge would reach. A
+method name ending in ``#uniform`` is given no meta-features (uniform prior task weights).
 
     python scripts/bench_portfolio_ceiling.py --kb /tmp/kb.duckdb --rounds 3 5 7 10 \\
         --methods warm warm@distinct=false --live-runs reports/warm/live-tune/live_runs.jsonl
@@ -96,13 +97,14 @@ def main() -> None:
             mine = [x for g in past_all.task_runs(t).values() for x in g.values]
             oracle.append((min(mine) - lo[t]) / (hi[t] - lo[t]))
         for method in args.methods:
+            name, uniform = method.removesuffix("#uniform"), method.endswith("#uniform")
             curves = []
             for t in tasks:
                 past = past_all.without({t, *groups.get(t, ())})
                 target = LookupTask.from_past(every, t, space)
-                strategy = PortfolioWarmStart(past, meta_of(every, t), seed=0,
+                strategy = PortfolioWarmStart(past, {} if uniform else meta_of(every, t), seed=0,
                                               **{"n_portfolio": args.n, "n_design": args.n,
-                                                 **method_options(method)})
+                                                 **method_options(name)})
                 values, _, _ = _play(target, strategy, args.n)
                 curves.append(regret(t, values))
             c = np.array(curves)
