@@ -13,6 +13,9 @@ default store, so that the warm start's reads count). The machine's load average
 printed with every figure: these are timings of a shared machine.
 
     python scripts/bench_runaway.py --delays 1 3 6 10 --time-budget 8
+
+The time-budget figure is given without and with ``--save-model`` (the model file written
+or not).
 """
 
 from __future__ import annotations
@@ -68,14 +71,17 @@ def fresh_kb(folder: Path, source: Path | None, name: str) -> Path:
     return path
 
 
-def run_budget(data: Path, kb: Path, budget: float) -> None:
+def run_budget(data: Path, kb: Path, budget: float, save: Path | None = None) -> None:
     start = time.monotonic()
-    done = subprocess.run(command(data, kb, ["--time-budget", str(budget)]), capture_output=True, text=True)
+    extra = ["--time-budget", str(budget), *([] if save is None else ["--save-model", str(save)])]
+    done = subprocess.run(command(data, kb, extra), capture_output=True, text=True)
     wall = time.monotonic() - start
     lines = [line for line in (done.stdout + done.stderr).splitlines()
              if line.strip() and "Warning" not in line and "X[str(col)]" not in line]
     print(f"time budget {budget:g} s on {data.name}: exit {done.returncode} after {wall:.1f} s "
           f"(load {load()}); last line: {lines[-1] if lines else ''}", flush=True)
+    if save is not None:
+        print(f"  model file written: {save.exists()}", flush=True)
 
 
 def run_interrupt(data: Path, kb: Path, delay: float, group: bool, extra: list[str]) -> float:
@@ -110,12 +116,19 @@ def main() -> int:
     parser.add_argument("--kb", type=Path, help="a store to copy for each run (default: a new empty one)")
     parser.add_argument("--group", action="store_true", help="send SIGINT to the process group (a terminal's Ctrl-C)")
     parser.add_argument("--skip-budget", action="store_true")
+    parser.add_argument("--repeats", type=int, default=1, help="runs of the time-budget figure")
+    parser.add_argument("--skip-interrupt", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         wide, normal = wide_csv(folder), normal_csv(folder)
         if not args.skip_budget:
-            run_budget(wide, fresh_kb(folder, args.kb, "budget"), args.time_budget)
+            for i in range(args.repeats):
+                run_budget(wide, fresh_kb(folder, args.kb, f"budget-{i}"), args.time_budget)
+                run_budget(wide, fresh_kb(folder, args.kb, f"budget-save-{i}"), args.time_budget,
+                           save=folder / f"wide-{i}.skops")
+        if args.skip_interrupt:
+            return 0
         worst = 0.0
         for data in (wide, normal):
             print(f"SIGINT to the {'process group' if args.group else 'process'}, {data.name}:", flush=True)
