@@ -20,8 +20,8 @@ import openml
 import pandas as pd
 
 from metabo.data.dataset import Dataset
+from metabo.data.openml_client import DEFAULT_RETRY, RetryPolicy, call_openml, check_server, openml_config
 from metabo.exceptions import InputDataError, OpenMLResponseError
-from metabo.ingest.openml_client import DEFAULT_RETRY, RetryPolicy, call_openml, check_server, openml_config
 
 logger = logging.getLogger(__name__)
 

@@ -52,14 +52,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from metabo.exceptions import FetchError, InputDataError
-from metabo.ingest.openml_client import (
+from metabo.data.openml_client import (
     DEFAULT_RETRY,
     RetryPolicy,
     check_server,
     current_server,
     openml_config,
 )
+from metabo.exceptions import FetchError, InputDataError
 from metabo.ingest.openml_fetch import (
     OpenMLDatasetInfo,
     OpenMLSetupInfo,

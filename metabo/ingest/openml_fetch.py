@@ -34,8 +34,8 @@ import openml._api_calls
 import pandas as pd
 from openml.exceptions import OpenMLPrivateDatasetError, OpenMLServerException, OpenMLServerNoResult
 
+from metabo.data.openml_client import RetryPolicy, call_openml
 from metabo.exceptions import OpenMLResponseError
-from metabo.ingest.openml_client import RetryPolicy, call_openml
 
 logger = logging.getLogger(__name__)
 
