@@ -18,7 +18,7 @@ import numpy as np
 
 from metabo._typing import Seed, as_generator
 from metabo.exceptions import InputDataError
-from metabo.kb.canonical import config_id
+from metabo.space.canonical import config_id
 from metabo.space.cash import CASHSpace
 
 Config = tuple[str, dict[str, Any]]
