@@ -32,14 +32,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import pandas as pd
 
 if TYPE_CHECKING:
     from metabo.kb.store import KnowledgeBase
-    from metabo.optimizer.history import History
 
 #: the exponents' ranges (rows, features -> fit seconds) and their values without evidence
 ALPHA_RANGE = (0.0, 2.5)
@@ -217,7 +216,26 @@ class RowsScaling:
         return float(_growth(m, alpha, largest) / _growth(n, alpha, largest))
 
 
-def observed_scale(history: History, predicted: Mapping[str, float]) -> float:
+class CompletedTrial(Protocol):
+    """What :func:`observed_scale` reads of a completed trial
+    (:class:`metabo.optimizer.history.TrialRecord`)."""
+
+    @property
+    def config_id(self) -> str: ...
+
+    @property
+    def fit_seconds(self) -> float | None: ...
+
+
+class TrialHistory(Protocol):
+    """What :func:`observed_scale` reads of a search's history
+    (:class:`metabo.optimizer.history.History`, which this package does not import: it is above it)."""
+
+    @property
+    def completed(self) -> Sequence[CompletedTrial]: ...
+
+
+def observed_scale(history: TrialHistory, predicted: Mapping[str, float]) -> float:
     """The median ratio of observed to predicted fit seconds over the completed trials
     that have a prediction (by canonical id), clipped to :data:`SCALE_RANGE`; 1 without any."""
     ratios = [r.fit_seconds / predicted[r.config_id] for r in history.completed
@@ -225,5 +243,5 @@ def observed_scale(history: History, predicted: Mapping[str, float]) -> float:
     return float(np.clip(np.median(ratios), *SCALE_RANGE)) if ratios else 1.0
 
 
-__all__ = ["ALPHA_RANGE", "BETA_RANGE", "DEFAULT_ALPHA", "SCALE_RANGE", "FitCosts", "RowsScaling", "observed_scale", "predicted_fit_seconds",
-           "recorded_fit_seconds", "size_exponents"]
+__all__ = ["ALPHA_RANGE", "BETA_RANGE", "DEFAULT_ALPHA", "SCALE_RANGE", "CompletedTrial", "FitCosts", "RowsScaling",
+           "TrialHistory", "observed_scale", "predicted_fit_seconds", "recorded_fit_seconds", "size_exponents"]
