@@ -1,7 +1,8 @@
 """Evaluation of configurations: protocols (holdout, k-fold, reshuffled holdout),
-metrics, preprocessing, the per-run limits, and recording runs in the knowledge base."""
+metrics, preprocessing, the per-run limits, and the run rows of evaluations (stored by
+:func:`metabo.kb.runs.record`)."""
 
-from metabo.evaluation.evaluate import Evaluation, evaluate, record, to_run_rows
+from metabo.evaluation.evaluate import Evaluation, evaluate, to_run_rows
 from metabo.evaluation.factories import EstimatorFactory, registry_factory
 from metabo.evaluation.metrics import METRICS, get_metric
 from metabo.evaluation.parallel import EvalTask, TaskResult, evaluate_many
@@ -26,7 +27,6 @@ __all__ = [
     "evaluate",
     "evaluate_many",
     "get_metric",
-    "record",
     "registry_factory",
     "run_with_limits",
     "to_run_rows",

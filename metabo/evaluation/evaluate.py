@@ -1,4 +1,4 @@
-"""Evaluate one configuration on one dataset, and record the outcome in the knowledge base.
+"""Evaluate one configuration on one dataset; the outcome as run rows for the knowledge base.
 
 Notation: K classes of the dataset (its target's categories, in order); for a split,
 ``n_valid`` / ``n_test`` rows. ``valid_proba`` is n_valid x K, column k = class k.
@@ -24,7 +24,8 @@ estimator without ``predict_proba`` gets probabilities from its ``decision_funct
 Warnings (ConvergenceWarning, ...) are captured, not printed; the distinct ones are kept
 in the ``message`` of a successful evaluation.
 
-Runs in the knowledge base (:func:`to_run_rows`, :func:`record`): ``runs.value`` is one
+Runs in the knowledge base (:func:`to_run_rows`, :func:`run_rows`; stored by
+:func:`metabo.kb.runs.record`): ``runs.value`` is one
 lower-is-better number, so an evaluation gives one run row per metric on the validation
 part (metric name as is, e.g. ``error_rate``) and one per metric on the test part under
 the name ``test_<metric>`` (e.g. ``test_error_rate``). Failed evaluations give the same
@@ -45,7 +46,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -61,9 +62,6 @@ from metabo.evaluation.preprocessing import encoder_kind, make_preprocessor, tel
 from metabo.evaluation.protocols import EvaluationProtocol, Holdout, Split, class_codes, class_labels
 from metabo.evaluation.runner import Ok, describe, run_each_with_limits
 from metabo.exceptions import EvaluationError, InputDataError, UnknownAlgorithmError
-
-if TYPE_CHECKING:
-    from metabo.kb.store import KnowledgeBase
 
 logger = logging.getLogger(__name__)
 
@@ -368,9 +366,10 @@ def evaluate(
 
 
 # ---------------------------------------------------------------------- to the knowledge base
-def _rows(evaluations: list[Evaluation], dataset_id: str, source: str,
-          protocol: str | None = None) -> tuple[pd.DataFrame, list[tuple[int, int]]]:
-    """The run rows and, per evaluation, (evaluation index, row of its primary run)."""
+def run_rows(evaluations: list[Evaluation], dataset_id: str, source: str,
+             protocol: str | None = None) -> tuple[pd.DataFrame, list[tuple[int, int]]]:
+    """The run rows and, per evaluation, (evaluation index, row of its primary run), the
+    run its predictions attach to (module docstring)."""
     rows: list[dict[str, Any]] = []
     primary: list[tuple[int, int]] = []
     for i, ev in enumerate(evaluations):
@@ -406,36 +405,4 @@ def _rows(evaluations: list[Evaluation], dataset_id: str, source: str,
 def to_run_rows(evaluations: Iterable[Evaluation], *, dataset_id: str, source: str,
                 protocol: str | None = None) -> pd.DataFrame:
     """The rows of ``evaluations`` for :meth:`KnowledgeBase.add_runs` (module docstring)."""
-    return _rows(list(evaluations), dataset_id, source, protocol)[0]
-
-
-def record(kb: KnowledgeBase, evaluations: Iterable[Evaluation], *, dataset_id: str, source: str,
-           protocol: str | None = None) -> int:
-    """Store the runs and predictions of ``evaluations`` in one transaction.
-
-    ``protocol``: how they were measured
-    (:func:`~metabo.evaluation.protocols.protocol_label`); None: the protocol of the
-    session ``source`` names, else the source's name (:mod:`metabo.kb.runs`).
-
-    Algorithms not yet registered in ``kb`` are registered. Returns how many run rows
-    were new (recording the same evaluations twice adds none; their predictions are
-    replaced). Predictions go to the primary metric's run (module docstring).
-    """
-    from metabo.kb.runs import insert_normalized, normalize_runs, run_ids
-
-    evaluations = list(evaluations)
-    frame, primary = _rows(evaluations, dataset_id, source, protocol)
-    if frame.empty:
-        return 0
-    with kb.transaction():
-        kb.add_algorithms(frame["algorithm"].unique().tolist())
-        normalized = normalize_runs(kb, frame)
-        inserted = insert_normalized(kb, normalized)
-        ids = run_ids(kb, normalized)
-        for i, row in primary:
-            ev = evaluations[i]
-            if ev.valid_proba is not None:
-                kb.add_predictions(ids[row], ev.valid_proba, split="valid")
-            if ev.test_proba is not None:
-                kb.add_predictions(ids[row], ev.test_proba, split="test")
-    return inserted
+    return run_rows(list(evaluations), dataset_id, source, protocol)[0]

@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 
 from metabo.data.dataset import Dataset
 from metabo.evaluation.backends import backend_context, check_backend, worker_count
-from metabo.evaluation.evaluate import DEFAULT_METRICS, PRIMARY_METRIC, record
+from metabo.evaluation.evaluate import DEFAULT_METRICS, PRIMARY_METRIC
 from metabo.evaluation.metrics import get_metric
 from metabo.evaluation.parallel import EvalTask, TaskResult, evaluate_many
 from metabo.evaluation.protocols import EvaluationProtocol, Holdout, protocol_label, resolve_cv, search_protocol
@@ -43,6 +43,7 @@ from metabo.exceptions import (
 )
 from metabo.ingest.datasets import has_own_meta_features, ingest_dataset
 from metabo.kb.canonical import canonical_json, config_id
+from metabo.kb.runs import record
 from metabo.kb.store import KnowledgeBase
 
 logger = logging.getLogger(__name__)

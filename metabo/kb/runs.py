@@ -15,6 +15,9 @@ writes), before anything is written; then, in
 one transaction, configurations are stored and the runs inserted through DuckDB's
 Arrow scan with an anti-join on ``run_id`` (:data:`metabo.kb.schema.RUN_ID_SQL`), so
 the same run ingested twice is one row and a batch is all-or-nothing.
+
+:func:`record` stores evaluations (:class:`~metabo.evaluation.evaluate.Evaluation`) with
+their predictions: the rows of :func:`metabo.evaluation.evaluate.run_rows`.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from metabo.kb._time import utcnow
 from metabo.kb.schema import RUN_ID_SQL, RUN_STATUSES, protocol_sql
 
 if TYPE_CHECKING:
+    from metabo.evaluation.evaluate import Evaluation
     from metabo.kb.store import KnowledgeBase
 
 RUN_COLUMNS: tuple[str, ...] = (
@@ -305,3 +309,36 @@ def add_runs(kb: KnowledgeBase, runs: pd.DataFrame | Iterable[Mapping[str, Any]]
     with kb.transaction():
         cols = _normalize(kb, runs)
         return 0 if cols is None else _insert(kb, _arrow_batch(cols))
+
+
+def record(kb: KnowledgeBase, evaluations: Iterable[Evaluation], *, dataset_id: str, source: str,
+           protocol: str | None = None) -> int:
+    """Store the runs and predictions of ``evaluations`` in one transaction.
+
+    ``protocol``: how they were measured
+    (:func:`~metabo.evaluation.protocols.protocol_label`); None: the protocol of the
+    session ``source`` names, else the source's name (module docstring).
+
+    Algorithms not yet registered in ``kb`` are registered. Returns how many run rows
+    were new (recording the same evaluations twice adds none; their predictions are
+    replaced). Predictions go to the primary metric's run
+    (:mod:`metabo.evaluation.evaluate`).
+    """
+    from metabo.evaluation.evaluate import run_rows
+
+    evaluations = list(evaluations)
+    frame, primary = run_rows(evaluations, dataset_id, source, protocol)
+    if frame.empty:
+        return 0
+    with kb.transaction():
+        kb.add_algorithms(frame["algorithm"].unique().tolist())
+        normalized = normalize_runs(kb, frame)
+        inserted = insert_normalized(kb, normalized)
+        ids = run_ids(kb, normalized)
+        for i, row in primary:
+            ev = evaluations[i]
+            if ev.valid_proba is not None:
+                kb.add_predictions(ids[row], ev.valid_proba, split="valid")
+            if ev.test_proba is not None:
+                kb.add_predictions(ids[row], ev.test_proba, split="test")
+    return inserted

@@ -13,7 +13,7 @@ Knowledge base (when ``kb`` is given): the session is created with its settings 
 seed, metric, the space as JSON); each ask writes the trial's record (state ``pending``)
 and each tell, in one transaction, the runs of source ``session:<id>`` and the trial's
 completed record. Runs: either the caller's evaluations through
-:func:`metabo.evaluation.record` (all their metrics and predictions; what
+:func:`metabo.kb.runs.record` (all their metrics and predictions; what
 :func:`metabo.optimizer.tune.tune` does), or one row of ``metric`` and, with
 ``test_value``, one of ``test_<metric>``. Trial records are JSON cursors in
 ``ingest_state`` under ``session:<id>:trial:<number>``, so :meth:`Optimizer.resume`
@@ -262,7 +262,7 @@ class Optimizer:
         return self._history.complete(number, **outcome)
 
     def _record(self, done: TrialRecord, evaluations: Iterable[Evaluation] | None) -> None:
-        from metabo.evaluation.evaluate import record as record_evaluations
+        from metabo.kb.runs import record as record_evaluations
 
         kb = self.kb
         assert kb is not None and self.dataset_id is not None

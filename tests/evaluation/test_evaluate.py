@@ -15,11 +15,12 @@ from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.tree import DecisionTreeClassifier
 
-from metabo.evaluation.evaluate import Evaluation, evaluate, record, to_run_rows
+from metabo.evaluation.evaluate import Evaluation, evaluate, to_run_rows
 from metabo.evaluation.preprocessing import MISSING, PreprocessingSpec, make_pipeline, make_preprocessor
 from metabo.evaluation.protocols import Holdout, KFold, class_codes
 from metabo.exceptions import DataQualityError, InvalidConfigurationError, UnknownAlgorithmError
 from metabo.kb import KnowledgeBase
+from metabo.kb.runs import record
 
 METRICS = ("error_rate", "balanced_error_rate", "log_loss", "one_minus_auc")
 
