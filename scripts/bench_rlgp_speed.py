@@ -14,7 +14,7 @@ surrogate bank, and OpenBox's RGPE advisor beside it in the same run.
    ``pmf:estimator-<b>`` algorithms), the RLGP paper's own knowledge base: at most 50 random
    pipelines per (task, algorithm) (seeded, chosen in SQL: the store holds 16.7M runs), the
    CASH space inferred from every recorded PMF configuration
-   (:class:`metabo.space.inferred.InferredSpace`: the list-valued pipeline vectors as Float
+   (:class:`metabo.metadatasets.inferred_space.InferredSpace`: the list-valued pipeline vectors as Float
    coordinates), the bank on every task but one timed (fit, cached load), RLGP at 10 and 50.
 4. OpenBox's RGPE (``tlbo_rgpe_gp``) on one algorithm (``--openbox-algorithm``, svm_rbf by
    default) with 5 source tasks of 50 observations each (the 5 nearest by meta-features),
@@ -215,7 +215,7 @@ def _timed(space, make, target: PastRuns, label: str,  # type: ignore[no-untyped
 
 def _pmf(args: argparse.Namespace) -> dict[str, object]:
     """PMF's knowledge base (module docstring, 3.)."""
-    from metabo.space.inferred import InferredSpace
+    from metabo.metadatasets.inferred_space import InferredSpace
 
     start = time.perf_counter()
     with KnowledgeBase(args.pmf_kb, read_only=True) as kb:

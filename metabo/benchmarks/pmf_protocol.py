@@ -3,7 +3,7 @@ sec. 4; issue 6 item 4): ``bench_transfer.py pmf``.
 
 Notation: the PMF matrix ``Y`` (T tasks, C pipelines) of balanced error rates, NaN where
 a pipeline was not run (:class:`MetaMatrix`, read from the store once); pipelines as
-configurations of the :class:`~metabo.space.inferred.InferredSpace` of the recorded ones
+configurations of the :class:`~metabo.metadatasets.inferred_space.InferredSpace` of the recorded ones
 (their vectors flattened into scalar hyperparameters). The protocol, defaults as in the
 paper:
 
@@ -52,7 +52,7 @@ from metabo.benchmarks.lookup import LookupTask
 from metabo.benchmarks.transfer_methods import load_runs
 from metabo.exceptions import InputDataError
 from metabo.kb.past import PastRuns, TaskAlgorithmRuns
-from metabo.space.inferred import InferredSpace
+from metabo.metadatasets.inferred_space import InferredSpace
 
 logger = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ Differences from the paper's protocol, beyond the scale actually run (above):
 - Every method searches the CASH space of all 8 estimator blocks at once (the paper runs GP
   and RGPE per algorithm, one run per algorithm); the PMF file as shipped by deeppipe-api
   groups the estimators into 8 unnamed blocks, not 11 named algorithms.
-- Pipelines are the flat configurations of metabo.space.inferred (each vector entry a Float
+- Pipelines are the flat configurations of metabo.metadatasets.inferred_space (each vector entry a Float
   over its observed range; encodings = the vectors min-max scaled); GP hyperparameters by
   MAP (L-BFGS-B), not NUTS; RLGP/RGPE as metabo implements them (Matern 5/2 ARD).
 - Iterations count every evaluation, the 3 random initial ones included; the knowledge

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from metabo.exceptions import InputDataError, InvalidConfigurationError, UnknownAlgorithmError
 from metabo.kb.canonical import config_id
+from metabo.metadatasets.inferred_space import InferredSpace
 from metabo.space.finite import FiniteCASHSpace
 from metabo.space.hyperparameters import Categorical, Constant, Float
-from metabo.space.inferred import InferredSpace
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "metadatasets" / "deeppipe"
 
