@@ -8,7 +8,7 @@ or the same OpenML id maps onto the row already stored. Meta-features are stored
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -218,3 +218,101 @@ def add_meta_features_frame(kb: KnowledgeBase, frame: pd.DataFrame) -> int:
         finally:
             tx.unregister("_mf_batch")
     return len(frame)
+
+
+# ---------------------------------------------------------------------- lookups
+def same_content_dataset_ids(kb: KnowledgeBase, dataset_id: str) -> list[str]:
+    """The ids of the stored datasets with ``dataset_id``'s content (its fingerprint; itself
+    included), empty when it has no fingerprint."""
+    return kb.query("SELECT dataset_id FROM datasets WHERE fingerprint = "
+                    "(SELECT fingerprint FROM datasets WHERE dataset_id = ?)", [dataset_id])["dataset_id"].tolist()
+
+
+def dataset_ids_with_fingerprint(kb: KnowledgeBase, fingerprint: str) -> list[str]:
+    """The ids of the stored datasets whose content has ``fingerprint``."""
+    return kb.query("SELECT dataset_id FROM datasets WHERE fingerprint = ?", [fingerprint])["dataset_id"].tolist()
+
+
+def dataset_ids_not_from(kb: KnowledgeBase, source: str) -> set[str]:
+    """The ids of the stored datasets registered by another source than ``source``."""
+    return set(kb.query("SELECT dataset_id FROM datasets WHERE source <> ?", [source])["dataset_id"])
+
+
+def dataset_names(kb: KnowledgeBase, dataset_ids: Sequence[str] | None = None) -> pd.DataFrame:
+    """Columns ``dataset_id, name`` of every stored dataset, or of those of ``dataset_ids``."""
+    if dataset_ids is None:
+        return kb.query("SELECT dataset_id, name FROM datasets")
+    return kb.query("SELECT dataset_id, name FROM datasets WHERE dataset_id IN (SELECT unnest(?))",
+                    [list(dataset_ids)])
+
+
+def datasets_summary(kb: KnowledgeBase) -> pd.DataFrame:
+    """The stored datasets by id: ``dataset_id, name, source, openml_id, n_instances,
+    n_features, n_classes, flags`` (JSON text) and their counts of ``runs`` and ``meta_features``."""
+    return kb.query(
+        "SELECT d.dataset_id, d.name, d.source, d.openml_id, d.n_instances, d.n_features, d.n_classes, "
+        "d.flags, (SELECT count(*) FROM runs r WHERE r.dataset_id = d.dataset_id) AS runs, "
+        "(SELECT count(*) FROM meta_features m WHERE m.dataset_id = d.dataset_id) AS meta_features "
+        "FROM datasets d ORDER BY d.dataset_id"
+    )
+
+
+def openml_ids(kb: KnowledgeBase) -> pd.DataFrame:
+    """Columns ``dataset_id, openml_id`` of the stored datasets that have an OpenML id."""
+    return kb.query("SELECT dataset_id, openml_id FROM datasets WHERE openml_id IS NOT NULL")
+
+
+def dataset_with_openml_meta_features(kb: KnowledgeBase, openml_id: int) -> str | None:
+    """The first id (sorted) of a stored dataset of OpenML id ``openml_id`` that has
+    meta-features of source ``openml``, or None."""
+    row = kb.connection.execute(
+        "SELECT d.dataset_id FROM datasets d WHERE d.openml_id = ? AND EXISTS "
+        "(SELECT 1 FROM meta_features m WHERE m.dataset_id = d.dataset_id AND m.source = 'openml') "
+        "ORDER BY d.dataset_id LIMIT 1",
+        [int(openml_id)],
+    ).fetchone()
+    return None if row is None else str(row[0])
+
+
+def content_has_meta_features(kb: KnowledgeBase, fingerprint: str, *, source: str) -> bool:
+    """Whether a stored dataset with content ``fingerprint`` has meta-features of ``source``."""
+    return bool(kb.connection.execute(
+        "SELECT count(*) FROM meta_features m JOIN datasets d USING (dataset_id) "
+        "WHERE d.fingerprint = ? AND m.source = ?", [fingerprint, source],
+    ).fetchone()[0])
+
+
+def meta_feature_values(kb: KnowledgeBase, dataset_id: str) -> list[tuple[str, float | None]]:
+    """The stored ``(name, value)`` meta-features of ``dataset_id`` (None: undefined)."""
+    return kb.connection.execute(
+        "SELECT name, value FROM meta_features WHERE dataset_id = ?", [dataset_id]).fetchall()
+
+
+def meta_feature_keys(kb: KnowledgeBase) -> pd.DataFrame:
+    """Columns ``dataset_id, name`` of every stored meta-feature (undefined, NULL, ones too);
+    :class:`~metabo.exceptions.KnowledgeBaseError` when the read fails."""
+    return kb.query("SELECT dataset_id, name FROM meta_features")
+
+
+def without_stored_meta_features(kb: KnowledgeBase, frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``frame`` (columns ``dataset_id, name``, ...) whose ``(dataset_id, name)``
+    has no stored meta-feature yet (read on the connection: DuckDB's own error on failure)."""
+    stored = kb.connection.execute("SELECT dataset_id, name FROM meta_features").df()
+    if not stored.empty:
+        known = pd.MultiIndex.from_frame(stored)
+        frame = frame[~pd.MultiIndex.from_frame(frame[["dataset_id", "name"]]).isin(known)]
+    return frame
+
+
+def defined_meta_feature_counts(kb: KnowledgeBase, names: Sequence[str]) -> pd.DataFrame:
+    """Columns ``dataset_id, n``: per dataset with any, how many of the meta-features
+    ``names`` have a defined (non-NULL) value."""
+    con = kb.connection
+    con.register("_mf_names", pd.DataFrame({"name": names}))
+    try:
+        return con.execute(
+            "SELECT dataset_id, count(*) AS n FROM meta_features JOIN _mf_names USING (name) "
+            "WHERE value IS NOT NULL GROUP BY dataset_id"
+        ).df()
+    finally:
+        con.unregister("_mf_names")

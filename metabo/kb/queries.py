@@ -23,6 +23,9 @@ round trip gives the same matrix to the bit); ranks compare y_tc rounded to
   ones too, so the metric does not depend on what is excluded; features with
   zero spread are dropped; a feature missing for one side is skipped, and the distance
   is rescaled by sqrt(total / used) so tasks with fewer shared features are comparable).
+- Lookups of stored runs for ingestion, warm starts and the service
+  (:func:`dataset_ids_with_runs`, :func:`largest_fidelity`, :func:`sources_with_runs`,
+  :func:`run_pairs`, :func:`find_run_id`).
 """
 
 from __future__ import annotations
@@ -392,6 +395,48 @@ def nearest_from_matrix(
     out = pd.DataFrame({"dataset_id": matrix.index, "distance": dist, "n_features_used": used})
     out = out[used > 0].sort_values(["distance", "dataset_id"], kind="mergesort")
     return out.head(k).reset_index(drop=True)
+
+
+# ---------------------------------------------------------------------- lookups of stored runs
+def dataset_ids_with_runs(kb: KnowledgeBase) -> set[str]:
+    """The ids of the datasets that have at least one stored run."""
+    return set(kb.query("SELECT DISTINCT dataset_id FROM runs")["dataset_id"])
+
+
+def largest_fidelity(kb: KnowledgeBase, metrics: Sequence[str], dataset_ids: Sequence[str]) -> float | None:
+    """The largest ``fidelity`` of the runs of ``metrics`` on ``dataset_ids`` (None when no
+    such run records one)."""
+    found = kb.query("SELECT max(fidelity) AS f FROM runs WHERE metric IN (SELECT unnest(?::VARCHAR[])) AND "
+                     "dataset_id IN (SELECT unnest(?::VARCHAR[]))", [list(metrics), list(dataset_ids)]
+                     )["f"].iloc[0]
+    return None if found is None or found != found else float(found)
+
+
+def sources_with_runs(kb: KnowledgeBase, metric: str, sources: Sequence[str]) -> set[str]:
+    """Those of ``sources`` that have a stored run of ``metric``."""
+    return {row[0] for row in kb.connection.execute(
+        "SELECT DISTINCT source FROM runs WHERE metric = ? AND source IN (SELECT unnest(?::VARCHAR[]))",
+        [metric, list(sources)],
+    ).fetchall()}
+
+
+def run_pairs(kb: KnowledgeBase, source: str, metric: str) -> set[tuple[str, str]]:
+    """The ``(dataset_id, config_id)`` pairs with a stored run of ``source`` and ``metric``."""
+    rows = kb.connection.execute(
+        "SELECT DISTINCT dataset_id, config_id FROM runs WHERE source = ? AND metric = ?",
+        [source, metric],
+    ).fetchall()
+    return {(r[0], r[1]) for r in rows}
+
+
+def find_run_id(kb: KnowledgeBase, *, source: str, dataset_id: str | None, config_id: str, metric: str) -> str | None:
+    """The id of a stored run of ``source`` on ``dataset_id`` of ``config_id`` and ``metric``
+    (the first DuckDB finds), or None."""
+    row = kb.connection.execute(
+        "SELECT run_id FROM runs WHERE source = ? AND dataset_id = ? AND config_id = ? AND metric = ? LIMIT 1",
+        [source, dataset_id, config_id, metric],
+    ).fetchone()
+    return None if row is None else str(row[0])
 
 
 def _require_algorithm(kb: KnowledgeBase, algorithm: str) -> None:

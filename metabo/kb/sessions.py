@@ -41,6 +41,21 @@ def add_session(
     return session_id
 
 
+def get_session(kb: KnowledgeBase, session_id: str) -> dict[str, Any] | None:
+    """The stored row of a session (``settings`` as JSON text), or None."""
+    df = kb.query("SELECT * FROM sessions WHERE session_id = ?", [session_id])
+    return None if df.empty else df.iloc[0].to_dict()
+
+
+def service_studies(kb: KnowledgeBase) -> pd.DataFrame:
+    """The sessions the service started (settings holding ``service``), newest first:
+    ``study_id, dataset_id, strategy`` (``service.strategy``), ``status, created_at``."""
+    return kb.query(
+        "SELECT session_id AS study_id, dataset_id, json_extract_string(settings, '$.service.strategy') "
+        "AS strategy, status, created_at FROM sessions "
+        "WHERE json_extract(settings, '$.service') IS NOT NULL ORDER BY created_at DESC, session_id")
+
+
 def _owner_key(session_id: str) -> str:
     return f"session-owner:{session_id}"
 
@@ -132,6 +147,14 @@ def get_state(kb: KnowledgeBase, key: str, default: Any = None) -> Any:
     """A resumable job's saved cursor (JSON-decoded), or ``default``."""
     row = kb.connection.execute("SELECT value FROM ingest_state WHERE key = ?", [key]).fetchone()
     return default if row is None else json.loads(row[0])
+
+
+def state_values(kb: KnowledgeBase, prefix: str) -> list[str]:
+    """The saved cursors (JSON text, not decoded) whose key starts with ``prefix``, by key."""
+    rows = kb.connection.execute(
+        "SELECT value FROM ingest_state WHERE starts_with(key, ?) ORDER BY key", [prefix]
+    ).fetchall()
+    return [text for (text,) in rows]
 
 
 def set_state(kb: KnowledgeBase, key: str, value: Any) -> None:

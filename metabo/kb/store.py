@@ -374,6 +374,11 @@ class KnowledgeBase:
         return df
 
 
+def table_rows(kb: KnowledgeBase, table: str) -> list[tuple[Any, ...]]:
+    """Every row of ``table`` (a name the schema defines, never user input), sorted by all columns."""
+    return kb.connection.execute(f"SELECT * FROM {table} ORDER BY ALL").fetchall()  # noqa: S608 - fixed names
+
+
 def _check_path(path: Path, *, read_only: bool, embedded: bool) -> None:
     """Refuse, before DuckDB creates anything, a store that cannot be what was meant: a
     folder, a missing file opened read-only, or a file in a folder that does not exist
