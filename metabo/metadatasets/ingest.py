@@ -30,7 +30,9 @@ import numpy as np
 import pandas as pd
 
 from metabo.exceptions import InputDataError
+from metabo.kb.datasets import dataset_ids_not_from, without_stored_meta_features
 from metabo.kb.runs import insert_normalized, normalize_runs
+from metabo.kb.source_ids import add_source_ids
 from metabo.kb.store import KnowledgeBase
 from metabo.metadatasets.base import (
     CONFIGURATION_COLUMNS,
@@ -157,7 +159,7 @@ def _store_header(kb: KnowledgeBase, source: MetaDataset) -> _Header:
     _require_columns(datasets, DATASET_COLUMNS, "datasets", name)
     if datasets["original_id"].duplicated().any():
         raise InputDataError(f"{name}: dataset original ids repeat")
-    others = set(kb.query("SELECT dataset_id FROM datasets WHERE source <> ?", [name])["dataset_id"])
+    others = dataset_ids_not_from(kb, name)
     ids = []
     for row in datasets.itertuples(index=False):
         ids.append(kb.register_dataset(
@@ -198,11 +200,7 @@ def _store_meta_features(kb: KnowledgeBase, meta: pd.DataFrame, dataset_map: pd.
         "dataset_id": dataset_map.reindex(orig).to_numpy(), "name": meta["name"].astype(str).to_numpy(),
         "value": values.where(np.isfinite(values)).to_numpy(), "source": name,
     }).drop_duplicates(["dataset_id", "name"], keep="first")
-    con = kb.connection
-    stored = con.execute("SELECT dataset_id, name FROM meta_features").df()
-    if not stored.empty:
-        known = pd.MultiIndex.from_frame(stored)
-        frame = frame[~pd.MultiIndex.from_frame(frame[["dataset_id", "name"]]).isin(known)]
+    frame = without_stored_meta_features(kb, frame)
     if frame.empty:
         return 0
     return kb.add_meta_features_frame(frame)
@@ -211,15 +209,7 @@ def _store_meta_features(kb: KnowledgeBase, meta: pd.DataFrame, dataset_map: pd.
 def _store_source_ids(kb: KnowledgeBase, source: str, kind: str, mapping: pd.Series) -> None:
     frame = pd.DataFrame({"source": source, "kind": kind, "original_id": mapping.index.astype(str),
                           "local_id": mapping.to_numpy().astype(str)})
-    con = kb.connection
-    con.register("_source_ids", frame)
-    try:
-        con.execute(
-            "INSERT INTO source_ids SELECT b.* FROM _source_ids b ANTI JOIN source_ids s "
-            "ON s.source = b.source AND s.kind = b.kind AND s.original_id = b.original_id"
-        )
-    finally:
-        con.unregister("_source_ids")
+    add_source_ids(kb, frame)
 
 
 def _map_runs(runs: pd.DataFrame, source: MetaDataset, dataset_map: pd.Series, config_map: pd.Series,

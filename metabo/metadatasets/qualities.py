@@ -48,6 +48,8 @@ import pandas as pd
 from metabo.data.meta_features import meta_feature_names
 from metabo.data.meta_features.published import from_openml_qualities
 from metabo.exceptions import InputDataError
+from metabo.kb.datasets import defined_meta_feature_counts, meta_feature_keys, openml_ids
+from metabo.kb.source_ids import registered_datasets
 from metabo.kb.store import KnowledgeBase
 from metabo.metadatasets.base import MetaDataset
 from metabo.metadatasets.lcdb import LCDB
@@ -132,7 +134,7 @@ def join_qualities(kb: KnowledgeBase, tables: Mapping[str, pd.DataFrame]) -> Joi
         frame = table[list(QUALITY_COLUMNS)].copy()
         frame["source"], frame["rank"] = source, rank
         frames.append(frame)
-    stored_ids = kb.query("SELECT dataset_id, openml_id FROM datasets WHERE openml_id IS NOT NULL")
+    stored_ids = openml_ids(kb)
     if not frames or stored_ids.empty:
         return JoinReport(len(stored_ids), 0, 0, {})
     values = pd.concat(frames, ignore_index=True)
@@ -142,7 +144,7 @@ def join_qualities(kb: KnowledgeBase, tables: Mapping[str, pd.DataFrame]) -> Joi
     rows = stored_ids.merge(values, on="openml_id")
     rows = rows.sort_values(["dataset_id", "name", "rank"], kind="mergesort")
     rows = rows.drop_duplicates(["dataset_id", "name"], keep="first")
-    stored = kb.query("SELECT dataset_id, name FROM meta_features")  # NULL: stored as undefined
+    stored = meta_feature_keys(kb)  # NULL: stored as undefined
     if not stored.empty and not rows.empty:
         known = pd.MultiIndex.from_frame(stored[["dataset_id", "name"]])
         rows = rows[~pd.MultiIndex.from_frame(rows[["dataset_id", "name"]]).isin(known)]
@@ -164,22 +166,14 @@ def coverage(kb: KnowledgeBase, sources: Sequence[str] | None = None,
     columns ``source``, ``n_meta_features``, ``datasets`` (datasets with exactly that
     many defined values), sources sorted by name, counts descending."""
     names = list(meta_feature_names() if names is None else names)
-    registered = kb.query("SELECT source, local_id AS dataset_id FROM source_ids WHERE kind = 'dataset'")
+    registered = registered_datasets(kb)
     if sources is not None:
         unknown = sorted(set(sources) - set(registered["source"]))
         if unknown:
             raise InputDataError(f"no datasets of {unknown} are stored; ingest them first "
                                  "(`metabo ingest <source> --max-chunks 0` stores the datasets only)")
         registered = registered[registered["source"].isin(list(sources))]
-    con = kb.connection
-    con.register("_mf_names", pd.DataFrame({"name": names}))
-    try:
-        counts = con.execute(
-            "SELECT dataset_id, count(*) AS n FROM meta_features JOIN _mf_names USING (name) "
-            "WHERE value IS NOT NULL GROUP BY dataset_id"
-        ).df()
-    finally:
-        con.unregister("_mf_names")
+    counts = defined_meta_feature_counts(kb, names)
     per = registered.drop_duplicates().merge(counts, on="dataset_id", how="left")
     per["n"] = per["n"].fillna(0).astype(np.int64)
     hist = per.groupby(["source", "n"]).size().rename("datasets").reset_index()
