@@ -43,6 +43,7 @@ from metabo.exceptions import (
 )
 from metabo.ingest.datasets import has_own_meta_features, ingest_dataset
 from metabo.kb.canonical import canonical_json, config_id
+from metabo.kb.queries import run_pairs
 from metabo.kb.runs import record
 from metabo.kb.store import KnowledgeBase
 
@@ -195,11 +196,7 @@ def load_for_training(spec: str, target: str | None = None) -> Loaded:
 
 
 def _done(kb: KnowledgeBase, session: str) -> set[tuple[str, str]]:
-    rows = kb.connection.execute(
-        "SELECT DISTINCT dataset_id, config_id FROM runs WHERE source = ? AND metric = ?",
-        [f"session:{session}", PRIMARY_METRIC],
-    ).fetchall()
-    return {(r[0], r[1]) for r in rows}
+    return run_pairs(kb, f"session:{session}", PRIMARY_METRIC)
 
 
 def build_knowledge_base(

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from metabo.data.dataset import Dataset
 from metabo.exceptions import MetaboError
+from metabo.kb.datasets import content_has_meta_features
 from metabo.kb.store import KnowledgeBase
 
 logger = logging.getLogger(__name__)
@@ -25,10 +26,7 @@ class DatasetIngestReport:
 
 def has_own_meta_features(kb: KnowledgeBase, dataset: Dataset) -> bool:
     """Whether the same content (fingerprint) is stored with meta-features metabo computed."""
-    return bool(kb.connection.execute(
-        "SELECT count(*) FROM meta_features m JOIN datasets d USING (dataset_id) "
-        "WHERE d.fingerprint = ? AND m.source = 'metabo'", [dataset.fingerprint],
-    ).fetchone()[0])
+    return content_has_meta_features(kb, dataset.fingerprint, source="metabo")
 
 
 def ingest_dataset(kb: KnowledgeBase, dataset: Dataset, *, seed: int = 0, landmarkers: bool = True,

@@ -81,6 +81,7 @@ from metabo.ingest.openml_flows import (
 )
 from metabo.ingest.openml_metrics import METRICS, MetricMapping, metric_mapping
 from metabo.kb.canonical import config_id
+from metabo.kb.datasets import dataset_with_openml_meta_features
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -206,12 +207,11 @@ class _Progress:
 # ---------------------------------------------------------------------- the store's side
 def _unstored(kb: KnowledgeBase, page: pd.DataFrame, metric: str) -> pd.DataFrame:
     """The page's evaluations whose run is not stored under ``metric`` yet, by run id."""
+    from metabo.kb.queries import sources_with_runs
+
     page = page.drop_duplicates("run_id").sort_values("run_id", kind="stable").reset_index(drop=True)
     sources = [f"openml-run:{int(r)}" for r in page["run_id"]]
-    stored = {row[0] for row in kb.connection.execute(
-        "SELECT DISTINCT source FROM runs WHERE metric = ? AND source IN (SELECT unnest(?::VARCHAR[]))",
-        [metric, sources],
-    ).fetchall()}
+    stored = sources_with_runs(kb, metric, sources)
     return page[[s not in stored for s in sources]].reset_index(drop=True)
 
 
@@ -219,14 +219,9 @@ def _known_datasets(kb: KnowledgeBase, dids: Iterable[int]) -> dict[int, str]:
     """OpenML ids already stored with OpenML meta-features -> their dataset ids."""
     out = {}
     for did in dids:
-        row = kb.connection.execute(
-            "SELECT d.dataset_id FROM datasets d WHERE d.openml_id = ? AND EXISTS "
-            "(SELECT 1 FROM meta_features m WHERE m.dataset_id = d.dataset_id AND m.source = 'openml') "
-            "ORDER BY d.dataset_id LIMIT 1",
-            [int(did)],
-        ).fetchone()
-        if row is not None:
-            out[int(did)] = str(row[0])
+        dataset_id = dataset_with_openml_meta_features(kb, int(did))
+        if dataset_id is not None:
+            out[int(did)] = dataset_id
     return out
 
 
