@@ -43,6 +43,7 @@ import numpy as np
 from scipy.spatial.distance import cdist
 
 from metabo.exceptions import KnowledgeBaseError, MetaboError
+from metabo.kb.surrogate_bank import bank_rows, count_bank_rows, delete_bank_rows, replace_bank_rows
 from metabo.surrogates.gp import PosteriorState
 
 if TYPE_CHECKING:
@@ -173,9 +174,7 @@ def load(kb: KnowledgeBase, metric: str, wanted: Mapping[tuple[str, str], tuple[
     if not wanted:
         return {}
     settings = sorted({s for s, _ in wanted.values()})
-    rows = kb.query(  # KnowledgeBaseError on failure
-        "SELECT task, algorithm, settings, fingerprint, state FROM surrogate_bank "
-        "WHERE metric = ? AND settings IN (SELECT unnest(?))", [metric, settings])
+    rows = bank_rows(kb, metric, settings)  # KnowledgeBaseError on failure
     out: dict[tuple[str, str], CachedMember] = {}
     for task, algorithm, setting, fingerprint, blob in rows.itertuples(index=False):
         key = (task, algorithm)
@@ -202,15 +201,7 @@ def store(kb: KnowledgeBase, metric: str, entries: Iterable[tuple[str, str, str,
     frame = pd.DataFrame(rows, columns=["task", "algorithm", "metric", "settings", "fingerprint", "n", "state"])
     frame["created_at"] = utcnow()
     try:
-        with kb.transaction() as con:
-            con.register("bank_new", frame)
-            try:
-                con.execute("DELETE FROM surrogate_bank WHERE (task, algorithm, metric, settings) IN "
-                            "(SELECT task, algorithm, metric, settings FROM bank_new)")
-                con.execute("INSERT INTO surrogate_bank SELECT task, algorithm, metric, settings, fingerprint, n, "
-                            "state, created_at FROM bank_new")
-            finally:
-                con.unregister("bank_new")
+        replace_bank_rows(kb, frame)
     except duckdb.Error as e:
         raise KnowledgeBaseError(f"storing {len(rows)} bank GPs failed, none was stored: {e}") from e
     return len(rows)
@@ -218,11 +209,9 @@ def store(kb: KnowledgeBase, metric: str, entries: Iterable[tuple[str, str, str,
 
 def clear(kb: KnowledgeBase, metric: str | None = None) -> int:
     """Delete the cached members (of ``metric``, or all); returns how many were deleted."""
-    where, params = ("WHERE metric = ?", [metric]) if metric is not None else ("", [])
-    n = int(kb.query(f"SELECT count(*) AS n FROM surrogate_bank {where}", params)["n"].iloc[0])
+    n = count_bank_rows(kb, metric)
     try:
-        with kb.transaction() as con:
-            con.execute(f"DELETE FROM surrogate_bank {where}", params)
+        delete_bank_rows(kb, metric)
     except duckdb.Error as e:
         raise KnowledgeBaseError(f"clearing the surrogate bank cache failed: {e}") from e
     return n

@@ -6,14 +6,13 @@ import os
 from typing import Any
 
 from metabo.kb.schema import TABLES
-from metabo.kb.store import KnowledgeBase
+from metabo.kb.store import KnowledgeBase, table_rows
 
 
 def snapshot(kb: KnowledgeBase) -> dict[str, list[tuple[Any, ...]]]:
     """Every row of every table (the cached surrogate bank too), sorted: equal snapshots
     mean nothing was stored or changed."""
-    return {t: kb.connection.execute(f"SELECT * FROM {t} ORDER BY ALL").fetchall()  # noqa: S608 - fixed names
-            for t in (*TABLES, "surrogate_bank")}
+    return {t: table_rows(kb, t) for t in (*TABLES, "surrogate_bank")}
 
 
 def snapshot_file(path: str | os.PathLike[str]) -> dict[str, list[tuple[Any, ...]]]:
