@@ -47,6 +47,7 @@ import numpy as np
 from metabo.exceptions import InputDataError, MetaboError
 from metabo.kb.canonical import config_id
 from metabo.kb.schema import check_outcome
+from metabo.kb.sessions import get_session, state_values  # get_session: also imported from here
 from metabo.optimizer.history import LIARS, History, Liar, Trial, TrialRecord
 from metabo.space.cash import CASHSpace, as_cash
 from metabo.space.space import SearchSpace
@@ -174,11 +175,8 @@ class Optimizer:
         self.metric = settings.get("metric", "error_rate")
         self.seed = int(settings.get("seed", 0))
         self.liar = settings.get("liar", "max")
-        rows = kb.connection.execute(
-            "SELECT value FROM ingest_state WHERE starts_with(key, ?) ORDER BY key",
-            [f"session:{session_id}:trial:"],
-        ).fetchall()
-        records = [TrialRecord.from_json(json.loads(text)) for (text,) in rows]
+        texts = state_values(kb, f"session:{session_id}:trial:")
+        records = [TrialRecord.from_json(json.loads(text)) for text in texts]
         self._history = History(records)
         self._reask = [r.number for r in records if not r.complete] if reask_pending else []
         kb.set_session_status(session_id, "running")
@@ -310,9 +308,3 @@ class Optimizer:
             self._history, self.space, [(r.algorithm, r.params) for r in ok]
         )
         return ok[int(np.argmin(mean))]
-
-
-def get_session(kb: KnowledgeBase, session_id: str) -> dict[str, Any] | None:
-    """The stored row of a session (``settings`` as JSON text), or None."""
-    df = kb.query("SELECT * FROM sessions WHERE session_id = ?", [session_id])
-    return None if df.empty else df.iloc[0].to_dict()

@@ -62,10 +62,10 @@ def past_for(kb: KnowledgeBase, dataset_id: str, space: CASHSpace, *, metric: st
     shipped knowledge base made the default warm start worse at 1 to 10 evaluations
     (reports/warm/oboe)."""
     from metabo.evaluation.metrics import transfer_metrics
+    from metabo.kb.datasets import same_content_dataset_ids
     from metabo.kb.past import PastRuns
 
-    same = kb.query("SELECT dataset_id FROM datasets WHERE fingerprint = "
-                    "(SELECT fingerprint FROM datasets WHERE dataset_id = ?)", [dataset_id])["dataset_id"].tolist()
+    same = same_content_dataset_ids(kb, dataset_id)
     also = transfer_metrics(metric)[1:] if other_metrics else ()
     past = PastRuns.from_kb(kb, metric=metric, algorithms=list(space.algorithms), also=also, prefer_cv=cv)
     past = past.without({dataset_id, *same})
@@ -120,11 +120,9 @@ def past_fidelity(kb: KnowledgeBase, tasks: Sequence[str], metric: str) -> float
     if not tasks:
         return None
     from metabo.evaluation.metrics import transfer_metrics
+    from metabo.kb.queries import largest_fidelity
 
-    found = kb.query("SELECT max(fidelity) AS f FROM runs WHERE metric IN (SELECT unnest(?::VARCHAR[])) AND "
-                     "dataset_id IN (SELECT unnest(?::VARCHAR[]))", [list(transfer_metrics(metric)), list(tasks)]
-                     )["f"].iloc[0]
-    return None if found is None or found != found else float(found)
+    return largest_fidelity(kb, transfer_metrics(metric), tasks)
 
 
 def stored_meta_features(kb: KnowledgeBase, dataset_id: str) -> dict[str, float]:
