@@ -44,12 +44,13 @@ class PreparedDataset:
 
     def store(self, kb: KnowledgeBase) -> str:
         """Write the dataset and its meta-features (call inside a transaction); its id."""
+        from metabo.kb.datasets import meta_feature_values
+
         if self.data is not None:
             return kb.add_dataset(self.data, self.meta_features)
         with kb.transaction():
             dataset_id = kb.register_dataset(name=self.name, source=SOURCE)
-            stored = {str(n): math.nan if v is None else float(v) for n, v in kb.connection.execute(
-                "SELECT name, value FROM meta_features WHERE dataset_id = ?", [dataset_id]).fetchall()}
+            stored = {str(n): math.nan if v is None else float(v) for n, v in meta_feature_values(kb, dataset_id)}
             if stored and not _same(stored, self.meta_features):
                 raise ConflictError(
                     f"dataset name {self.name!r} is taken by a dataset with other meta-features; choose another "

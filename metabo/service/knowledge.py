@@ -24,8 +24,10 @@ def _finite(meta_features: Mapping[str, float | None]) -> dict[str, float]:
 
 
 def _names(kb: KnowledgeBase, dataset_ids: Iterable[str]) -> dict[str, str]:
+    from metabo.kb.datasets import dataset_names
+
     ids = list(dict.fromkeys(dataset_ids))
-    frame = kb.query("SELECT dataset_id, name FROM datasets WHERE dataset_id IN (SELECT unnest(?))", [ids])
+    frame = dataset_names(kb, ids)
     return dict(zip(frame["dataset_id"], frame["name"], strict=True))
 
 

@@ -251,13 +251,13 @@ class StudyManager:
             return self._summary(study_id, entry)
 
     def _run_id(self, opt: Optimizer, record: TrialRecord) -> str:
-        row = self.store.kb.connection.execute(
-            "SELECT run_id FROM runs WHERE source = ? AND dataset_id = ? AND config_id = ? AND metric = ? LIMIT 1",
-            [f"session:{opt.session_id}", opt.dataset_id, record.config_id, opt.metric],
-        ).fetchone()
-        if row is None:  # pragma: no cover - the tell just wrote it
+        from metabo.kb.queries import find_run_id
+
+        run_id = find_run_id(self.store.kb, source=f"session:{opt.session_id}", dataset_id=opt.dataset_id,
+                             config_id=record.config_id, metric=opt.metric)
+        if run_id is None:  # pragma: no cover - the tell just wrote it
             raise InputDataError(f"trial {record.number}: its run was not stored")
-        return str(row[0])
+        return run_id
 
     # ---------------------------------------------------------------- reading
     def best(self, study_id: str, select: Select = "argmin") -> TrialRecord:
@@ -344,10 +344,9 @@ class StudyManager:
 
     def studies(self) -> list[Mapping[str, Any]]:
         """The stored studies (id, dataset, strategy, status), newest first."""
+        from metabo.kb.sessions import service_studies
+
         with self.store.locked() as kb:
-            frame = kb.query(
-                "SELECT session_id AS study_id, dataset_id, json_extract_string(settings, '$.service.strategy') "
-                "AS strategy, status, created_at FROM sessions "
-                "WHERE json_extract(settings, '$.service') IS NOT NULL ORDER BY created_at DESC, session_id")
+            frame = service_studies(kb)
         frame["created_at"] = frame["created_at"].astype(str)
         return frame.to_dict(orient="records")
