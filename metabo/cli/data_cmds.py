@@ -123,7 +123,7 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
     cmd_stats(argparse.Namespace(kb=args.kb, json=False))
     with open_kb(args) as kb:
         probe = kb.resolve_dataset("sklearn-digits")
-        with_runs = set(kb.query("SELECT DISTINCT dataset_id FROM runs")["dataset_id"])
+        with_runs = q.dataset_ids_with_runs(kb)
         without = [d for d in kb.dataset_ids() if d not in with_runs]
         near = q.nearest_tasks(kb, probe, k=5, exclude=without if with_runs else ())
         print(f"\n{probe} as a new task; its nearest stored tasks (with runs) by meta-features:")

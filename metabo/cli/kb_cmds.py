@@ -13,6 +13,7 @@ from metabo.exceptions import InputDataError, KnowledgeBaseError
 from metabo.kb import KnowledgeBase
 from metabo.kb import queries as q
 from metabo.kb import transfer as tr
+from metabo.kb.datasets import dataset_names, datasets_summary
 from metabo.kb.parquet_io import export_parquet, import_parquet
 from metabo.paths import default_kb_path
 
@@ -119,12 +120,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def cmd_datasets(args: argparse.Namespace) -> int:
     with open_kb(args, read_only=True) as kb:
-        df = kb.query(
-            "SELECT d.dataset_id, d.name, d.source, d.openml_id, d.n_instances, d.n_features, d.n_classes, "
-            "d.flags, (SELECT count(*) FROM runs r WHERE r.dataset_id = d.dataset_id) AS runs, "
-            "(SELECT count(*) FROM meta_features m WHERE m.dataset_id = d.dataset_id) AS meta_features "
-            "FROM datasets d ORDER BY d.dataset_id"
-        )
+        df = datasets_summary(kb)
     _print_frame(df, args.format)
     return 0
 
@@ -169,7 +165,7 @@ def cmd_nearest(args: argparse.Namespace) -> int:
         else:
             target = _meta_features_arg(args.meta_features)
         df = q.nearest_tasks(kb, target, k=args.k)
-        names = kb.query("SELECT dataset_id, name FROM datasets")
+        names = dataset_names(kb)
     df = df.merge(names, on="dataset_id", how="left")
     _print_frame(df[["dataset_id", "name", *[c for c in df.columns if c not in ("dataset_id", "name")]]],
                  args.format)

@@ -19,6 +19,7 @@ from metabo.cli.kb_cmds import open_kb
 def cmd_suggest(args: argparse.Namespace) -> int:
     from metabo.data.loaders import load_dataset
     from metabo.data.meta_features import compute_meta_features
+    from metabo.kb.datasets import dataset_ids_with_fingerprint
     from metabo.kb.past import PastRuns
     from metabo.space.algorithms import default_cash_space
     from metabo.strategies.knn import warm_start_suggestions
@@ -28,9 +29,9 @@ def cmd_suggest(args: argparse.Namespace) -> int:
     with open_kb(args, read_only=True) as kb:
         past = PastRuns.from_kb(kb, metric=args.metric)
         names = {d: kb.get_dataset(d).get("name", d) for d in past.tasks}
-        same = kb.query("SELECT dataset_id FROM datasets WHERE fingerprint = ?", [dataset.fingerprint])["dataset_id"]
+        same = dataset_ids_with_fingerprint(kb, dataset.fingerprint)
     if args.exclude_same and len(same):
-        past = past.without(same.tolist())
+        past = past.without(same)
     space = default_cash_space(args.algorithms)
     if args.method == "warm":
         return _print_portfolio(args, dataset.name, past, meta, space)
