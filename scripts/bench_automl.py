@@ -1,6 +1,6 @@
 """A table to a fitted model under one wall-clock budget: metabo tune (default, cold GP-BO)
 against FLAML and Optuna's TPE, on datasets held out from the knowledge base
-(protocol and tools: metabo.benchmarks.automl).
+(protocol and tools: benchmarks.automl).
 
     python scripts/bench_automl.py run [--datasets 20] [--seeds 2] [--budgets 30 120]
         [--tools metabo,metabo-gp,metabo-single,flaml,autogluon,autogluon-best,optuna] [--parallel 2]
@@ -17,6 +17,8 @@ ranges, which need not agree with this project's.
 
 from __future__ import annotations
 
+import _repo  # noqa: F401 - first: the repository's root on sys.path, for benchmarks/ (not installed)
+
 import argparse
 import json
 import logging
@@ -30,9 +32,9 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from metabo.benchmarks import automl
-from metabo.benchmarks.transfer_live import choose_datasets, dataset_spec
-from metabo.benchmarks.transfer_methods import shipped_kb_file
+from benchmarks import automl
+from benchmarks.transfer_live import choose_datasets, dataset_spec
+from benchmarks.transfer_methods import shipped_kb_file
 from metabo.kb import KnowledgeBase
 from metabo.paths import cache_dir
 

@@ -20,6 +20,8 @@ exponent per algorithm clipped to [1, 2.5]). The table goes to ``<out>/summary.t
 
 from __future__ import annotations
 
+import _repo  # noqa: F401 - first: the repository's root on sys.path, for benchmarks/ (not installed)
+
 import argparse
 from collections.abc import Callable
 from pathlib import Path
@@ -27,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from metabo.benchmarks.transfer_methods import shipped_kb_file
+from benchmarks.transfer_methods import shipped_kb_file
 from metabo.kb import KnowledgeBase
 from metabo.kb.costs import predicted_fit_seconds, recorded_fit_seconds
 

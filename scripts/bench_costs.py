@@ -7,7 +7,7 @@ predicted to fit in a tenth of the budget (:data:`metabo.strategies.warm.OPENING
         [--time-budget 60] [--out reports/costs]
 
 Each dataset is held out from the knowledge base (its runs and same-content tasks removed,
-:func:`metabo.benchmarks.automl.held_out_kb`) and gets a seeded 75/25 outer split; both arms
+:func:`benchmarks.automl.held_out_kb`) and gets a seeded 75/25 outer split; both arms
 tune the 75% within the same wall-clock budget. Printed per run: trials, trials cut at their
 time limit (``timeout``), seconds to the first successful trial, the selected algorithm, and
 the deployed model's error on the 25%. Rows go to ``<out>/runs.jsonl`` (a finished
@@ -15,6 +15,8 @@ the deployed model's error on the 25%. Rows go to ``<out>/runs.jsonl`` (a finish
 """
 
 from __future__ import annotations
+
+import _repo  # noqa: F401 - first: the repository's root on sys.path, for benchmarks/ (not installed)
 
 import argparse
 import json
@@ -27,9 +29,9 @@ from unittest import mock
 import numpy as np
 import pandas as pd
 
-from metabo.benchmarks import automl
-from metabo.benchmarks.transfer_live import dataset_spec
-from metabo.benchmarks.transfer_methods import shipped_kb_file
+from benchmarks import automl
+from benchmarks.transfer_live import dataset_spec
+from benchmarks.transfer_methods import shipped_kb_file
 from metabo.ingest.build import load_for_training
 from metabo.kb import KnowledgeBase
 from metabo.optimizer.tune import tune

@@ -1,5 +1,5 @@
 """Benchmark of the ensemble searches, live on real datasets held out from the knowledge
-base (issues 7 and 20); see :mod:`metabo.benchmarks.ensembles` for the protocol.
+base (issues 7 and 20); see :mod:`benchmarks.ensembles` for the protocol.
 
 Datasets: ``--n-datasets`` (15) tasks of the knowledge base (the shipped one by default:
 KEEL and scikit-learn datasets) of at most ``--max-instances`` rows, drawn with
@@ -17,6 +17,8 @@ Usage:
 
 from __future__ import annotations
 
+import _repo  # noqa: F401 - first: the repository's root on sys.path, for benchmarks/ (not installed)
+
 import argparse
 import json
 import logging
@@ -28,11 +30,11 @@ from typing import Any
 
 import numpy as np
 
-from metabo.benchmarks.compare import format_table, summarize
-from metabo.benchmarks.ensembles import EVALUATION, SEARCHES, outputs_of, run_search, table
-from metabo.benchmarks.transfer_live import choose_datasets, dataset_spec
-from metabo.benchmarks.transfer_methods import load_runs, shipped_kb_file
-from metabo.benchmarks.warm_bench import same_content_groups
+from benchmarks.compare import format_table, summarize
+from benchmarks.ensembles import EVALUATION, SEARCHES, outputs_of, run_search, table
+from benchmarks.transfer_live import choose_datasets, dataset_spec
+from benchmarks.transfer_methods import load_runs, shipped_kb_file
+from benchmarks.warm_bench import same_content_groups
 from metabo.evaluation.protocols import parse_cv
 from metabo.exceptions import InputDataError
 from metabo.kb import KnowledgeBase
@@ -99,7 +101,7 @@ def report(runs: list[dict[str, Any]], tasks: list[str], specs: dict[str, str], 
     lines.append(f"Friedman p {entry['friedman_p']:.3g}; Nemenyi critical difference (alpha 0.05, "
                  f"{len(outputs)} methods, {len(done)} datasets) {entry['nemenyi_cd']}")
     # the aims: every ensemble against the single best of its own search (issue 20)
-    from metabo.benchmarks.compare import wilcoxon_p
+    from benchmarks.compare import wilcoxon_p
 
     lines.append("Each output against the single best configuration of the same search (mean deployed test "
                  "error, wins/ties/losses over datasets, Wilcoxon p):")

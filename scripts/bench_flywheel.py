@@ -1,6 +1,6 @@
 """Does the store get better with use? New tasks tuned one after another into one store
 (as a user does), each scored against the same warm start from the shipped knowledge only
-(metabo.benchmarks.flywheel).
+(benchmarks.flywheel).
 
     python scripts/bench_flywheel.py [--kb FILE] [--n-tasks 20] [--per-family 2] [--task-seed 0]
         [--seeds 1] [--budget 25] [--jobs 2] [--resume] [--out reports/warm/flywheel] [--scratch DIR]
@@ -18,6 +18,8 @@ hand)? Each is scored on its later task as ``tune`` scores a trial, against the
 """
 
 from __future__ import annotations
+
+import _repo  # noqa: F401 - first: the repository's root on sys.path, for benchmarks/ (not installed)
 
 import argparse
 import json
@@ -41,7 +43,7 @@ def _arm(arm: str, kb_path: str, specs: list[str], seeds: int, budget: int, out:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     logging.getLogger("metabo").setLevel(logging.WARNING)
-    from metabo.benchmarks.flywheel import run_arm
+    from benchmarks.flywheel import run_arm
 
     n = 0
     for seed in range(seeds):
@@ -56,7 +58,7 @@ def _arm(arm: str, kb_path: str, specs: list[str], seeds: int, budget: int, out:
 
 
 def _report(out: Path, budget: int, command: str) -> None:
-    from metabo.benchmarks.flywheel import ARMS, load_records, plot, summarize
+    from benchmarks.flywheel import ARMS, load_records, plot, summarize
 
     records = [r for arm in ARMS for r in load_records(out / f"runs-{arm}.jsonl")]
     if not records:
@@ -98,8 +100,8 @@ def main(argv: list[str] | None = None) -> int:
         _report(args.out, args.budget, command)
         return 0
     if args.incumbents:
-        from metabo.benchmarks.flywheel import ARMS, incumbent_check, load_records
-        from metabo.benchmarks.transfer_methods import shipped_kb_file
+        from benchmarks.flywheel import ARMS, incumbent_check, load_records
+        from benchmarks.transfer_methods import shipped_kb_file
 
         records = [r for arm in ARMS for r in load_records(args.out / f"runs-{arm}.jsonl")]
         args.scratch.mkdir(parents=True, exist_ok=True)
@@ -107,8 +109,8 @@ def main(argv: list[str] | None = None) -> int:
         (args.out / "incumbents.txt").write_text(f"Command: {command}\n\n{text}\n")
         print(text)
         return 0
-    from metabo.benchmarks.flywheel import ARMS, choose_tasks, load_records
-    from metabo.benchmarks.transfer_methods import shipped_kb_file
+    from benchmarks.flywheel import ARMS, choose_tasks, load_records
+    from benchmarks.transfer_methods import shipped_kb_file
     from metabo.data.keel import fetch_keel, list_keel
 
     fetch_keel()

@@ -18,6 +18,8 @@ table to ``<out>/summary.txt``.
 
 from __future__ import annotations
 
+import _repo  # noqa: F401 - first: the repository's root on sys.path, for benchmarks/ (not installed)
+
 import argparse
 import dataclasses
 import json
@@ -43,7 +45,7 @@ def tables(names: list[str] | None) -> list[str]:
     """``names``, or the KEEL specs of the shipped store's tasks with a nominal feature plus :data:`EXTRA`."""
     if names:
         return names
-    from metabo.benchmarks.transfer_methods import shipped_kb_file
+    from benchmarks.transfer_methods import shipped_kb_file
     from metabo.kb import KnowledgeBase
 
     with KnowledgeBase(shipped_kb_file(None), read_only=True) as kb:

@@ -17,11 +17,13 @@ agreement another measurement of the grid reached, dataset by dataset, for insta
 regret at 1, 3, 5, 8, 10 of the default warm start's portfolio (no search phase) with
 several knowledges, every pick a configuration the held-out task recorded (its KEEL grid or
 OBOE's grid measured on it), normalized as the live runs of ``--runs`` are
-(:func:`metabo.benchmarks.warm_bench.live_ranges`), with the Wilcoxon p over tasks against
+(:func:`benchmarks.warm_bench.live_ranges`), with the Wilcoxon p over tasks against
 the shipped knowledge.
 """
 
 from __future__ import annotations
+
+import _repo  # noqa: F401 - first: the repository's root on sys.path, for benchmarks/ (not installed)
 
 import argparse
 import math
@@ -49,10 +51,10 @@ def main(argv: list[str] | None = None) -> int:
     import pandas as pd
     from scipy.stats import spearmanr
 
-    from metabo.benchmarks.compare import wilcoxon_p
-    from metabo.benchmarks.recorded_bounds import recorded_lookup, run_on_recorded
-    from metabo.benchmarks.transfer_methods import load_runs
-    from metabo.benchmarks.warm_bench import live_ranges, meta_of, same_content_groups
+    from benchmarks.compare import wilcoxon_p
+    from benchmarks.recorded_bounds import recorded_lookup, run_on_recorded
+    from benchmarks.transfer_methods import load_runs
+    from benchmarks.warm_bench import live_ranges, meta_of, same_content_groups
     from metabo.evaluation.metrics import transfer_metrics
     from metabo.kb import KnowledgeBase
     from metabo.kb.past import PastRuns

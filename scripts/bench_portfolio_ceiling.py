@@ -21,6 +21,8 @@ method name ending in ``#uniform`` is given no meta-features (uniform prior task
 
 from __future__ import annotations
 
+import _repo  # noqa: F401 - first: the repository's root on sys.path, for benchmarks/ (not installed)
+
 import argparse
 import collections
 import dataclasses
@@ -31,8 +33,8 @@ import numpy as np
 
 
 def main() -> None:
-    from metabo.benchmarks.lookup import LookupTask
-    from metabo.benchmarks.warm_bench import meta_of, measured_protocols, method_options, same_content_groups
+    from benchmarks.lookup import LookupTask
+    from benchmarks.warm_bench import meta_of, measured_protocols, method_options, same_content_groups
     from metabo.evaluation.metrics import transfer_metrics
     from metabo.kb import KnowledgeBase
     from metabo.kb.past import PastRuns
@@ -125,7 +127,7 @@ def _play(target, strategy, n):  # noqa: ANN001, ANN202
         except InputDataError:
             return worst
 
-    from metabo.benchmarks.loop import play
+    from benchmarks.loop import play
 
     played = play(target.space, strategy, objective, n, seed=0)
     return played.values, played.seconds, played.config_ids

@@ -17,6 +17,8 @@ so that no model is scored twice), which says which measurement ranks as unseen 
 
 from __future__ import annotations
 
+import _repo  # noqa: F401 - first: the repository's root on sys.path, for benchmarks/ (not installed)
+
 import argparse
 
 
@@ -70,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     print(table.round(3).to_string(index=False))
     med = table.drop(columns=["dataset"]).median()
     print(f"\n{len(table)} datasets; medians: " + ", ".join(f"{k} {v:.3g}" for k, v in med.items()))
-    from metabo.benchmarks.compare import wilcoxon_p
+    from benchmarks.compare import wilcoxon_p
 
     a, b = table["tune~hold-out's test"], table["hold-out~tune's test"]
     print(f"tune's measurement ranks as the other build's test part better than the hold-out's on {int((a > b).sum())} "

@@ -37,6 +37,8 @@ Usage (one BLAS thread for every method):
 
 from __future__ import annotations
 
+import _repo  # noqa: F401 - first: the repository's root on sys.path, for benchmarks/ (not installed)
+
 import argparse
 import json
 import os
@@ -91,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=Path("reports/transfer"))
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    from metabo.benchmarks.transfer_methods import shipped_kb_file
+    from benchmarks.transfer_methods import shipped_kb_file
 
     report: dict[str, object] = {"load_average_at_start": os.getloadavg(),
                                  "omp_num_threads": os.environ.get("OMP_NUM_THREADS"), "stores": {}}

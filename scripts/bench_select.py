@@ -25,6 +25,8 @@ Usage: python scripts/bench_select.py [--n-datasets 20] [--seeds 1] [--budget 30
 
 from __future__ import annotations
 
+import _repo  # noqa: F401 - first: the repository's root on sys.path, for benchmarks/ (not installed)
+
 import argparse
 import json
 import shutil
@@ -36,10 +38,10 @@ from typing import Any
 
 import numpy as np
 
-from metabo.benchmarks.automl import held_out_kb
-from metabo.benchmarks.compare import wilcoxon_p
-from metabo.benchmarks.transfer_live import choose_datasets, dataset_spec
-from metabo.benchmarks.transfer_methods import load_runs, shipped_kb_file
+from benchmarks.automl import held_out_kb
+from benchmarks.compare import wilcoxon_p
+from benchmarks.transfer_live import choose_datasets, dataset_spec
+from benchmarks.transfer_methods import load_runs, shipped_kb_file
 from metabo.kb import KnowledgeBase
 from metabo.kb.past import PastRuns
 

@@ -4,11 +4,11 @@ Prints (no assertions; the aims are in issue 5) and writes to ``--out`` (reports
 
 1. Quality: over ``--seeds`` seeds, the median best value after 25 and ``--budget``
    evaluations on Branin, Hartmann-6 and the 4-branch conditional function
-   (:mod:`metabo.benchmarks.functions`) for every optimizer installed here
-   (:mod:`metabo.benchmarks.peers`: random, metabo-gp, optuna-tpe, optuna-gp, skopt-gp,
+   (:mod:`benchmarks.functions`) for every optimizer installed here
+   (:mod:`benchmarks.peers`: random, metabo-gp, optuna-tpe, optuna-gp, skopt-gp,
    smac; metabo-gp-nowarp is GP-BO without output warping, the ablation of
    :mod:`metabo.surrogates.warping`). Runs go over ``--jobs`` processes (joblib), each single-threaded (BLAS and torch).
-2. Speed (:func:`metabo.benchmarks.peers.suggestion_seconds`), after 50 and 200 uniform
+2. Speed (:func:`benchmarks.peers.suggestion_seconds`), after 50 and 200 uniform
    random observations, one optimizer at a time in this process, single-threaded
    (``--timing-seeds`` repetitions per function): ``steady``, the mean seconds of tell +
    ask over the next 10 suggestions of the loop (the figure the aim compares), and
@@ -30,6 +30,8 @@ Usage:
 
 from __future__ import annotations
 
+import _repo  # noqa: F401 - first: the repository's root on sys.path, for benchmarks/ (not installed)
+
 import argparse
 import contextlib
 import io
@@ -49,8 +51,8 @@ from typing import Any
 import numpy as np
 from joblib import Parallel, delayed
 
-from metabo.benchmarks import FUNCTIONS, get_function
-from metabo.benchmarks import peers
+from benchmarks import FUNCTIONS, get_function
+from benchmarks import peers
 
 ALL_OPTIMIZERS = ("random", "metabo-gp", "metabo-gp-nowarp", "optuna-tpe", "optuna-gp", "skopt-gp", "smac")
 GP = "metabo-gp"

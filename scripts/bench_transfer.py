@@ -8,8 +8,8 @@ judged by scripts/bench_warm.py (a surrogate objective queried anywhere, and liv
 ``lookup`` (the default): for every task of the knowledge base (the shipped one by
 default), hide it: each method gets the other tasks as its past (``PastRuns.without``, the
 surrogate bank's ``without``) and tunes the hidden task for ``--iterations`` picks among
-its recorded configurations (:class:`metabo.benchmarks.lookup.LookupTask`), ``--seeds``
-times. Reports (:mod:`metabo.benchmarks.compare`) mean normalized regret and average rank
+its recorded configurations (:class:`benchmarks.lookup.LookupTask`), ``--seeds``
+times. Reports (:mod:`benchmarks.compare`) mean normalized regret and average rank
 (ties shared) per method at iterations 1, 3, 5, 10, 25 and 50, a Friedman test over tasks
 with the Nemenyi critical difference, pairwise Wilcoxon p-values of every method against
 GP-BO and random search, the iteration at which cold GP-BO first reaches RLGP's median
@@ -21,7 +21,7 @@ Methods: ``random``, ``gp`` (GP-BO, 3 random first), ``knn`` (kNN warm start), `
 ``rlgp`` (the RLGP paper's protocol: 3 random first), ``rlgp-warm`` (RLGP as the project
 runs it by default: the first pick from the base GPs), ``rgpe-warm`` (RGPE started the same way), ``scot``, ``global-default``,
 ``collab-default`` and ``optuna-tpe`` (Optuna's TPE, each proposal snapped to the nearest
-recorded candidate: :class:`metabo.benchmarks.lookup.OptunaOnCandidates`).
+recorded candidate: :class:`benchmarks.lookup.OptunaOnCandidates`).
 
 Usage:
     python scripts/bench_transfer.py [lookup] [--kb PATH] [--methods random,gp,knn,...]
@@ -29,6 +29,8 @@ Usage:
 """
 
 from __future__ import annotations
+
+import _repo  # noqa: F401 - first: the repository's root on sys.path, for benchmarks/ (not installed)
 
 import argparse
 import importlib
@@ -46,8 +48,8 @@ from typing import Any
 
 import numpy as np
 
-from metabo.benchmarks.compare import first_reach, format_table, plot_curves, regret_table, summarize
-from metabo.benchmarks.transfer_methods import (  # noqa: F401 - SCOT_SETTINGS, make_method, run_one: the script's API
+from benchmarks.compare import first_reach, format_table, plot_curves, regret_table, summarize
+from benchmarks.transfer_methods import (  # noqa: F401 - SCOT_SETTINGS, make_method, run_one: the script's API
     ALL_METHODS,
     SCOT_SETTINGS,
     SINGLE_PICK,
@@ -148,10 +150,10 @@ def run_lookup(args: argparse.Namespace, command: str) -> int:
 PROTOCOLS: dict[str, tuple[str, Any, Any]] = {
     "lookup": ("leave-one-task-out among recorded runs (the default)", add_lookup_arguments, run_lookup),
 }
-#: protocols kept in their own module of metabo.benchmarks, each with ``HELP``,
+#: protocols kept in their own module of benchmarks, each with ``HELP``,
 #: ``add_arguments(parser)`` and ``run(args, command) -> int``.
-PROTOCOL_MODULES = {"live": "metabo.benchmarks.transfer_live", "pmf": "metabo.benchmarks.pmf_protocol",
-                    "scot-cv": "metabo.benchmarks.scot_cv"}
+PROTOCOL_MODULES = {"live": "benchmarks.transfer_live", "pmf": "benchmarks.pmf_protocol",
+                    "scot-cv": "benchmarks.scot_cv"}
 for _name, _module in PROTOCOL_MODULES.items():
     if importlib.util.find_spec(_module) is not None:
         _m = importlib.import_module(_module)
@@ -170,7 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # the protocols report their progress and tables by logging (library code does not print)
     handler = logging.StreamHandler(sys.stdout)
     handler.setFormatter(logging.Formatter("%(message)s"))
-    bench_logger = logging.getLogger("metabo.benchmarks")
+    bench_logger = logging.getLogger("benchmarks")
     bench_logger.addHandler(handler)
     bench_logger.setLevel(logging.INFO)
     return PROTOCOLS[args.protocol][2](args, " ".join(["bench_transfer.py", *argv]))

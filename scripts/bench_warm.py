@@ -1,5 +1,5 @@
 """Warm start against cold, on tasks the knowledge base has never seen (issue 16): every
-method in one run, under the protocols of :mod:`metabo.benchmarks.warm_bench`.
+method in one run, under the protocols of :mod:`benchmarks.warm_bench`.
 
     python scripts/bench_warm.py surrogate [--seeds 5] [--iterations 50] [--jobs 2]
         [--methods random,gp,...] [--tasks N] [--task-ids a,b,...] [--resume] [--out reports/warm]
@@ -9,7 +9,7 @@ method in one run, under the protocols of :mod:`metabo.benchmarks.warm_bench`.
     python scripts/bench_warm.py report surrogate|live   (the report of the runs so far)
     python scripts/bench_warm.py bounds [--runs reports/warm/live5] [--out reports/warm/bounds]
         (what proposing recorded configurations can reach on the live runs' held-out tasks:
-        metabo.benchmarks.recorded_bounds, computed on recorded values, no model trained)
+        benchmarks.recorded_bounds, computed on recorded values, no model trained)
 
 Runs are appended to ``<out>/<protocol>_runs.jsonl`` as they finish (ordered seed, task,
 method, so that a partial file holds whole task x seed blocks), so a killed run resumes
@@ -20,6 +20,8 @@ check only.
 """
 
 from __future__ import annotations
+
+import _repo  # noqa: F401 - first: the repository's root on sys.path, for benchmarks/ (not installed)
 
 import argparse
 import json
@@ -40,13 +42,13 @@ _STATE: dict[str, Any] = {}
 
 def _load(kb_path: str, protocol: str, methods: list[str], evaluation: str = "tune") -> None:
     """Worker state: the past, the same-content groups, the space, the bank if needed."""
-    from metabo.benchmarks.warm_bench import BANK_METHODS
+    from benchmarks.warm_bench import BANK_METHODS
     from metabo.kb import KnowledgeBase
     from metabo.kb.past import PastRuns
     from metabo.space.algorithms import default_cash_space
 
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    from metabo.benchmarks.warm_bench import same_content_groups
+    from benchmarks.warm_bench import same_content_groups
     from metabo.evaluation.metrics import transfer_metrics
 
     with KnowledgeBase(kb_path, read_only=True) as kb:
@@ -62,7 +64,7 @@ def _load(kb_path: str, protocol: str, methods: list[str], evaluation: str = "tu
         from metabo.surrogates.bank import SurrogateBank, space_encoder
 
         shared["bank"] = SurrogateBank.fit(past, space_encoder(kb_space), seed=0)
-    from metabo.benchmarks.warm_bench import measured_of, measured_protocols
+    from benchmarks.warm_bench import measured_of, measured_protocols
 
     pasts = {}
     for how in sorted({m for m in (measured_of(name)[1] for name in methods) if m is not None}):
@@ -74,7 +76,7 @@ def _load(kb_path: str, protocol: str, methods: list[str], evaluation: str = "tu
 
 def _past_of(method: str) -> tuple[str, Any]:
     """The method's name without ``measured=``, and the past it transfers from."""
-    from metabo.benchmarks.warm_bench import measured_of
+    from benchmarks.warm_bench import measured_of
 
     name, how = measured_of(method)
     return name, (_STATE["past"] if how is None else _STATE["pasts"][how])
@@ -82,7 +84,7 @@ def _past_of(method: str) -> tuple[str, Any]:
 
 def _run(job: tuple[str, str, int, int, str]) -> dict[str, Any]:
     method, task, seed, iterations, scratch = job
-    from metabo.benchmarks.warm_bench import surrogate_run
+    from benchmarks.warm_bench import surrogate_run
 
     shared = _STATE["shared"]
     start = time.perf_counter()
@@ -107,8 +109,8 @@ def _run(job: tuple[str, str, int, int, str]) -> dict[str, Any]:
 
 def _live(method: str, task: str, seed: int, iterations: int, past_all: Any, shared: dict[str, Any],
           scratch: str) -> dict[str, Any]:
-    from metabo.benchmarks.transfer_live import dataset_spec, live_run
-    from metabo.benchmarks.warm_bench import make_method, meta_of, space_of
+    from benchmarks.transfer_live import dataset_spec, live_run
+    from benchmarks.warm_bench import make_method, meta_of, space_of
     from metabo.kb import KnowledgeBase
 
     drop = [task, *shared["same_content"].get(task, ())]
@@ -140,8 +142,8 @@ def _recorded_ranges(past: Any, tasks: Any) -> dict[str, tuple[float, float]]:
 
 def _report(protocol: str, out: Path, methods: list[str], iterations: int, kb_path: str, command: str,
             references: Sequence[str] = ("gp", "knn")) -> None:
-    from metabo.benchmarks.transfer_methods import load_runs
-    from metabo.benchmarks.warm_bench import live_regret, report
+    from benchmarks.transfer_methods import load_runs
+    from benchmarks.warm_bench import live_regret, report
 
     runs = [r for r in load_runs(out / f"{protocol}_runs.jsonl") if r["method"] in methods]
     if protocol == "live":
@@ -164,10 +166,10 @@ def _report(protocol: str, out: Path, methods: list[str], iterations: int, kb_pa
 
 
 def _bounds(runs_dir: Path, out: Path, kb_path: str, command: str) -> None:
-    from metabo.benchmarks.recorded_bounds import bounds_table, recorded_curves
-    from metabo.benchmarks.transfer_live import reproduced
-    from metabo.benchmarks.transfer_methods import load_runs
-    from metabo.benchmarks.warm_bench import live_ranges, live_regret, meta_of, same_content_groups
+    from benchmarks.recorded_bounds import bounds_table, recorded_curves
+    from benchmarks.transfer_live import reproduced
+    from benchmarks.transfer_methods import load_runs
+    from benchmarks.warm_bench import live_ranges, live_regret, meta_of, same_content_groups
     from metabo.evaluation.metrics import transfer_metrics
     from metabo.kb import KnowledgeBase
     from metabo.kb.past import PastRuns
@@ -193,7 +195,7 @@ def _bounds(runs_dir: Path, out: Path, kb_path: str, command: str) -> None:
     methods = [m for m in ("gp", "warm") if any(r["method"] == m for r in live)] + list(curves)
     summary, text = bounds_table(everything, methods)
     agree = reproduced(live, past, space)
-    head = (f"References on recorded values (metabo.benchmarks.recorded_bounds) beside the live runs of {runs_dir}\n"
+    head = (f"References on recorded values (benchmarks.recorded_bounds) beside the live runs of {runs_dir}\n"
             f"Command: {command}\n"
             f"Live trials at recorded configurations: {agree['n_at_recorded']}; equal to the recorded value: "
             f"{agree['equal_share']:.3f}; absolute difference median {agree['median_abs_diff']:.4f}, "
@@ -209,7 +211,7 @@ def _bounds(runs_dir: Path, out: Path, kb_path: str, command: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from metabo.benchmarks.warm_bench import METHODS
+    from benchmarks.warm_bench import METHODS
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("protocol", choices=["surrogate", "live", "report", "bounds"])
@@ -238,9 +240,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="report: the methods every other one is tested against (Wilcoxon), comma-separated")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
-    for name in ("metabo", "optuna", "distributed"):
+    for name in ("metabo", "benchmarks", "optuna", "distributed"):
         logging.getLogger(name).setLevel(logging.WARNING)
-    from metabo.benchmarks.transfer_methods import load_runs, shipped_kb_file
+    from benchmarks.transfer_methods import load_runs, shipped_kb_file
     from metabo.kb import KnowledgeBase
     from metabo.kb.past import PastRuns
 
@@ -267,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
                 p.error(f"--task-ids: no runs of {unknown} in {kb_path}")
             tasks = list(args.task_ids)
         elif args.protocol == "live":
-            from metabo.benchmarks.transfer_live import choose_datasets
+            from benchmarks.transfer_live import choose_datasets
 
             tasks = choose_datasets(kb, tasks, n=args.n_datasets, seed=args.dataset_seed)
     if args.tasks:

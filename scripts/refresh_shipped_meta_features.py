@@ -15,6 +15,8 @@ manifest's count are rewritten.
 
 from __future__ import annotations
 
+import _repo  # noqa: F401 - first: the repository's root on sys.path, for benchmarks/ (not installed)
+
 import argparse
 import json
 import shutil
@@ -24,7 +26,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from metabo.benchmarks.transfer_live import dataset_spec
+from benchmarks.transfer_live import dataset_spec
 from metabo.data.loaders import load_dataset
 from metabo.data.meta_features import compute_meta_features
 from metabo.kb import KnowledgeBase

@@ -1,7 +1,7 @@
 """Optuna's TPE over metabo's CASH space on a CSV (target column ``y``), in this project's
 environment: ``python optuna_runner.py TRAIN TEST PRED BUDGET SEED``.
 
-The search and the refit on every row of TRAIN are :func:`metabo.benchmarks.automl.optuna_tpe`,
+The search and the refit on every row of TRAIN are :func:`benchmarks.automl.optuna_tpe`,
 within BUDGET seconds counted from this script's start (imports included); PRED gets one
 ``prediction`` per row of TEST (read as ``metabo predict`` reads it). Prints one JSON line:
 trials, seconds to the first model, predict seconds, Optuna's version.
@@ -18,7 +18,12 @@ from pathlib import Path  # noqa: E402
 
 import optuna  # noqa: E402
 
-from metabo.benchmarks.automl import TARGET, optuna_tpe  # noqa: E402
+# the repository's root, for the benchmarks package (not installed), when run by hand: the
+# benchmark's tool runs have it on PYTHONPATH (benchmarks.automl.one_thread_env). Appended,
+# so the metabo found first stays the one on PYTHONPATH or installed
+sys.path.append(str(Path(__file__).resolve().parents[2]))
+
+from benchmarks.automl import TARGET, optuna_tpe  # noqa: E402
 from metabo.cli.predict_cmds import predictions  # noqa: E402
 from metabo.data.loaders import load_dataset  # noqa: E402
 from metabo.optimizer.budget import TimeBudget  # noqa: E402

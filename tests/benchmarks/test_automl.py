@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from metabo.benchmarks import automl
+from benchmarks import automl
 from metabo.data.dataset import Dataset
 from metabo.exceptions import InputDataError, UnknownDatasetError
 from metabo.kb import KnowledgeBase
@@ -211,18 +211,21 @@ def test_optuna_tpe_stops_within_its_budget_and_refits_on_every_row():
 
 def test_tool_runs_import_the_code_the_benchmark_runs(tmp_path):
     """A tool's ``python -m metabo...`` started in its work folder imports this process's
-    ``metabo`` (a frozen copy on PYTHONPATH wins over what is installed or edited)."""
+    ``metabo`` (a frozen copy on PYTHONPATH wins over what is installed or edited), and a
+    runner this process's ``benchmarks`` (not installed: the repository's root)."""
     import subprocess
     import sys
 
+    import benchmarks
     import metabo
-    from metabo.benchmarks.automl import one_thread_env
+    from benchmarks.automl import one_thread_env
 
     env = one_thread_env()
     assert env["OMP_NUM_THREADS"] == "1"
-    done = subprocess.run([sys.executable, "-c", "import metabo; print(metabo.__file__)"], capture_output=True,
-                          text=True, env=env, cwd=tmp_path, check=True)
-    assert done.stdout.strip() == metabo.__file__
+    done = subprocess.run([sys.executable, "-c", "import benchmarks, metabo; print(metabo.__file__); "
+                           "print(benchmarks.__file__)"], capture_output=True, text=True, env=env, cwd=tmp_path,
+                          check=True)
+    assert done.stdout.split() == [metabo.__file__, benchmarks.__file__]
 
 
 def test_the_plot_is_drawn_while_a_budget_has_no_cell_every_tool_finished(tmp_path):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy.stats import wilcoxon
 
-from metabo.benchmarks.compare import first_reach, format_table, nemenyi_cd, regret_table, summarize, wilcoxon_p
+from benchmarks.compare import first_reach, format_table, nemenyi_cd, regret_table, summarize, wilcoxon_p
 from metabo.exceptions import InputDataError
 
 

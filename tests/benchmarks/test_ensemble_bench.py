@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from metabo.benchmarks.ensembles import SEARCHES, outputs_of, refitted_test_probas, run_search, table
+from benchmarks.ensembles import SEARCHES, outputs_of, refitted_test_probas, run_search, table
 from metabo.data.loaders import load_dataset
 from metabo.ensembles.search import combined_error
 from metabo.evaluation.protocols import KFold, class_codes

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from metabo.benchmarks.flywheel import (
+from benchmarks.flywheel import (
     add_regret,
     choose_tasks,
     family,
@@ -83,7 +83,7 @@ def test_the_incumbent_carried_over_is_the_latest_family_members_best_of_the_sam
 
 
 def test_measured_option_names_the_protocols_of_the_old_and_the_new_knowledge():
-    from metabo.benchmarks.warm_bench import measured_of, measured_protocols
+    from benchmarks.warm_bench import measured_of, measured_protocols
 
     assert measured_of("warm@measured=kb@beta=2") == ("warm@beta=2", "kb")
     assert measured_of("gp") == ("gp", None)

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from metabo.benchmarks import FUNCTIONS, four_branch, get_function
-from metabo.benchmarks.functions import branin, hartmann3, hartmann6, rosenbrock
+from benchmarks import FUNCTIONS, four_branch, get_function
+from benchmarks.functions import branin, hartmann3, hartmann6, rosenbrock
 from metabo.exceptions import InputDataError, InvalidConfigurationError
 from metabo.space.cash import CASHSpace
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from metabo.benchmarks.lookup import OptunaOnCandidates
+from benchmarks.lookup import OptunaOnCandidates
 from metabo.exceptions import InputDataError
 from metabo.optimizer import Optimizer
 from metabo.space.finite import FiniteCASHSpace

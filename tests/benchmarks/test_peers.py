@@ -8,8 +8,8 @@ import warnings
 
 import pytest
 
-from metabo.benchmarks import four_branch, get_function
-from metabo.benchmarks import peers
+from benchmarks import four_branch, get_function
+from benchmarks import peers
 from metabo.exceptions import InputDataError
 
 FAST = ["random", "optuna-tpe"]

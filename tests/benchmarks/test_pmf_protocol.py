@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from metabo.benchmarks import pmf_protocol as P
+from benchmarks import pmf_protocol as P
 from metabo.kb import KnowledgeBase
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "metadatasets" / "deeppipe"

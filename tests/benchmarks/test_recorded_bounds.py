@@ -1,4 +1,4 @@
-"""References on recorded values (metabo.benchmarks.recorded_bounds): closed-form greedy
+"""References on recorded values (benchmarks.recorded_bounds): closed-form greedy
 portfolios, the oracle similarity, picks scored by the recorded values, the table."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from metabo.benchmarks.recorded_bounds import (
+from benchmarks.recorded_bounds import (
     bounds_table,
     hindsight_portfolio,
     oracle_curve,
@@ -17,7 +17,7 @@ from metabo.benchmarks.recorded_bounds import (
     run_on_recorded,
     similarity_weights,
 )
-from metabo.benchmarks.transfer_live import reproduced
+from benchmarks.transfer_live import reproduced
 from metabo.exceptions import InputDataError
 from metabo.kb.canonical import config_id
 from metabo.strategies.portfolio import RegretMatrix

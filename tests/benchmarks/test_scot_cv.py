@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from metabo.benchmarks import scot_cv
-from metabo.benchmarks.scot_cv import fold_lookups, meta_folds, run_fold, summarize_runs
+from benchmarks import scot_cv
+from benchmarks.scot_cv import fold_lookups, meta_folds, run_fold, summarize_runs
 from metabo.exceptions import InputDataError
 from metabo.kb import KnowledgeBase
 from metabo.kb.canonical import config_id
@@ -157,7 +157,7 @@ def test_run_end_to_end_and_resume(tmp_path, caplog, monkeypatch):
     assert len(lines) == 2 * 6
     caplog.clear()
     args.resume = True  # resuming runs nothing more
-    with caplog.at_level(logging.INFO, logger="metabo.benchmarks"):
+    with caplog.at_level(logging.INFO, logger="benchmarks"):
         assert scot_cv.run(args, "test") == 0
     assert "0 (seed, fold, method) units to do (10 kept)" in caplog.text
     assert (tmp_path / "out" / "runs.jsonl").read_text().splitlines() == lines

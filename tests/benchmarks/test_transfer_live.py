@@ -12,8 +12,8 @@ import math
 import numpy as np
 import pytest
 
-from metabo.benchmarks import transfer_live
-from metabo.benchmarks.transfer_live import KBSplit, TuneSplit, agreement, best_so_far, choose_datasets, dataset_spec
+from benchmarks import transfer_live
+from benchmarks.transfer_live import KBSplit, TuneSplit, agreement, best_so_far, choose_datasets, dataset_spec
 from metabo.data.loaders import load_dataset
 from metabo.evaluation.protocols import Holdout
 from metabo.exceptions import InputDataError

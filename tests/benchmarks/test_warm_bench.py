@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from metabo.benchmarks.warm_bench import knowledge_of, make_method, possible_copies, space_of
+from benchmarks.warm_bench import knowledge_of, make_method, possible_copies, space_of
 from metabo.exceptions import InputDataError
 from metabo.kb.canonical import config_id
 from metabo.kb.past import PastRuns

@@ -9,7 +9,7 @@ each dataset ``t`` of ``F_k`` (meta-test) is tuned among the candidates ``C_k`` 
 every dataset of ``F_k`` (:func:`fold_lookups`; the shipped knowledge base evaluates the
 same seeded configurations on every dataset, so ``C_k`` is the dense part of its matrix),
 its objective the recorded validation error ``y_t(c)``
-(:class:`~metabo.benchmarks.lookup.LookupTask`), for ``n`` picks without replacement.
+(:class:`~benchmarks.lookup.LookupTask`), for ``n`` picks without replacement.
 Normalized regret after ``i`` picks: ``(min_{j <= i} y_t(c_j) - min_{C_k} y_t) /
 (max_{C_k} y_t - min_{C_k} y_t)``.
 
@@ -27,15 +27,15 @@ Methods (the paper's five experiments, plus SCoT without collaboration):
 - ``collab-default``: SCoT's first pick with no observation of the new dataset (one pick).
 
 One-pick methods keep their regret flat after the pick (the paper's Figure 7). Reports (at
-the iterations of :data:`~metabo.benchmarks.compare.REPORT_AT` within the budget): mean
+the iterations of :data:`~benchmarks.compare.REPORT_AT` within the budget): mean
 normalized regret and average rank (ties shared) over the datasets, Friedman + Nemenyi,
 Wilcoxon signed-rank p-values against ``scot-separate`` and ``gp`` over the datasets
-(:func:`~metabo.benchmarks.compare.summarize`), the regret and rank curves.
+(:func:`~benchmarks.compare.summarize`), the regret and rank curves.
 
 Budget: the paper's Figure 7 runs to its 108-point grid (``PAPER_ITERATIONS``), where
 every strategy without replacement has seen every point; ``--iterations`` caps it. SCoT is
 run with the lookup benchmark's cheaper settings
-(:data:`~metabo.benchmarks.transfer_methods.SCOT_SETTINGS`).
+(:data:`~benchmarks.transfer_methods.SCOT_SETTINGS`).
 """
 
 from __future__ import annotations
@@ -51,9 +51,9 @@ from typing import Any
 
 import numpy as np
 
-from metabo.benchmarks.compare import REPORT_AT, format_table, plot_curves, regret_table, summarize, wilcoxon_p
-from metabo.benchmarks.lookup import LookupTask
-from metabo.benchmarks.transfer_methods import SCOT_SETTINGS, load_runs, shipped_kb_file
+from benchmarks.compare import REPORT_AT, format_table, plot_curves, regret_table, summarize, wilcoxon_p
+from benchmarks.lookup import LookupTask
+from benchmarks.transfer_methods import SCOT_SETTINGS, load_runs, shipped_kb_file
 from metabo.exceptions import InputDataError
 from metabo.kb import KnowledgeBase
 from metabo.kb.past import PastRuns

@@ -1,6 +1,6 @@
 """The live transfer benchmark (subcommand ``live`` of scripts/bench_transfer.py): a few
 datasets of the knowledge base hidden and tuned with models really trained, to check that
-the lookup benchmark (:mod:`metabo.benchmarks.transfer_methods`, runs among recorded
+the lookup benchmark (:mod:`benchmarks.transfer_methods`, runs among recorded
 configurations) tells the same story.
 
 Notation: for a hidden dataset ``t`` (its runs removed from the past, ``PastRuns.without``,
@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from metabo.benchmarks.transfer_methods import TRANSFER_ENSEMBLES, load_runs, make_method, run_one, shipped_kb_file
+from benchmarks.transfer_methods import TRANSFER_ENSEMBLES, load_runs, make_method, run_one, shipped_kb_file
 from metabo.data.dataset import Dataset
 from metabo.evaluation.protocols import EvaluationProtocol, Holdout, Split, search_protocol
 from metabo.exceptions import InputDataError

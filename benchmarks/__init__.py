@@ -1,7 +1,7 @@
 """Benchmarks of the SMBO core: synthetic functions with known optima (``functions``)
 and adapters running peer optimizers on them (``peers``, optional extra ``bench``)."""
 
-from metabo.benchmarks.functions import (
+from benchmarks.functions import (
     FUNCTIONS,
     SyntheticFunction,
     branin_function,

@@ -16,7 +16,7 @@ paper:
   on ``K`` (all tasks); a held-out task sees ``bank.without(task)`` and ``K.without(task)``;
 - candidates of held-out task ``t`` in repetition ``r``: its recorded pipelines, or (with
   ``--max-candidates m``) ``m`` of them drawn by a generator seeded from (seed, t, r), a
-  deviation from the paper for speed; normalized regret (:mod:`metabo.benchmarks.lookup`)
+  deviation from the paper for speed; normalized regret (:mod:`benchmarks.lookup`)
   is over that pool;
 - each method tunes ``t`` for ``--iterations`` (20) evaluations, repetition ``r`` running with
   seed ``r`` (so GP, RGPE, RLGP and SCoT draw the same 3 random initial pipelines);
@@ -29,7 +29,7 @@ paper:
   without meta-features is given the past tasks' mean meta-features (the imputation SCoT
   uses), so its neighbours are the most typical datasets;
 - report: mean normalized regret and average rank at iterations 1, 3, 5, 10, 20, Friedman
-  and Nemenyi, Wilcoxon against GP (:func:`metabo.benchmarks.compare.summarize`), the
+  and Nemenyi, Wilcoxon against GP (:func:`benchmarks.compare.summarize`), the
   curves, and what the paper's Figure 2 shows beside them.
 """
 
@@ -48,8 +48,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from metabo.benchmarks.lookup import LookupTask
-from metabo.benchmarks.transfer_methods import load_runs
+from benchmarks.lookup import LookupTask
+from benchmarks.transfer_methods import load_runs
 from metabo.exceptions import InputDataError
 from metabo.kb.past import PastRuns, TaskAlgorithmRuns
 from metabo.metadatasets.inferred_space import InferredSpace
@@ -343,7 +343,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def report(args: argparse.Namespace, command: str, tasks: Sequence[str]) -> str:
     """Recompute the summary files from pmf_runs.jsonl (the runs finished so far)."""
-    from metabo.benchmarks.compare import format_table, plot_curves, regret_table, summarize
+    from benchmarks.compare import format_table, plot_curves, regret_table, summarize
 
     runs = [r for r in load_runs(args.out / "pmf_runs.jsonl") if r["task"] in set(tasks)
             and r["method"] in args.methods and r["seed"] < args.repetitions]

@@ -4,13 +4,13 @@ tasks held out of the knowledge base, scored where the transfer was not fitted.
 Protocols (a task ``t`` is held out: its runs, and those of every task with the same
 content fingerprint, are removed from the past the methods transfer from):
 
-- ``surrogate``: ``t``'s objective is :class:`~metabo.benchmarks.surrogate_task.SurrogateTask`,
+- ``surrogate``: ``t``'s objective is :class:`~benchmarks.surrogate_task.SurrogateTask`,
   a random forest per algorithm fitted on all of ``t``'s recorded runs, queried anywhere in
   the space; candidates come from each method's own search, not the recorded grid. The
   space is the CASH space of the algorithms ``t`` has runs of.
-- ``live``: ``t`` tuned with models really trained (:func:`metabo.benchmarks.transfer_live.live_run`),
+- ``live``: ``t`` tuned with models really trained (:func:`benchmarks.transfer_live.live_run`),
   each trial scored as ``metabo tune`` scores it (``--evaluation tune``, the default:
-  :class:`~metabo.benchmarks.transfer_live.TuneSplit`, 5-fold CV of the 80% not kept for
+  :class:`~benchmarks.transfer_live.TuneSplit`, 5-fold CV of the 80% not kept for
   test up to 3,000 rows, else the 60/20/20 hold-out, on the splits of seed 0 that
   ``kb build --cv auto`` measured the knowledge base on) or as the earlier hold-out
   knowledge base was measured (``--evaluation kb``: its 60/20/20 split, training capped at
@@ -43,7 +43,7 @@ content fingerprint, and, for past tasks stored without their data (OpenML ids f
 meta-dataset), when it may be ``t`` (:func:`possible_copies`).
 
 Report (:func:`report`): mean normalized regret at 1, 3, 5, 10, 25, 50 and average ranks
-(:func:`metabo.benchmarks.compare.summarize`, each task's regret averaged over seeds; Friedman
+(:func:`benchmarks.compare.summarize`, each task's regret averaged over seeds; Friedman
 and Wilcoxon over tasks), Wilcoxon over runs (task x seed) against ``gp`` and ``knn``, the
 evaluation at which ``gp``'s mean regret first reaches each method's mean regret at 5,
 distinct algorithms in the first 15 evaluations, seconds per suggestion at 50 observations,
@@ -61,7 +61,7 @@ from typing import Any
 
 import numpy as np
 
-from metabo.benchmarks.compare import REPORT_AT, first_reach, format_table, plot_curves, summarize, wilcoxon_p
+from benchmarks.compare import REPORT_AT, first_reach, format_table, plot_curves, summarize, wilcoxon_p
 from metabo.exceptions import InputDataError
 from metabo.kb.past import PastRuns
 from metabo.space.cash import CASHSpace
@@ -92,7 +92,7 @@ class OptunaTPE:
         return f"OptunaTPE(seed={self.seed})"
 
     def suggest(self, history: Any, space: CASHSpace, rng: np.random.Generator) -> Config:
-        from metabo.benchmarks.peers import OptunaSuggester
+        from benchmarks.peers import OptunaSuggester
         from metabo.kb.canonical import config_id
 
         if self._peer is None:
@@ -291,7 +291,7 @@ def make_method(name: str, past: PastRuns, meta: Mapping[str, float], seed: int,
             return RGPE(sub, seed=seed, **options)
         return RLGP(sub, seed=seed, one_per_algorithm=base == "rlgp-opa", **options)
     if name == "scot":
-        from metabo.benchmarks.transfer_methods import SCOT_SETTINGS
+        from benchmarks.transfer_methods import SCOT_SETTINGS
         from metabo.strategies.scot import SCoT
 
         return SCoT(past, meta, **SCOT_SETTINGS, seed=seed)
@@ -323,8 +323,8 @@ def meta_of(past: PastRuns, task: str) -> dict[str, float]:
 def surrogate_run(method: str, task: str, seed: int, iterations: int, past_all: PastRuns, shared: Mapping[str, Any]
                   ) -> dict[str, Any]:
     """``method`` tunes held-out ``task``'s surrogate objective for ``iterations`` trials."""
-    from metabo.benchmarks.loop import play
-    from metabo.benchmarks.surrogate_task import SurrogateTask
+    from benchmarks.loop import play
+    from benchmarks.surrogate_task import SurrogateTask
 
     cache = shared.setdefault("_tasks", {})
     if task not in cache:
@@ -377,7 +377,7 @@ def report(runs: Sequence[Mapping[str, Any]], methods: Sequence[str], iterations
            references: Sequence[str] = ("gp", "knn")) -> tuple[dict[str, Any], str]:
     """The figures of the module docstring for ``runs`` of one protocol, the Wilcoxon tests
     against each of ``references`` that ran; writes the plot."""
-    from metabo.benchmarks.compare import regret_table
+    from benchmarks.compare import regret_table
 
     methods = [m for m in methods if any(r["method"] == m for r in runs)]
     tasks, R = regret_table(runs, methods, iterations)

@@ -1,7 +1,7 @@
 """The methods of the transfer benchmarks (scripts/bench_transfer.py and its protocols
-:mod:`metabo.benchmarks.scot_cv`, :mod:`metabo.benchmarks.transfer_live`): each method's
+:mod:`benchmarks.scot_cv`, :mod:`benchmarks.transfer_live`): each method's
 strategy for a held-out task (:func:`make_method`), one lookup run (:func:`run_one`,
-:class:`~metabo.benchmarks.lookup.LookupTask`), the runs' JSONL file (:func:`load_runs`)
+:class:`~benchmarks.lookup.LookupTask`), the runs' JSONL file (:func:`load_runs`)
 and the knowledge base benchmarked (:func:`shipped_kb_file`).
 
 Methods: ``random``, ``gp`` (GP-BO, 3 random first), ``knn`` (kNN warm start), ``rgpe``,
@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from metabo.benchmarks.lookup import LookupTask
+from benchmarks.lookup import LookupTask
 from metabo.kb import KnowledgeBase
 from metabo.kb.past import PastRuns
 
@@ -47,7 +47,7 @@ def make_method(name: str, past: PastRuns, task: str, seed: int, bank: Any) -> A
     if name == "gp":
         return GPBO(n_init=3, seed=seed)
     if name == "optuna-tpe":
-        from metabo.benchmarks.lookup import OptunaOnCandidates
+        from benchmarks.lookup import OptunaOnCandidates
 
         return OptunaOnCandidates(sampler="tpe", seed=seed)
     meta = dict(_meta_features(bank, task))

@@ -34,7 +34,7 @@ Tools (:data:`TOOLS`):
   (``scripts/automl_runners/autogluon_runner.py``); ``autogluon-best``: the same with
   ``presets="best_quality"`` (bagging and stacking).
 - ``optuna``: Optuna's TPE, define-by-run over metabo's CASH space
-  (:class:`metabo.benchmarks.peers.OptunaSuggester`), each trial evaluated as metabo
+  (:class:`benchmarks.peers.OptunaSuggester`), each trial evaluated as metabo
   evaluates one (:func:`optuna_tpe`), then the best refitted on the whole 75% inside the
   budget (``scripts/automl_runners/optuna_runner.py``).
 
@@ -95,7 +95,7 @@ REFERENCE = "metabo"
 OVERRUN = 0.05
 #: The target column of the files handed to the tools.
 TARGET = "y"
-RUNNERS = Path(__file__).resolve().parents[2] / "scripts" / "automl_runners"
+RUNNERS = Path(__file__).resolve().parents[1] / "scripts" / "automl_runners"
 #: Tables whose rows belong to one dataset, by the column naming it.
 _DATASET_COLUMNS = {"meta_features": "dataset_id", "sessions": "dataset_id", "surrogate_bank": "task",
                     "datasets": "dataset_id"}
@@ -105,16 +105,18 @@ def one_thread_env() -> dict[str, str]:
     """This process's environment with every BLAS / OpenMP pool limited to one thread,
     and the folder of the ``metabo`` package this process runs first on ``PYTHONPATH``, so
     that a tool run (``python -m metabo.cli.main``, started in its own work folder) runs the
-    same code as the benchmark, a frozen copy say, whatever is installed or edited elsewhere."""
+    same code as the benchmark, a frozen copy say, whatever is installed or edited elsewhere.
+    The folder of this ``benchmarks`` package (the repository's root: not installed) comes
+    next, for the runners that import it (``scripts/automl_runners/optuna_runner.py``)."""
     import metabo
 
     env = dict(os.environ)
     for key in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
                 "NUMEXPR_NUM_THREADS"):
         env[key] = "1"
-    root = str(Path(metabo.__file__).resolve().parents[1])
-    rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != root]
-    env["PYTHONPATH"] = os.pathsep.join([root, *rest])
+    roots = list(dict.fromkeys(str(Path(f).resolve().parents[1]) for f in (metabo.__file__, __file__)))
+    rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p not in roots]
+    env["PYTHONPATH"] = os.pathsep.join([*roots, *rest])
     return env
 
 
@@ -367,7 +369,7 @@ def optuna_tpe(dataset: Dataset, *, budget: TimeBudget, seed: int) -> SearchResu
     """
     import optuna
 
-    from metabo.benchmarks.peers import OptunaSuggester
+    from benchmarks.peers import OptunaSuggester
     from metabo.ensembles.model import EnsembleModel
     from metabo.evaluation.evaluate import evaluate
     from metabo.evaluation.protocols import Holdout

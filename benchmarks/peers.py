@@ -42,7 +42,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from metabo.benchmarks.functions import Config, SyntheticFunction
+from benchmarks.functions import Config, SyntheticFunction
 from metabo.exceptions import InputDataError
 from metabo.space.cash import ALGORITHM, CASHSpace
 from metabo.space.hyperparameters import Categorical, Constant, Float, Hyperparameter, Integer

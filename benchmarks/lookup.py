@@ -82,7 +82,7 @@ class LookupTask:
         """``strategy`` picking ``min(n, |C_t|)`` candidates through the ask/tell optimizer
         (seeded by ``seed``): the recorded value of each pick, the seconds of each ask and
         the picks' configuration ids."""
-        from metabo.benchmarks.loop import play
+        from benchmarks.loop import play
 
         played = play(self.space, strategy, self, min(n, len(self.values)), seed=seed)
         return played.values, played.seconds, played.config_ids
@@ -112,7 +112,7 @@ class OptunaOnCandidates:
     def suggest(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Config:
         if not isinstance(space, FiniteCASHSpace):
             raise InputDataError("OptunaOnCandidates runs on a FiniteCASHSpace (a lookup benchmark)")
-        from metabo.benchmarks.peers import OptunaSuggester
+        from benchmarks.peers import OptunaSuggester
 
         if self._peer is None or self._space is not space:
             self._peer, self._space, self._told = OptunaSuggester(space, self.seed, sampler=self.sampler), space, 0

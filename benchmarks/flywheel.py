@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from metabo.benchmarks.compare import wilcoxon_p
+from benchmarks.compare import wilcoxon_p
 from metabo.exceptions import InputDataError
 
 logger = logging.getLogger(__name__)

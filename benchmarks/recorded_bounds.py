@@ -1,10 +1,10 @@
 """What proposing the knowledge base's configurations can reach on the live protocol's
 held-out tasks: references computed on recorded values (``scripts/bench_warm.py bounds``).
 
-The live protocol (:mod:`metabo.benchmarks.warm_bench`) evaluates a configuration as the
+The live protocol (:mod:`benchmarks.warm_bench`) evaluates a configuration as the
 knowledge base recorded it (same split, same seed), so a held-out task's recorded value of
 a configuration is what a live trial of it returns
-(:func:`metabo.benchmarks.transfer_live.reproduced` measures how often exactly). Every method that opens with recorded configurations (a portfolio, a
+(:func:`benchmarks.transfer_live.reproduced` measures how often exactly). Every method that opens with recorded configurations (a portfolio, a
 nearest task's best) is therefore bounded by what the recorded values allow, and these
 references can be computed without training a model:
 
@@ -28,7 +28,7 @@ references can be computed without training a model:
   for this portfolio.
 
 All curves are raw recorded values of the picks in order; the report normalizes them with
-the live runs (:func:`metabo.benchmarks.warm_bench.live_regret`).
+the live runs (:func:`benchmarks.warm_bench.live_regret`).
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ def run_on_recorded(strategy: Any, space: CASHSpace, lookup: Mapping[str, float]
     """``strategy``'s first ``n`` picks scored by ``lookup`` (a configuration the task did
     not record scores NaN and is told as a failed trial); returns the values and the
     number of unrecorded picks."""
-    from metabo.benchmarks.loop import play
+    from benchmarks.loop import play
 
     played = play(space, strategy, lambda a, p: lookup.get(config_id(*space.normalize(a, p)), math.nan), n, seed=seed)
     return played.values, sum(not math.isfinite(v) for v in played.values)
@@ -165,13 +165,13 @@ def recorded_curves(past_all: PastRuns, space: CASHSpace, tasks: Sequence[str],
 
 def bounds_table(runs: Sequence[Mapping[str, Any]], methods: Sequence[str], at: Sequence[int] = (1, 3, 5, 8)
                  ) -> tuple[dict[str, Any], str]:
-    """Mean normalized regret (:func:`~metabo.benchmarks.compare.regret_table`: each task's
+    """Mean normalized regret (:func:`~benchmarks.compare.regret_table`: each task's
     runs averaged over seeds, a shorter curve keeping its last value, then the mean over the
     tasks every method has) of ``runs`` (with ``regret``,
-    :func:`~metabo.benchmarks.warm_bench.live_regret`) at ``at``, and the evaluation at which
+    :func:`~benchmarks.warm_bench.live_regret`) at ``at``, and the evaluation at which
     cold GP-BO's (``gp``) mean regret first reaches each method's regret at 5 (None: not
     within its runs)."""
-    from metabo.benchmarks.compare import first_reach, regret_table
+    from benchmarks.compare import first_reach, regret_table
 
     iterations = max((len(r["regret"]) for r in runs if r["method"] in methods and r.get("regret")), default=0)
     tasks, R = regret_table([r for r in runs if r["method"] in methods and r.get("regret")], methods, iterations)

@@ -11,7 +11,7 @@ sec. 4.4.1 protocol); ``test_error`` keeps the members as trained (the mean of t
 models). The warm searches' base strategy is the default warm start
 (:class:`~metabo.strategies.portfolio.PortfolioWarmStart`) on the knowledge base without the
 dataset's task and the tasks that may hold the same data
-(:func:`metabo.benchmarks.warm_bench.held_out`).
+(:func:`benchmarks.warm_bench.held_out`).
 
 Searches (``SEARCHES``) and their outputs (methods of the report):
 
@@ -92,7 +92,7 @@ def refitted_test_probas(data: Any, trials: Mapping[int, tuple[str, dict[str, An
 def run_search(search: str, spec: str, task: str, seed: int, budget: int, past: Any, shared: Mapping[str, Any]
                ) -> dict[str, Any]:
     """One search on dataset ``spec`` (the knowledge base's ``task``); its outputs' errors."""
-    from metabo.benchmarks.warm_bench import held_out, meta_of
+    from benchmarks.warm_bench import held_out, meta_of
     from metabo.ensembles.divbo import surrogate_kendall_tau
     from metabo.exceptions import InputDataError
     from metabo.ingest.build import load_for_training
