@@ -96,7 +96,7 @@ def run_search(search: str, spec: str, task: str, seed: int, budget: int, past: 
     from metabo.ensembles.divbo import surrogate_kendall_tau
     from metabo.exceptions import InputDataError
     from metabo.ingest.build import load_for_training
-    from metabo.ensembles.search import tune_ensemble
+    from metabo.tuning.ensemble import tune_ensemble
     from metabo.strategies.portfolio import PortfolioWarmStart
 
     method, base, options = SEARCHES[search]

@@ -93,7 +93,7 @@ def similar_before(specs: Sequence[str]) -> list[bool]:
 def _tune(spec: str, store: Path, *, budget: int, seed: int, session_id: str, time_limit: float) -> dict[str, Any]:
     """``metabo tune``'s defaults on ``spec`` into ``store``: the record of the session."""
     from metabo.kb import KnowledgeBase
-    from metabo.optimizer.tune import tune
+    from metabo.tuning.tune import tune
 
     notes: list[str] = []
     start = time.perf_counter()
@@ -264,7 +264,7 @@ def incumbent_check(records: list[dict[str, Any]], base_kb: Path, work: Path, *,
     range widened to include it), against the ``shipped`` arm's regret after 1 and 5
     trials. Returns the rows and a printable table."""
     from metabo.kb import KnowledgeBase
-    from metabo.optimizer.tune import tune
+    from metabo.tuning.tune import tune
 
     shipped = {(r["spec"], r["seed"]): r for r in records if r["arm"] == "shipped"}
     rows = []

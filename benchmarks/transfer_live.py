@@ -6,7 +6,7 @@ configurations) tells the same story.
 Notation: for a hidden dataset ``t`` (its runs removed from the past, ``PastRuns.without``,
 the surrogate bank's ``without``) a method ``m`` tunes ``t`` over the continuous CASH space
 of the knowledge base's algorithms for ``n`` trials with
-:func:`metabo.optimizer.tune.tune`, each trial trained and scored as the knowledge base's
+:func:`metabo.tuning.tune`, each trial trained and scored as the knowledge base's
 runs were (:data:`KB_EVALUATION`: a stratified 60/20/20 holdout whose split is the
 knowledge base's own, seed 0 whatever the run's seed, :class:`KBSplit`; training capped at
 2000 rows; 30 s and 4096 MB per evaluation; metric error rate). ``v_i`` is the validation
@@ -148,7 +148,7 @@ def live_run(method: str, task: str, seed: int, iterations: int, past_all: PastR
     """``method`` tunes hidden ``task`` live for ``iterations`` trials recorded in ``scratch``
     (``strategy``: the method's strategy if already made; ``space``: instead of the shared one;
     ``evaluation``: how trials are scored, :data:`EVALUATIONS`)."""
-    from metabo.optimizer.tune import tune
+    from metabo.tuning.tune import tune
 
     if strategy is None:
         strategy = make_method(method, past_all.without(task), task, seed, shared)

@@ -7,6 +7,7 @@ The public entry points, imported lazily so that ``import metabo`` stays cheap:
   scikit-learn, KEEL, files and OpenML.
 - :func:`compute_meta_features` (``metabo.data.meta_features``).
 - :func:`ingest_dataset`, :func:`ingest_openml` (``metabo.ingest``).
+- :func:`tune`, :func:`tune_ensemble` (``metabo.tuning``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ _EXPORTS = {
     "compute_meta_features": "metabo.data.meta_features",
     "ingest_dataset": "metabo.ingest.datasets",
     "ingest_openml": "metabo.ingest.openml",
+    "tune": "metabo.tuning.tune",
+    "tune_ensemble": "metabo.tuning.ensemble",
 }
 
 __all__ = ["__version__", *_EXPORTS]

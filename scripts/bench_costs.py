@@ -34,7 +34,7 @@ from benchmarks.transfer_live import dataset_spec
 from benchmarks.transfer_methods import shipped_kb_file
 from metabo.ingest.build import load_for_training
 from metabo.kb import KnowledgeBase
-from metabo.optimizer.tune import tune
+from metabo.tuning.tune import tune
 from metabo.strategies import warm
 
 ARMS = {"cost-aware (default)": warm.OPENING_SHARE, "no cost limit": math.inf}

@@ -14,7 +14,7 @@ Prints (no assertions; the aims are in issue 5) and writes to ``--out`` (reports
    ask over the next 10 suggestions of the loop (the figure the aim compares), and
    ``first``, the first suggestion from a cold start. Medians over functions and seeds.
 3. ``--live``: tuning the CASH space (cheap algorithms by default) on 5 KEEL datasets for
-   50 evaluations with GP-BO and random search through :func:`metabo.optimizer.tune`;
+   50 evaluations with GP-BO and random search through :func:`metabo.tuning.tune`;
    the test error of the selected configuration, mean rank over datasets x seeds.
 
 Outputs: ``smbo.json`` (every trace, timing and summary), ``smbo.txt`` (the printed
@@ -273,7 +273,7 @@ def plot(traces: list[dict[str, Any]], optimizers: Sequence[str], functions: Seq
 
 # ----------------------------------------------------------------- live tuning
 def _live_task(dataset: str, strategy: str, seed: int, budget: int, algorithms: Sequence[str]) -> dict[str, Any]:
-    from metabo.optimizer.tune import tune
+    from metabo.tuning.tune import tune
     from metabo.space.algorithms import default_cash_space
 
     start = time.perf_counter()

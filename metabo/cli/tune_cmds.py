@@ -22,7 +22,7 @@ from metabo.strategies.names import COLD_STRATEGIES
 from metabo.strategies.warm import AUTO, WARM_STRATEGIES
 
 STRATEGIES = (AUTO, *COLD_STRATEGIES, *WARM_STRATEGIES)
-#: the ensembles that steer the search itself (metabo.ensembles.search.tune_ensemble)
+#: the ensembles that steer the search itself (metabo.tuning.ensemble.tune_ensemble)
 SEARCHED_ENSEMBLES = ("esmbo", "eo", "divbo")
 
 
@@ -95,7 +95,7 @@ def _interrupted(args: argparse.Namespace, session: str) -> int:
 
 def cmd_tune_ensemble(args: argparse.Namespace) -> int:
     """``metabo tune --ensemble METHOD``: an ensemble search (:func:`metabo.ensembles.tune_ensemble`)."""
-    from metabo.ensembles import tune_ensemble
+    from metabo.tuning import tune_ensemble
     from metabo.evaluation.protocols import parse_cv
     from metabo.space.algorithms import default_cash_space
 
@@ -192,7 +192,7 @@ def _print_rungs(result) -> None:
 
 def cmd_tune(args: argparse.Namespace) -> int:
     from metabo.evaluation.protocols import parse_cv
-    from metabo.optimizer import tune
+    from metabo.tuning import tune
     from metabo.optimizer.budget import TimeBudget
 
     if args.budget is None and args.time_budget is None:

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 #: Algorithms that train in about a second on a few thousand rows.
 FAST_ALGORITHMS = ("knn", "svm_rbf", "linear_svm", "logistic_regression", "decision_tree", "lda", "qda",
                    "gaussian_nb")
-#: The demo's two sides: label -> strategy name (:func:`metabo.optimizer.tune`).
+#: The demo's two sides: label -> strategy name (:func:`metabo.tuning.tune`).
 SIDES = {"warm start": "warm", "cold GP-BO": "gp"}
 
 
@@ -29,7 +29,7 @@ def warm_vs_cold(kb: KnowledgeBase, spec: str, *, budget: int = 15, seeds: Seque
     evaluation, and the test errors; every session is stored. Returns label -> the
     best-so-far curves, (n_seeds, budget)."""
     from metabo.kb.past import PastRuns
-    from metabo.optimizer import tune
+    from metabo.tuning import tune
     from metabo.space.algorithms import default_cash_space
 
     past = PastRuns.from_kb(kb)

@@ -38,7 +38,8 @@ if TYPE_CHECKING:
         squared_margin_loss,
     )
     from metabo.ensembles.model import EnsembleModel, refit_test_error
-    from metabo.ensembles.search import METHODS, EnsembleResult, tune_ensemble
+    from metabo.ensembles.search import METHODS, EnsembleResult
+    from metabo.tuning.ensemble import tune_ensemble
     from metabo.ensembles.selection import (
         EnsembleSelection,
         PostHocSelection,
@@ -67,7 +68,7 @@ _WHERE = {
     "refit_test_error": "model",
     "METHODS": "search",
     "EnsembleResult": "search",
-    "tune_ensemble": "search",
+    "tune_ensemble": "metabo.tuning.ensemble",  # kept here for existing imports; it stands above this package
     "EnsembleSelection": "selection",
     "PostHocSelection": "selection",
     "ensemble_selection": "selection",
@@ -105,7 +106,8 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name in _WHERE:
-        value = getattr(importlib.import_module(f"metabo.ensembles.{_WHERE[name]}"), name)
+        where = _WHERE[name]
+        value = getattr(importlib.import_module(where if "." in where else f"metabo.ensembles.{where}"), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'metabo.ensembles' has no attribute {name!r}")

@@ -3,7 +3,7 @@ share: the validation labels, every trained model's validation probabilities giv
 through :meth:`EnsembleSearch.observe` after its trial is told, and the final ensemble as
 trial numbers with weights (:meth:`EnsembleSearch.ensemble`) and a combination rule.
 
-The driver (:func:`metabo.ensembles.search.tune_ensemble`) asks the wrapped strategy,
+The driver (:func:`metabo.tuning.ensemble.tune_ensemble`) asks the wrapped strategy,
 evaluates, tells the optimizer, then calls ``observe(number, valid_proba)``, or
 ``observe(number, None)`` for a trial that failed (no model, nothing to combine).
 """

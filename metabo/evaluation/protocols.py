@@ -225,7 +225,7 @@ class Holdout:
     (each a stratified subsample, drawn after the training rows so that capping the
     evaluation leaves the training rows as they were): on a large table a trial's
     predictions then cost what its fit on the capped training rows does, not the 40% of
-    the table held out (successive halving's rungs, :func:`metabo.optimizer.tune.tune`).
+    the table held out (successive halving's rungs, :func:`metabo.tuning.tune`).
     The rows a cap leaves out are in no part; a refit on every non-test row
     (:class:`RefitOnTrainValid`'s users) trains on them."""
 

@@ -1,21 +1,33 @@
-"""The SMBO core: trials and their history, strategies, ask/tell, and tuning a dataset.
+"""The SMBO core: trials and their history, ask/tell, budgets and limits.
 
-``history``: :class:`Trial`, :class:`TrialRecord`, :class:`History`; the strategies
-(:mod:`metabo.strategies`, re-exported here): :class:`RandomSearch`, :class:`GPBO`,
-:class:`PerAlgorithmGPBO`; ``optimizer``: :class:`Optimizer` (ask/tell, every
-result written to the knowledge base, :meth:`Optimizer.resume`); ``tune``: :func:`tune`.
+``history``: :class:`Trial`, :class:`TrialRecord`, :class:`History`; ``optimizer``:
+:class:`Optimizer` (ask/tell, every result written to the knowledge base,
+:meth:`Optimizer.resume`); ``budget``, ``limits``, ``halving``: the time budget, the
+trials' default limits and successive halving's rungs.
+
+Tuning a dataset (:func:`metabo.tuning.tune`) and the strategies
+(:mod:`metabo.strategies`) stand above this package. The names this package used to
+re-export from them (``tune``, ``TuneResult``, ``GPBO``, ``RandomSearch``, ...) are still
+found here, looked up by name when first asked for, so that existing imports keep
+working; nothing here imports them.
 """
+
+import importlib
+from typing import Any
 
 from metabo.optimizer.history import History, Trial, TrialRecord
 from metabo.optimizer.optimizer import Optimizer
-from metabo.optimizer.tune import TuneResult, tune
-from metabo.strategies import (
-    GPBO,
-    PerAlgorithmGPBO,
-    RandomSearch,
-    Strategy,
-    make_strategy,
-)
+
+#: name -> the module above this package that defines it (looked up on first use)
+_ELSEWHERE = {"tune": "metabo.tuning.tune", "TuneResult": "metabo.tuning.tune", "GPBO": "metabo.strategies",
+              "PerAlgorithmGPBO": "metabo.strategies", "RandomSearch": "metabo.strategies",
+              "Strategy": "metabo.strategies", "make_strategy": "metabo.strategies"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _ELSEWHERE:
+        return getattr(importlib.import_module(_ELSEWHERE[name]), name)
+    raise AttributeError(f"module 'metabo.optimizer' has no attribute {name!r}")
 
 __all__ = [
     "GPBO",

@@ -14,7 +14,7 @@ seed, metric, the space as JSON); each ask writes the trial's record (state ``pe
 and each tell, in one transaction, the runs of source ``session:<id>`` and the trial's
 completed record. Runs: either the caller's evaluations through
 :func:`metabo.kb.runs.record` (all their metrics and predictions; what
-:func:`metabo.optimizer.tune.tune` does), or one row of ``metric`` and, with
+:func:`metabo.tuning.tune` does), or one row of ``metric`` and, with
 ``test_value``, one of ``test_<metric>``. Trial records are JSON cursors in
 ``ingest_state`` under ``session:<id>:trial:<number>``, so :meth:`Optimizer.resume`
 rebuilds the history, numbers and pending trials included, from the store alone.

@@ -1,5 +1,5 @@
 """Warm-start strategies built from a knowledge base for one new dataset: the names
-``metabo tune --strategy`` and :func:`metabo.optimizer.tune` accept beside the cold ones.
+``metabo tune --strategy`` and :func:`metabo.tuning.tune` accept beside the cold ones.
 
 For a new dataset ``d`` stored in the knowledge base (with its meta-features), the past is
 every other stored task's successful runs of the objective metric (:class:`PastRuns`),

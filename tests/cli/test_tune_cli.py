@@ -140,7 +140,7 @@ def test_the_model_files_writer_is_loaded_after_the_opening_and_before_the_searc
     assert main(["kb", "init", kb_path]) == 0
     code = f"""
 import importlib, sys
-tune = importlib.import_module("metabo.optimizer.tune")
+tune = importlib.import_module("metabo.tuning.tune")
 from metabo.optimizer.optimizer import Optimizer
 seen = {{}}
 real_open, real_ask = tune._open, Optimizer.ask

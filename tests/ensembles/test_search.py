@@ -194,7 +194,8 @@ def test_esmbo_with_one_replicate_on_the_validation_set_is_smbo_and_its_arg_min(
 
 
 def test_options_of_another_search_and_a_shared_instance_are_refused():
-    from metabo.ensembles.search import base_factory, make_search
+    from metabo.ensembles.search import make_search
+    from metabo.tuning.ensemble import base_factory
     from metabo.strategies import GPBO
 
     y = np.array([0, 1, 0, 1])

@@ -67,7 +67,7 @@ def _search_alone(kb: KnowledgeBase, session_id: str) -> None:
 
 def _search_ensemble(kb: KnowledgeBase, session_id: str) -> None:
     """``tune_ensemble`` (post-hoc) on the same search; nothing to ensemble once both trials were cut."""
-    from metabo.ensembles.search import tune_ensemble
+    from metabo.tuning.ensemble import tune_ensemble
 
     with pytest.raises(MetaboError):
         tune_ensemble("sklearn:iris", method="posthoc", budget=2, space=default_cash_space(["knn"]),

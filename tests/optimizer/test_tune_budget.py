@@ -147,7 +147,7 @@ def test_a_fit_on_every_row_cut_by_the_budget_keeps_the_scored_fit(iris_frame, m
     kw = {"target": "target", "budget": 3, "space": space, "strategy": "random", "seed": 1}
     scored = tune(iris_frame, **kw, final_rows="train+valid")
     # the module, not the function metabo.optimizer exports under its name
-    monkeypatch.setattr(importlib.import_module("metabo.optimizer.tune"), "fit_on_every_row", cut)
+    monkeypatch.setattr(importlib.import_module("metabo.tuning.tune"), "fit_on_every_row", cut)
     kept = tune(iris_frame, **kw)
     assert kept.model_rows == "train+valid" and kept.refit_test_error == scored.refit_test_error
     X = iris_frame.drop(columns="target")
@@ -269,7 +269,7 @@ def test_a_budget_spent_while_storing_the_data_ends_with_the_opening_model(tmp_p
     clear error, and nothing is stored."""
     import importlib
 
-    module = importlib.import_module("metabo.optimizer.tune")
+    module = importlib.import_module("metabo.tuning.tune")
     original = module.store_setup
 
     def slow_store(setup, stored, kb, *, clock=None, **kw):

@@ -63,7 +63,7 @@ def test_the_rungs_trials_predict_a_capped_sample_of_the_held_out_rows(large, tm
 
     from metabo.kb import KnowledgeBase
 
-    monkeypatch.setattr(importlib.import_module("metabo.optimizer.tune"), "EVAL_ROWS", 1500)
+    monkeypatch.setattr(importlib.import_module("metabo.tuning.session"), "EVAL_ROWS", 1500)
     with KnowledgeBase(tmp_path / "kb.duckdb") as kb:
         result = tune(large, target="target", budget=4, space=SPACE, strategy="random", seed=0, kb=kb,
                       meta_features=False)

@@ -13,7 +13,8 @@ from metabo.evaluation.parallel import EvalTask, run_task
 from metabo.kb import KnowledgeBase
 from metabo.optimizer import tune
 from metabo.optimizer.optimizer import Optimizer
-from metabo.optimizer.tune import _outcome, prepare
+from metabo.tuning.trials import _outcome
+from metabo.tuning.session import prepare
 from metabo.space.algorithms import default_cash_space
 from metabo.strategies.gp import GPBO
 
@@ -102,7 +103,7 @@ def test_workers_are_capped_at_the_cores_and_the_batch(monkeypatch, caplog):
 
     import metabo.evaluation.backends as backends
 
-    tune_module = sys.modules["metabo.optimizer.tune"]  # the package exports the function under that name
+    tune_module = sys.modules["metabo.tuning.trials"]  # where run_trials evaluates
 
     monkeypatch.setattr(backends, "available_cores", lambda: 2)
     pools, contexts = [], []

@@ -3,7 +3,6 @@ when it beats the selected configuration, that configuration otherwise."""
 
 from __future__ import annotations
 
-import importlib
 import time
 
 import numpy as np
@@ -55,12 +54,14 @@ def test_a_reshuffled_protocol_says_why_there_is_no_ensemble():
 
 
 def test_no_time_for_the_members_keeps_the_selection(kept):
-    tune_module = importlib.import_module("metabo.optimizer.tune")
+    from metabo.tuning.final import _ensemble_model
+    from metabo.tuning.session import prepare
+
     data = load_dataset("sklearn:breast_cancer")
-    setup = tune_module.prepare(data, kb=None, seed=0)
+    setup = prepare(data, kb=None, seed=0)
     spent = TimeBudget(1.0, start=time.monotonic() - 10.0)  # spent 9 s ago
-    fitted, why = tune_module._ensemble_model(kept.ensemble, kept.history, setup, seed=0, metric="error_rate",
-                                              clock=spent, train_rows=364, fits=5, refit_rows=455)
+    fitted, why = _ensemble_model(kept.ensemble, kept.history, setup, seed=0, metric="error_rate",
+                                  clock=spent, train_rows=364, fits=5, refit_rows=455)
     assert fitted is None and why.startswith(f"its {len(kept.ensemble.weights)} members need about")
 
 

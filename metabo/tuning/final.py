@@ -1,0 +1,187 @@
+"""After the search: successive halving's promotions, the ensemble's library and model, the
+final fit and the fit on every row."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from metabo.evaluation.parallel import run_task
+from metabo.evaluation.protocols import ReshuffledHoldout, class_codes, class_labels
+from metabo.exceptions import EvaluationError, TimeBudgetExceeded
+from metabo.optimizer.budget import DEADLINE_GRACE, TimeBudget, deadline, final_fit_seconds
+from metabo.optimizer.halving import ETA, Rung, first_promotion, successive_halving
+from metabo.optimizer.history import History, TrialRecord
+from metabo.optimizer.limits import DefaultLimit
+from metabo.optimizer.optimizer import Optimizer
+from metabo.tuning.session import Setup
+from metabo.tuning.trials import _at, _evaluations, _outcome
+
+if TYPE_CHECKING:
+    from metabo.ensembles.library import EnsembleChoice, OutOfFoldLibrary
+    from metabo.ensembles.model import EnsembleModel
+
+logger = logging.getLogger(__name__)
+
+
+#: under a time budget the search stops in time to fit this many members of an ensemble
+#: (the best trial and the runners-up): the ensemble's own fits are reserved, not hoped for
+ENSEMBLE_RESERVE = 5
+
+
+#: successive halving's promotions may take at most this share of a time budget
+HALVING_SHARE = 0.5
+
+
+def _halving_reserve(history: History, sizes: Sequence[int], budget: float) -> float:
+    """The seconds the promotions after the search are predicted to take (at most
+    :data:`HALVING_SHARE` of the ``budget``): each rung's trials' fit seconds on the first
+    rung, scaled linearly to the rung's rows (:mod:`metabo.optimizer.halving`)."""
+    if len(sizes) < 3:
+        return 0.0
+    done = [r for r in history.completed if r.ok]
+    chosen = [history[k] for k in first_promotion({r.number: float(r.value) for r in done}, len(sizes),
+                                                  groups={r.number: r.algorithm for r in done})]
+    seconds = 0.0
+    for rows in sizes[1:-1]:
+        if len(chosen) < 2:
+            break
+        seconds += sum((r.fit_seconds or 0.0) + (r.predict_seconds or 0.0) for r in chosen) * rows / sizes[0]
+        chosen = chosen[:math.ceil(len(chosen) / ETA)]
+    return min(seconds, HALVING_SHARE * budget)
+
+
+def _promote(opt: Optimizer, setup: Setup, *, seed: int, clock: TimeBudget | None, time_limit: float | None,
+             default_limit: DefaultLimit | None, memory_limit_mb: int | None,
+             scaling: Callable[[str, float, float], float] | None = None) -> list[Rung]:
+    """Successive halving's rungs after the search (:func:`~metabo.optimizer.halving.successive_halving`):
+    each promoted trial evaluated on the hold-out split with more training rows, its split
+    limited as a trial's is (the default limit scaled to the rows), under the ``clock``
+    (less the final fit's predicted seconds). Promotions are not stored as runs."""
+    first = {r.number: float(r.value) for r in opt.history.completed if r.ok}
+    train_rows, fits, refit_rows = setup.split_rows(seed)
+
+    def evaluate_at(number: int, rows: int) -> float:
+        record = opt.history[number]
+        total = None
+        if clock is not None:
+            total = clock.trial_limit(final_fit_seconds(record, train_rows=train_rows, final_rows=refit_rows,
+                                                        fits=fits, scaling=scaling))
+            if total is None:
+                raise TimeBudgetExceeded(f"no time left for trial {number} on {rows} rows")
+        limit = time_limit
+        if limit is None and default_limit is not None:
+            limit = default_limit(record.algorithm, opt.history) * rows / setup.rungs[0]
+        protocol = dataclasses.replace(setup.protocol, max_train=rows)  # type: ignore[type-var]
+        result = run_task(setup.task(record, protocol, seed=seed, time_limit=limit, memory_limit_mb=memory_limit_mb,
+                                     keep_predictions=False, in_process=True, total_time_limit=total))
+        try:
+            outcome = _outcome(_evaluations(record, result), opt.metric)
+        except EvaluationError as e:
+            logger.warning("successive halving: trial %d on %d rows could not run: %s", number, rows, e)
+            return math.nan
+        logger.info("successive halving: trial %d %s on %d rows: %s %.4g", number, record.algorithm, rows,
+                    outcome["status"], outcome["value"])
+        return float(outcome["value"]) if outcome["status"] == "ok" else math.nan
+
+    with deadline(clock, grace=DEADLINE_GRACE + 1.0):
+        try:
+            return successive_halving(first, setup.rungs, evaluate_at,
+                                      groups={k: opt.history[k].algorithm for k in first})
+        except TimeBudgetExceeded:  # raised outside an evaluation: the search's choice stands
+            return [Rung(setup.rungs[0], first)]
+
+
+def _library(setup: Setup, *, seed: int, metric: str, ensemble_size: int | None, keep_predictions: bool
+             ) -> tuple[OutOfFoldLibrary | None, str]:
+    """The library of out-of-fold predictions the search fills, or None and why none can be
+    kept (a reshuffled protocol predicts other rows at each trial; no predictions kept)."""
+    from metabo.ensembles.library import ENSEMBLE_SIZE, OutOfFoldLibrary
+
+    if isinstance(setup.protocol, ReshuffledHoldout):
+        return None, "no ensemble: the reshuffled protocol predicts other rows at each trial"
+    if not keep_predictions:
+        return None, "no ensemble: the trials' predictions were not kept (keep_predictions=False)"
+    splits = setup.protocol.splits(setup.data, seed)
+    if any(s.valid_idx is None or len(s.valid_idx) == 0 for s in splits):
+        return None, "no ensemble: the protocol has no validation rows"
+    return OutOfFoldLibrary.for_splits(splits, class_codes(setup.data), len(class_labels(setup.data)), metric=metric,
+                            ensemble_size=ensemble_size or ENSEMBLE_SIZE, seed=seed), ""
+
+
+def _ensemble_model(choice: EnsembleChoice, history: History, setup: Setup, *, seed: int, metric: str,
+                    clock: TimeBudget | None, train_rows: int, fits: int, refit_rows: int,
+                    scaling: Callable[[str, float, float], float] | None = None
+                    ) -> tuple[tuple[EnsembleModel, float | None] | None, str]:
+    """The chosen ensemble fitted on training + validation rows and its test ``metric``
+    (:func:`~metabo.ensembles.model.refit_test_error`) with a note, or None and why.
+    Under a time budget only the members of highest weight whose predicted fits
+    (:func:`~metabo.optimizer.budget.final_fit_seconds`) fit in the time left are fitted,
+    their weights renormalized (the note says so); None when fewer than two fit, when the
+    budget runs out during the fit, or when a member's fit fails."""
+    from metabo.ensembles.model import refit_test_error
+
+    weights = dict(choice.weights)
+    note = ""
+    if clock is not None:  # the members of highest weight whose fits fit in the time left
+        left, need, kept = clock.left(), 0.0, {}
+        seconds = {k: final_fit_seconds(history[k], train_rows=train_rows, final_rows=refit_rows, fits=fits,
+                                        scaling=scaling) for k in weights}
+        for k in sorted(weights, key=lambda k: (-weights[k], k)):
+            if need + seconds[k] > left:
+                break
+            need += seconds[k]
+            kept[k] = weights[k]
+        if len(kept) < 2:
+            return None, (f"its {len(weights)} members need about {sum(seconds.values()):.1f} s, "
+                          f"{max(left, 0):.1f} s were left")
+        if len(kept) < len(weights):
+            note = (f"{len(kept)} of its {len(weights)} members, those of highest weight that fit in the "
+                    f"{left:.1f} s left")
+            total = sum(kept.values())
+            weights = {k: w / total for k, w in kept.items()}
+    numbers = list(weights)
+    members = [(history[k].algorithm, dict(history[k].params)) for k in numbers]
+    try:
+        with deadline(clock):
+            model, error = refit_test_error(members, list(weights.values()), choice.combine,  # type: ignore[arg-type]
+                                            setup.data, setup.protocol, seed=seed, metric=metric)
+    except TimeBudgetExceeded:
+        return None, "the time budget ran out during its fit"
+    except EvaluationError as e:
+        logger.warning("the ensemble's final fit failed: %s", e)
+        return None, f"a member's fit failed: {e}"
+    return (model, error if math.isfinite(error) else None), note
+
+
+def final_model(best: TrialRecord, setup: Setup, *, seed: int, metric: str
+                ) -> tuple[EnsembleModel | None, float | None]:
+    """The selected configuration fitted on every non-test row of its split and its test
+    ``metric`` (:func:`~metabo.ensembles.model.refit_test_error`); ``(None, None)``, logged,
+    when that fit fails (the search's results stand)."""
+    from metabo.ensembles.model import refit_test_error
+
+    try:
+        model, error = refit_test_error([(best.algorithm, dict(best.params))], None, "average", setup.data,
+                                        _at(setup.protocol, best.number), seed=seed, metric=metric)
+    except EvaluationError as e:
+        logger.warning("the final fit of trial %d failed: %s", best.number, e)
+        return None, None
+    return model, error if math.isfinite(error) else None
+
+
+def fit_on_every_row(model: EnsembleModel, setup: Setup) -> EnsembleModel | None:
+    """``model`` (the selected configuration or the ensemble: its members, weights and
+    combination) fitted again on every row of the dataset; None, logged, when a fit fails
+    (the scored fit on training + validation rows is returned instead)."""
+    from metabo.ensembles.model import EnsembleModel
+
+    try:
+        return EnsembleModel(model.members, model.weights, model.combine, model.seed).fit_dataset(setup.data)
+    except EvaluationError as e:
+        logger.warning("the fit on every row failed (%s); the model is its fit on training + validation rows", e)
+        return None
+
