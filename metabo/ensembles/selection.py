@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from metabo.ensembles.base import EnsembleSearch
-from metabo.evaluation.metrics import get_metric
+from metabo.evaluation.metrics import get_metric, library_losses
 from metabo.exceptions import InputDataError
 from metabo.strategies.base import Config, Strategy
 
@@ -137,15 +137,6 @@ def select_from(probas: Mapping[int, np.ndarray], y: np.ndarray, *, metric: str 
     else:
         weights = ensemble_selection(library, y, metric=metric, max_size=max_size, n_init=n_init).weights
     return {numbers[h]: w for h, w in weights.items()}
-
-
-def library_losses(metric: str, loss: Callable[..., float], y: np.ndarray, candidates: np.ndarray) -> np.ndarray:
-    """``L(y, candidates[h])`` for every ``h`` of (H, n, K): the error rate in one vectorized
-    step (arg max, first maximum, as :func:`metabo.evaluation.metrics.error_rate`), any
-    other metric one call each."""
-    if metric == "error_rate":
-        return np.mean(candidates.argmax(axis=2) != y[None, :], axis=1)
-    return np.array([loss(y, c) for c in candidates])
 
 
 class PostHocSelection(EnsembleSearch):

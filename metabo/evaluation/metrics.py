@@ -227,3 +227,11 @@ def check_value(name: str, value: float, *, what: str = "value") -> None:
     if not low - 1e-9 <= value <= high + 1e-9:
         raise InputDataError(f"{what} {value:g} is not a possible {name} (it lies in [{low:g}, {high:g}], lower is "
                              "better); send the metric itself, not a score or its negation")
+
+
+def library_losses(metric: str, loss: Callable[..., float], y: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    """``L(y, candidates[h])`` for every ``h`` of (H, n, K): the error rate in one vectorized
+    step (arg max, first maximum, as :func:`error_rate`), any other metric one call each."""
+    if metric == "error_rate":
+        return np.mean(candidates.argmax(axis=2) != y[None, :], axis=1)
+    return np.array([loss(y, c) for c in candidates])

@@ -51,7 +51,7 @@ from metabo.kb.sessions import get_session, state_values  # get_session: also im
 from metabo.optimizer.history import LIARS, History, Liar, Trial, TrialRecord
 from metabo.space.cash import CASHSpace, as_cash
 from metabo.space.space import SearchSpace
-from metabo.strategies import Strategy, posterior_model
+from metabo.optimizer.strategy import PosteriorModel, Strategy
 
 if TYPE_CHECKING:
     from metabo.evaluation.evaluate import Evaluation
@@ -285,13 +285,14 @@ class Optimizer:
             self.kb.set_session_status(self.session_id, status)
 
     # ---------------------------------------------------------------- selection
-    def best(self, select: Select = "argmin") -> TrialRecord:
+    def best(self, select: Select = "argmin", model: PosteriorModel | None = None) -> TrialRecord:
         """The selected configuration among the successful trials.
 
-        ``argmin``: the lowest observed value. ``posterior_mean`` (thesis 3.4): the GP
-        of the strategy (a conditional GP when it has none) refitted on the whole
-        history, then the evaluated configuration with the lowest posterior mean, which
-        smooths the noise an arg min over noisy observations picks up.
+        ``argmin``: the lowest observed value. ``posterior_mean`` (thesis 3.4): ``model``
+        (by default the strategy's own surrogate; :func:`metabo.strategies.posterior_model`
+        gives a conditional GP for a strategy without one) refitted on the whole history,
+        then the evaluated configuration with the lowest posterior mean, which smooths the
+        noise an arg min over noisy observations picks up.
         """
         ok = [r for r in self._history.completed if r.ok]
         if not ok:
@@ -304,7 +305,13 @@ class Optimizer:
             raise InputDataError(f"select must be 'argmin' or 'posterior_mean', got {select!r}")
         if len(self._history.completed) < 2:
             return ok[0]
-        mean = posterior_model(self.strategy, seed=self.seed).posterior_mean(
+        if model is None:
+            if not isinstance(self.strategy, PosteriorModel):
+                raise InputDataError(f"select='posterior_mean': the strategy {getattr(self.strategy, 'name', '?')!r} "
+                                     "models no posterior mean; pass model= (metabo.strategies.posterior_model gives "
+                                     "a conditional GP)")
+            model = self.strategy
+        mean = model.posterior_mean(
             self._history, self.space, [(r.algorithm, r.params) for r in ok]
         )
         return ok[int(np.argmin(mean))]

@@ -265,7 +265,10 @@ class StudyManager:
         with self._open(study_id) as (_, opt):
             if not any(r.ok for r in opt.history.completed):
                 raise NoResultError(f"study {study_id!r} has no successful trial yet")
-            return opt.best(select)
+            from metabo.strategies import posterior_model
+
+            return opt.best(select, model=posterior_model(opt.strategy, seed=opt.seed) if select == "posterior_mean"
+                            else None)
 
     def ensemble(self, study_id: str, labels: Sequence[int], *, ensemble_size: int = 50, seed: int = 0
                  ) -> dict[str, Any]:

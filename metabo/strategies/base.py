@@ -8,42 +8,25 @@ continues the seeded sequence of an uninterrupted one. Failed trials count as th
 observed value (:attr:`History.y`). Pending trials (asked, not told) are never suggested
 again; while trials are pending, :class:`~metabo.optimizer.Optimizer` hands the strategy
 the history with their constant lies (:meth:`History.with_lies`), so a strategy needs no
-notion of pending trials of its own.
+notion of pending trials of its own. The :class:`Strategy` and :class:`PosteriorModel`
+protocols live in :mod:`metabo.optimizer.strategy` (below this package) and are
+re-exported here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any
 
 import numpy as np
 
 from metabo.exceptions import InputDataError
 from metabo.kb.canonical import config_id
+
+# the contract is defined where the optimizer that drives it can see it (re-exported here)
+from metabo.optimizer.strategy import Config, PosteriorModel, Strategy
 from metabo.space.cash import CASHSpace
 from metabo.space.finite import FiniteCASHSpace
-
-if TYPE_CHECKING:
-    from metabo.optimizer.history import History
-
-Config = tuple[str, dict[str, Any]]
-
-
-@runtime_checkable
-class Strategy(Protocol):
-    """Proposes the next configuration from the history (module docstring)."""
-
-    name: str
-
-    def suggest(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Config: ...
-
-
-@runtime_checkable
-class PosteriorModel(Protocol):
-    """A strategy that can give its surrogate's posterior mean (thesis 3.4 selection)."""
-
-    def posterior_mean(self, history: History, space: CASHSpace, configs: Sequence[Config]) -> np.ndarray: ...
 
 
 def thread_limits(threads: int | None) -> AbstractContextManager[Any]:

@@ -45,8 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from metabo.ensembles.selection import library_losses
-from metabo.evaluation.metrics import get_metric
+from metabo.evaluation.metrics import get_metric, library_losses
 from metabo.exceptions import InputDataError
 
 

@@ -12,6 +12,7 @@ from metabo.exceptions import InputDataError, MetaboError
 from metabo.kb import KnowledgeBase
 from metabo.kb.canonical import config_id
 from metabo.optimizer import GPBO, Optimizer, RandomSearch
+from metabo.strategies import posterior_model
 
 
 def small_gp(**kw):
@@ -145,9 +146,13 @@ def test_posterior_mean_selects_an_evaluated_configuration(quad, make):
     run(opt, lambda a, p: objective(a, p) + rng.normal(0, 0.5), 12)
     t = opt.ask()
     opt.tell(t, None, status="crash")
-    chosen = opt.best(select="posterior_mean")
+    model = None if make is small_gp else posterior_model(opt.strategy, seed=2)  # random search has no GP
+    chosen = opt.best(select="posterior_mean", model=model)
     ok_ids = {r.config_id for r in opt.history.completed if r.ok}
     assert chosen.config_id in ok_ids
+    if make is RandomSearch:  # without a model of its own, it must be given one
+        with pytest.raises(InputDataError, match="models no posterior mean"):
+            opt.best(select="posterior_mean")
     assert opt.best().value == min(r.value for r in opt.history.completed if r.ok)
     with pytest.raises(InputDataError, match="select"):
         opt.best(select="median")  # type: ignore[arg-type]
