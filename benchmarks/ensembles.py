@@ -96,8 +96,8 @@ def run_search(search: str, spec: str, task: str, seed: int, budget: int, past: 
     from metabo.ensembles.divbo import surrogate_kendall_tau
     from metabo.exceptions import InputDataError
     from metabo.ingest.build import load_for_training
-    from metabo.tuning.ensemble import tune_ensemble
     from metabo.strategies.portfolio import PortfolioWarmStart
+    from metabo.tuning.ensemble import tune_ensemble
 
     method, base, options = SEARCHES[search]
     strategy: Any = base

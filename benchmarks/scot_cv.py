@@ -62,7 +62,7 @@ from metabo.space.algorithms import default_cash_space
 from metabo.space.cash import CASHSpace
 from metabo.space.finite import FiniteCASHSpace
 from metabo.strategies import GPBO, RandomSearch
-from metabo.strategies.scot import SCoT, GlobalDefault, collaborative_tune
+from metabo.strategies.scot import GlobalDefault, SCoT, collaborative_tune
 
 logger = logging.getLogger(__name__)
 

@@ -20,12 +20,11 @@ exponent per algorithm clipped to [1, 2.5]). The table goes to ``<out>/summary.t
 
 from __future__ import annotations
 
-import _repo  # noqa: F401 - first: the repository's root on sys.path, for benchmarks/ (not installed)
-
 import argparse
 from collections.abc import Callable
 from pathlib import Path
 
+import _repo  # noqa: F401 - first: the repository's root on sys.path, for benchmarks/ (not installed)
 import numpy as np
 import pandas as pd
 

@@ -17,8 +17,6 @@ Usage:
 
 from __future__ import annotations
 
-import _repo  # noqa: F401 - first: the repository's root on sys.path, for benchmarks/ (not installed)
-
 import argparse
 import json
 import logging
@@ -28,9 +26,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+import _repo  # noqa: F401 - first: the repository's root on sys.path, for benchmarks/ (not installed)
 import numpy as np
 
-from benchmarks.compare import format_table, summarize
+from benchmarks.compare import summarize
 from benchmarks.ensembles import EVALUATION, SEARCHES, outputs_of, run_search, table
 from benchmarks.transfer_live import choose_datasets, dataset_spec
 from benchmarks.transfer_methods import load_runs, shipped_kb_file
@@ -40,7 +39,6 @@ from metabo.exceptions import InputDataError
 from metabo.kb import KnowledgeBase
 from metabo.kb.past import PastRuns
 from metabo.space.algorithms import default_cash_space
-
 
 #: (method, reference) pairs of the seeds' headline comparisons: ESMBO vs SMBO (Lacoste et al.
 #: 2014 Tables 2-3), EO per loss vs BO-best and BO-post (thesis Table 4.6), DivBO vs BO-post

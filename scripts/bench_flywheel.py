@@ -19,8 +19,6 @@ hand)? Each is scored on its later task as ``tune`` scores a trial, against the
 
 from __future__ import annotations
 
-import _repo  # noqa: F401 - first: the repository's root on sys.path, for benchmarks/ (not installed)
-
 import argparse
 import json
 import logging
@@ -30,7 +28,8 @@ import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any
+
+import _repo  # noqa: F401 - first: the repository's root on sys.path, for benchmarks/ (not installed)
 
 logger = logging.getLogger("bench_flywheel")
 

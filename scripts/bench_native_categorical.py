@@ -18,8 +18,6 @@ table to ``<out>/summary.txt``.
 
 from __future__ import annotations
 
-import _repo  # noqa: F401 - first: the repository's root on sys.path, for benchmarks/ (not installed)
-
 import argparse
 import dataclasses
 import json
@@ -27,6 +25,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import _repo  # noqa: F401 - first: the repository's root on sys.path, for benchmarks/ (not installed)
 import numpy as np
 import pandas as pd
 from scipy.stats import wilcoxon

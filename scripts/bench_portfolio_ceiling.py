@@ -21,20 +21,19 @@ method name ending in ``#uniform`` is given no meta-features (uniform prior task
 
 from __future__ import annotations
 
-import _repo  # noqa: F401 - first: the repository's root on sys.path, for benchmarks/ (not installed)
-
 import argparse
 import collections
 import dataclasses
 import json
 from pathlib import Path
 
+import _repo  # noqa: F401 - first: the repository's root on sys.path, for benchmarks/ (not installed)
 import numpy as np
 
 
 def main() -> None:
     from benchmarks.lookup import LookupTask
-    from benchmarks.warm_bench import meta_of, measured_protocols, method_options, same_content_groups
+    from benchmarks.warm_bench import measured_protocols, meta_of, method_options, same_content_groups
     from metabo.evaluation.metrics import transfer_metrics
     from metabo.kb import KnowledgeBase
     from metabo.kb.past import PastRuns

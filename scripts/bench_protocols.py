@@ -17,9 +17,9 @@ so that no model is scored twice), which says which measurement ranks as unseen 
 
 from __future__ import annotations
 
-import _repo  # noqa: F401 - first: the repository's root on sys.path, for benchmarks/ (not installed)
-
 import argparse
+
+import _repo  # noqa: F401 - first: the repository's root on sys.path, for benchmarks/ (not installed)
 
 
 def main(argv: list[str] | None = None) -> int:

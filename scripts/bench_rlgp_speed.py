@@ -37,8 +37,6 @@ Usage (one BLAS thread for every method):
 
 from __future__ import annotations
 
-import _repo  # noqa: F401 - first: the repository's root on sys.path, for benchmarks/ (not installed)
-
 import argparse
 import json
 import os
@@ -48,6 +46,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import _repo  # noqa: F401 - first: the repository's root on sys.path, for benchmarks/ (not installed)
 import numpy as np
 
 from metabo.kb import KnowledgeBase

@@ -25,8 +25,6 @@ Usage: python scripts/bench_select.py [--n-datasets 20] [--seeds 1] [--budget 30
 
 from __future__ import annotations
 
-import _repo  # noqa: F401 - first: the repository's root on sys.path, for benchmarks/ (not installed)
-
 import argparse
 import json
 import shutil
@@ -36,6 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import _repo  # noqa: F401 - first: the repository's root on sys.path, for benchmarks/ (not installed)
 import numpy as np
 
 from benchmarks.automl import held_out_kb

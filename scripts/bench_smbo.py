@@ -30,8 +30,6 @@ Usage:
 
 from __future__ import annotations
 
-import _repo  # noqa: F401 - first: the repository's root on sys.path, for benchmarks/ (not installed)
-
 import argparse
 import contextlib
 import io
@@ -48,11 +46,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import _repo  # noqa: F401 - first: the repository's root on sys.path, for benchmarks/ (not installed)
 import numpy as np
 from joblib import Parallel, delayed
 
-from benchmarks import FUNCTIONS, get_function
-from benchmarks import peers
+from benchmarks import FUNCTIONS, get_function, peers
 
 ALL_OPTIMIZERS = ("random", "metabo-gp", "metabo-gp-nowarp", "optuna-tpe", "optuna-gp", "skopt-gp", "smac")
 GP = "metabo-gp"
@@ -273,8 +271,8 @@ def plot(traces: list[dict[str, Any]], optimizers: Sequence[str], functions: Seq
 
 # ----------------------------------------------------------------- live tuning
 def _live_task(dataset: str, strategy: str, seed: int, budget: int, algorithms: Sequence[str]) -> dict[str, Any]:
-    from metabo.tuning.tune import tune
     from metabo.space.algorithms import default_cash_space
+    from metabo.tuning.tune import tune
 
     start = time.perf_counter()
     with single_threaded():

@@ -30,22 +30,19 @@ Usage:
 
 from __future__ import annotations
 
-import _repo  # noqa: F401 - first: the repository's root on sys.path, for benchmarks/ (not installed)
-
 import argparse
 import importlib
 import importlib.util
 import json
 import logging
-import math
 import os
 import sys
 import time
-from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import _repo  # noqa: F401 - first: the repository's root on sys.path, for benchmarks/ (not installed)
 import numpy as np
 
 from benchmarks.compare import first_reach, format_table, plot_curves, regret_table, summarize

@@ -21,8 +21,6 @@ check only.
 
 from __future__ import annotations
 
-import _repo  # noqa: F401 - first: the repository's root on sys.path, for benchmarks/ (not installed)
-
 import argparse
 import json
 import logging
@@ -35,6 +33,8 @@ from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
+
+import _repo  # noqa: F401 - first: the repository's root on sys.path, for benchmarks/ (not installed)
 
 logger = logging.getLogger("bench_warm")
 _STATE: dict[str, Any] = {}

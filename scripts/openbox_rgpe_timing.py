@@ -14,7 +14,8 @@ import sys
 import time
 
 import numpy as np
-from openbox import Advisor, History, Observation, space as sp
+from openbox import Advisor, History, Observation
+from openbox import space as sp
 
 
 def main(path: str) -> None:

@@ -15,8 +15,6 @@ manifest's count are rewritten.
 
 from __future__ import annotations
 
-import _repo  # noqa: F401 - first: the repository's root on sys.path, for benchmarks/ (not installed)
-
 import argparse
 import json
 import shutil
@@ -24,6 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import _repo  # noqa: F401 - first: the repository's root on sys.path, for benchmarks/ (not installed)
 from tqdm import tqdm
 
 from benchmarks.transfer_live import dataset_spec

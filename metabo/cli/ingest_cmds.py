@@ -12,7 +12,6 @@ from metabo.cli.kb_cmds import open_kb
 from metabo.exceptions import InputDataError
 from metabo.metadatasets import SOURCES
 
-
 #: Exit status of ``metabo ingest openml`` when the listing ended early (what was stored is kept).
 LISTING_INCOMPLETE = 3
 

@@ -217,17 +217,15 @@ def cmd_similar(args: argparse.Namespace) -> int:
 def cmd_build(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
+    from metabo.data.loaders import check_spec
     from metabo.evaluation.protocols import Holdout, parse_cv
     from metabo.ingest.build import BuildSettings, build_knowledge_base
     from metabo.space.algorithms import ALGORITHMS, get_algorithm
-
-    from metabo.data.loaders import check_spec
 
     specs = list(args.datasets)
     for spec in specs:  # a spec that cannot load is refused before anything is fetched or stored
         check_spec(spec)
     from metabo.evaluation.backends import check_backend
-
     from metabo.evaluation.metrics import get_metric
     from metabo.evaluation.protocols import resolve_cv
 

@@ -203,7 +203,6 @@ _BROKEN_ARCHIVE = (EOFError, lzma.LZMAError, zipfile.BadZipFile)
 
 def _read_parquet(path: Path) -> Table:
     import pyarrow as pa
-
     import pyarrow.parquet as pq
 
     try:

@@ -39,12 +39,12 @@ if TYPE_CHECKING:
     )
     from metabo.ensembles.model import EnsembleModel, refit_test_error
     from metabo.ensembles.search import METHODS, EnsembleResult
-    from metabo.tuning.ensemble import tune_ensemble
     from metabo.ensembles.selection import (
         EnsembleSelection,
         PostHocSelection,
         ensemble_selection,
     )
+    from metabo.tuning.ensemble import tune_ensemble
 
 #: name -> the submodule that defines it
 _WHERE = {

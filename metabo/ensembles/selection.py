@@ -30,7 +30,7 @@ here is hillclimbing on cross-validated predictions: :mod:`metabo.ensembles.sear
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 

@@ -66,7 +66,6 @@ import pandas as pd
 from metabo.data.dataset import Dataset
 from metabo.exceptions import InputDataError
 
-
 #: ``cv="auto"`` cross-validates a search on datasets of at most this many rows (module docstring)
 AUTO_CV_MAX_ROWS = 3000
 #: the folds of ``cv="auto"``

@@ -49,9 +49,9 @@ from metabo.kb.canonical import config_id
 from metabo.kb.schema import check_outcome
 from metabo.kb.sessions import get_session, state_values  # get_session: also imported from here
 from metabo.optimizer.history import LIARS, History, Liar, Trial, TrialRecord
+from metabo.optimizer.strategy import PosteriorModel, Strategy
 from metabo.space.cash import CASHSpace, as_cash
 from metabo.space.space import SearchSpace
-from metabo.optimizer.strategy import PosteriorModel, Strategy
 
 if TYPE_CHECKING:
     from metabo.evaluation.evaluate import Evaluation

@@ -15,8 +15,15 @@ from metabo.data.dataset import Dataset
 from metabo.evaluation.evaluate import DEFAULT_METRICS
 from metabo.evaluation.metrics import get_metric
 from metabo.evaluation.parallel import EvalTask
-from metabo.evaluation.protocols import (EvaluationProtocol, Holdout, KFold, ReshuffledHoldout, require_classification,
-    resolve_cv, search_protocol)
+from metabo.evaluation.protocols import (
+    EvaluationProtocol,
+    Holdout,
+    KFold,
+    ReshuffledHoldout,
+    require_classification,
+    resolve_cv,
+    search_protocol,
+)
 from metabo.exceptions import InputDataError
 from metabo.optimizer.budget import TimeBudget
 from metabo.optimizer.halving import EVAL_ROWS, rung_sizes

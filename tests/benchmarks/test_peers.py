@@ -8,8 +8,7 @@ import warnings
 
 import pytest
 
-from benchmarks import four_branch, get_function
-from benchmarks import peers
+from benchmarks import four_branch, get_function, peers
 from metabo.exceptions import InputDataError
 
 FAST = ["random", "optuna-tpe"]

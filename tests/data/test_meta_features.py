@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from metabo.data.dataset import Dataset
 import metabo.data.meta_features.landmarkers as landmarker_module
+from metabo.data.dataset import Dataset
 from metabo.data.meta_features import GROUPS, compute_meta_features, meta_feature_names
 from metabo.data.meta_features.information import discretize
 from metabo.exceptions import DataQualityError, InputDataError

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from metabo.ensembles.diversity import diversity
 from metabo.ensembles.divbo import DivBO, DiversitySurrogate, diversity_weight, surrogate_kendall_tau
+from metabo.ensembles.diversity import diversity
 from metabo.exceptions import InputDataError
 from metabo.kb.canonical import config_id
 from metabo.optimizer import GPBO, Optimizer

@@ -195,8 +195,8 @@ def test_esmbo_with_one_replicate_on_the_validation_set_is_smbo_and_its_arg_min(
 
 def test_options_of_another_search_and_a_shared_instance_are_refused():
     from metabo.ensembles.search import make_search
-    from metabo.tuning.ensemble import base_factory
     from metabo.strategies import GPBO
+    from metabo.tuning.ensemble import base_factory
 
     y = np.array([0, 1, 0, 1])
     with pytest.raises(InputDataError, match="loss"):

@@ -9,7 +9,6 @@ import math
 from collections.abc import Callable, Iterator
 
 import optuna
-import pandas as pd
 import pytest
 from optuna.samplers import BaseSampler, RandomSampler, TPESampler
 from optuna.testing.pytest_samplers import (

@@ -138,8 +138,8 @@ def test_a_users_estimator_reads_and_adds_to_the_runs_of_its_registered_algorith
     the runs ``tune`` stored for it on other tasks (it raised "no other task with runs
     ... ['LogisticRegression']" when the class name was the algorithm) and the search's
     own runs are stored under that name, so later tunes transfer them."""
-    from metabo.tuning.tune import tune
     from metabo.space.algorithms import default_cash_space
+    from metabo.tuning.tune import tune
 
     path = tmp_path / "kb.duckdb"
     space = default_cash_space().subset(["logistic_regression"])

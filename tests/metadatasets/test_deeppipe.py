@@ -19,11 +19,11 @@ import pytest
 
 from metabo.exceptions import InputDataError
 from metabo.kb import KnowledgeBase
-from metabo.testing.killed import ingest_killed_midway
 from metabo.metadatasets import get_source, source_class
 from metabo.metadatasets.deeppipe import DATA_DIR, PMF, TensorOBOE, enumerate_pipelines
 from metabo.metadatasets.ingest import ingest_metadataset, state_key
 from metabo.metadatasets.json_stream import JsonObjectFile
+from metabo.testing.killed import ingest_killed_midway
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "metadatasets" / "deeppipe"
 

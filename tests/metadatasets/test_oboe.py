@@ -18,11 +18,11 @@ import pytest
 
 from metabo.exceptions import InputDataError
 from metabo.kb import KnowledgeBase
-from metabo.testing.killed import ingest_killed_midway
 from metabo.metadatasets import get_source, source_class
 from metabo.metadatasets.ingest import ingest_metadataset, state_key
 from metabo.metadatasets.oboe import DATA_DIR, OBOE, enumerate_settings, to_project
 from metabo.space.algorithms import get_algorithm
+from metabo.testing.killed import ingest_killed_midway
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "metadatasets" / "oboe"
 N_COLUMNS = 13

@@ -8,6 +8,7 @@ from metabo.kb import KnowledgeBase
 from metabo.space.cash import CASHSpace
 from metabo.testing.problems import Objective, quadratic_problem, two_algorithm_problem
 
+
 @pytest.fixture
 def quad() -> tuple[CASHSpace, Objective]:
     return quadratic_problem()

@@ -8,8 +8,8 @@ import pytest
 from metabo.data.loaders import load_dataset
 from metabo.kb import KnowledgeBase
 from metabo.optimizer import tune
-from metabo.tuning.trials import OPENING
 from metabo.space.algorithms import default_cash_space
+from metabo.tuning.trials import OPENING
 
 
 @pytest.fixture(scope="module")

@@ -13,10 +13,10 @@ from metabo.evaluation.parallel import EvalTask, run_task
 from metabo.kb import KnowledgeBase
 from metabo.optimizer import tune
 from metabo.optimizer.optimizer import Optimizer
-from metabo.tuning.trials import _outcome
-from metabo.tuning.session import prepare
 from metabo.space.algorithms import default_cash_space
 from metabo.strategies.gp import GPBO
+from metabo.tuning.session import prepare
+from metabo.tuning.trials import _outcome
 
 SPACE = default_cash_space(["knn", "decision_tree"])
 

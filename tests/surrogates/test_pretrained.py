@@ -16,8 +16,8 @@ from metabo.space.cash import CASHSpace
 from metabo.space.hyperparameters import Float
 from metabo.space.space import SearchSpace
 from metabo.strategies.portfolio import PortfolioWarmStart
-from metabo.surrogates.priors import GPPriors
 from metabo.surrogates.pretrained import pretrain_theta, pretrained_priors, stacked_past
+from metabo.surrogates.priors import GPPriors
 
 SPACE = CASHSpace({
     "a": SearchSpace("a", (Float("u", 0.0, 1.0), Float("v", 0.0, 1.0))),

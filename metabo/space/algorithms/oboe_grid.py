@@ -100,7 +100,6 @@ def _kernel_svm(p: Mapping[str, Any], seed: int | None) -> Any:
     from sklearn.svm import SVC
 
     from metabo.space.algorithms.proba import DecisionProbaClassifier
-
     from metabo.space.algorithms.table51 import SVC_MAX_ITER
 
     return DecisionProbaClassifier(SVC(**p, max_iter=SVC_MAX_ITER, random_state=seed))

@@ -10,7 +10,6 @@ from typing import Any
 import arff
 import pandas as pd
 
-
 #: OpenML's answers to ``data/qualities/{id}`` for a dataset without qualities.
 NO_QUALITIES: dict[int, str] = {
     362: "No qualities found",
