@@ -289,7 +289,7 @@ def incumbent_check(records: list[dict[str, Any]], base_kb: Path, work: Path, *,
             v = np.array([x if x is not None and math.isfinite(x) else hi for x in base["values"]])
             best = np.minimum.accumulate(v)
 
-            def regret(x: float) -> float:
+            def regret(x: float, lo: float = lo, hi: float = hi) -> float:
                 return 0.0 if hi <= lo else (x - lo) / (hi - lo)
 
             rows.append({**item, "value": value, "regret": regret(value if math.isfinite(value) else hi),

@@ -78,15 +78,17 @@ def bench_dense(d: int, reps: int) -> None:
     print(f"{'n':>5}  {'fit':>26}  {'add 1 point':>26}  {'warm refit':>26}")
     for n in (50, 100, 200):
         X, y = problem(n + 1, d, n)
-        fit = timed(lambda: GaussianProcess(seed=0).fit(X[:n], y[:n]), reps)
+        fit = timed(lambda X=X, y=y, n=n: GaussianProcess(seed=0).fit(X[:n], y[:n]), reps)
         gp = GaussianProcess(seed=0).fit(X[:n], y[:n])
         state: dict[str, GaussianProcess] = {}
 
-        def fresh() -> None:
+        def fresh(state: dict[str, GaussianProcess] = state, X: np.ndarray = X, y: np.ndarray = y, n: int = n,
+                  gp: GaussianProcess = gp) -> None:
             state["gp"] = GaussianProcess(seed=0).fit(X[:n], y[:n], hyperparameters=gp.hyperparameters_)
 
-        add = timed(lambda: state["gp"].add(X[n], y[n]), reps, fresh)
-        refit = timed(lambda: state["gp"].refit(warm_start=True), reps, lambda: (fresh(), state["gp"].add(X[n], y[n])))
+        add = timed(lambda state=state, X=X, y=y, n=n: state["gp"].add(X[n], y[n]), reps, fresh)
+        refit = timed(lambda state=state: state["gp"].refit(warm_start=True), reps,
+                      lambda fresh=fresh, state=state, X=X, y=y, n=n: (fresh(), state["gp"].add(X[n], y[n])))
         print(f"{n:>5}  {fmt(fit)}  {fmt(add)}  {fmt(refit)}")
     X, y = problem(200, d, 0)
     gp = GaussianProcess(seed=0).fit(X, y)
@@ -110,10 +112,11 @@ def bench_conditional(n: int, d: int, reps: int) -> None:
         theta = block.theta_
         theta_d = np.r_[theta[:d], 0.0, theta[d:]]
         assert np.isclose(block.log_marginal_likelihood(theta), dense.log_marginal_likelihood(theta_d), rtol=1e-8)
-        e_block = timed(lambda: block.log_marginal_likelihood(theta, grad=True), reps * 4)
-        e_dense = timed(lambda: dense.log_marginal_likelihood(theta_d, grad=True), reps * 4)
-        f_block = timed(lambda: ConditionalGP(seed=0).fit(X, yb, groups), reps)
-        f_dense = timed(lambda: GaussianProcess(DenseConditional(Matern52()), seed=0).fit(Xd, yb), reps)
+        e_block = timed(lambda block=block, theta=theta: block.log_marginal_likelihood(theta, grad=True), reps * 4)
+        e_dense = timed(lambda dense=dense, theta_d=theta_d: dense.log_marginal_likelihood(theta_d, grad=True),
+                        reps * 4)
+        f_block = timed(lambda yb=yb, groups=groups: ConditionalGP(seed=0).fit(X, yb, groups), reps)
+        f_dense = timed(lambda Xd=Xd, yb=yb: GaussianProcess(DenseConditional(Matern52()), seed=0).fit(Xd, yb), reps)
         print(f"{b:>8}  {fmt(e_block)}  {fmt(e_dense)}  {fmt(f_block)}  {fmt(f_dense)}")
 
 

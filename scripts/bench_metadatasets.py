@@ -145,17 +145,19 @@ def queries_phase(path: Path, repeats: int, figures: dict) -> None:
             metric = "balanced_error_rate"
             shape = q.performance_matrix(kb, algo, metric=metric).shape
             lat[f"matrix {algo} {shape[0]}x{shape[1]}"] = median_ms(
-                lambda: q.performance_matrix(kb, algo, metric=metric), repeats)
-            lat[f"mean ranks {algo}"] = median_ms(lambda: q.mean_ranks(kb, algo, metric=metric), repeats)
+                lambda algo=algo, metric=metric: q.performance_matrix(kb, algo, metric=metric), repeats)
+            lat[f"mean ranks {algo}"] = median_ms(
+                lambda algo=algo, metric=metric: q.mean_ranks(kb, algo, metric=metric), repeats)
             lat[f"greedy portfolio k=5 {algo}"] = median_ms(
-                lambda: transfer.greedy_portfolio(kb, algo, 5, metric=metric), repeats)
+                lambda algo=algo, metric=metric: transfer.greedy_portfolio(kb, algo, 5, metric=metric), repeats)
             # a held-out task's first 20 observed configurations, as a new task would have them
             matrix = q.performance_matrix(kb, algo, metric=metric)
             held = matrix.index[0]
             row = matrix.loc[held].dropna()
             obs = row.sample(20, random_state=0).to_dict()
             lat[f"10 nearest by ranking {algo} (20 observations)"] = median_ms(
-                lambda: transfer.nearest_tasks_by_ranking(kb, algo, obs, k=10, metric=metric), repeats)
+                lambda algo=algo, obs=obs, metric=metric: transfer.nearest_tasks_by_ranking(
+                    kb, algo, obs, k=10, metric=metric), repeats)
         n_mf = int(kb.query("SELECT count(DISTINCT dataset_id) AS n FROM meta_features")["n"][0])
         near = None
         if n_mf:  # PMF and Tensor-OBOE ship none: LCDB and auto-sklearn bring them

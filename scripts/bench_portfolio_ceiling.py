@@ -82,7 +82,7 @@ def main() -> None:
         if rounds:
             kept = set(first.loc[first["round"] <= rounds, "config_id"])
 
-            def cut(g):  # noqa: ANN001, ANN202 - a TaskAlgorithmRuns of the kept configurations
+            def cut(g, kept=kept):  # noqa: ANN001, ANN202 - a TaskAlgorithmRuns of the kept configurations
                 idx = [i for i, c in enumerate(g.config_ids) if c in kept]
                 return dataclasses.replace(g, config_ids=tuple(g.config_ids[i] for i in idx),
                                            params=tuple(g.params[i] for i in idx), values=g.values[idx])

@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"{args.kb} lacks one of the two builds' {args.metric} runs")
     wide = wide.dropna(subset=need)
     rows = []
-    for (d, name), part in wide.groupby(level=[0, 1]):
+    for (_d, name), part in wide.groupby(level=[0, 1]):
         if len(part) < 2 * args.top:
             continue
         old, new = part[("hold-out", valid)], part[("tune", valid)]

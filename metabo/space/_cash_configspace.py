@@ -98,7 +98,7 @@ def from_configspace(cs: CS.ConfigurationSpace) -> CASHSpace:
             rooted.add(cs_cond.child.name)
             continue
 
-        def rename(name: str, algorithm: str = algorithm) -> str:
+        def rename(name: str, algorithm: str = algorithm, cs_cond: Any = cs_cond) -> str:
             owner, hp = _split(name, known)
             if owner != algorithm:
                 raise InputDataError(f"ConfigSpace condition {cs_cond} links two algorithms")

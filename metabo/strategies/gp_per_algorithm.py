@@ -95,7 +95,7 @@ class PerAlgorithmGPBO(GPSettings):
         for a, (model, rows) in models.items():
             block = slice(1, None)  # the one-algorithm space: [one-hot (1), a's block]
 
-            def score(X: np.ndarray, model: Any = model) -> np.ndarray:
+            def score(X: np.ndarray, model: Any = model, block: slice = block) -> np.ndarray:
                 return self._log_ei(*model.predict(X[:, block]), best)
 
             starts = top_configurations([done[i] for i in rows], y[rows], self.n_starts)

@@ -73,7 +73,7 @@ def test_slots_refilled_round_robin_by_zero_one_then_the_loss():
         j = k % 2
         rest = [h for s, h in enumerate(eo.slots) if h is not None and s != j]
         # the chosen model's vote error is the smallest over the pool, ties by squared margin
-        def key(h):
+        def key(h, rest=rest):
             rows = np.array([MODELS[x] for x in sorted(set(rest) | {h})])
             votes = rows.sum(axis=0) * 2 > len(rows)  # majority of ones (ties: class 0)
             return (np.mean(votes.astype(int) != Y), squared_margin_loss(rows, Y), h)

@@ -55,11 +55,11 @@ def _round_trip(model: EnsembleModel, path: Path, X_new: pd.DataFrame) -> Ensemb
         loaded = EnsembleModel.load(path)
     finally:
         os.environ["METABO_HOME"] = home
-    for loaded in (loaded, EnsembleModel.load(path)):
-        np.testing.assert_array_equal(loaded.predict_proba(X_new), model.predict_proba(X_new))
-        np.testing.assert_array_equal(loaded.predict(X_new), model.predict(X_new))
-        assert loaded.configurations == model.configurations and list(loaded.classes_) == list(model.classes_)
-    return loaded
+    for each in (loaded, EnsembleModel.load(path)):
+        np.testing.assert_array_equal(each.predict_proba(X_new), model.predict_proba(X_new))
+        np.testing.assert_array_equal(each.predict(X_new), model.predict(X_new))
+        assert each.configurations == model.configurations and list(each.classes_) == list(model.classes_)
+    return each
 
 
 @pytest.mark.parametrize("algorithm", SPACE.algorithms)

@@ -289,7 +289,7 @@ class _ThreadProbe(ClassifierMixin, BaseEstimator):
     def fit(self, X, y):
         from threadpoolctl import threadpool_info
 
-        warnings.warn(f"pool threads {max(i['num_threads'] for i in threadpool_info())}")
+        warnings.warn(f"pool threads {max(i['num_threads'] for i in threadpool_info())}", stacklevel=2)
         self.classes_ = np.unique(y)
         return self
 

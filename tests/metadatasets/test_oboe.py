@@ -168,7 +168,7 @@ def test_unreadable_files_are_clear_errors(tmp_path: Path) -> None:
     root = _copy(tmp_path)
     _edit(root, "runtime_matrix.csv", "0.010930538177490234", "fast")
     with pytest.raises(InputDataError, match=r"row 00011, column .*GNB.* 'fast', not a number"):
-        OBOE(root).runtimes
+        _ = OBOE(root).runtimes
     with pytest.raises(InputDataError, match="missing; fetch"):
         OBOE(tmp_path / "nowhere").datasets()
     root = _copy(tmp_path / "b")

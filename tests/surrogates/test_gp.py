@@ -86,7 +86,7 @@ def test_priors_gradient() -> None:
     for priors in (GPPriors(), GPPriors.dimension_scaled(4), GPPriors.flat()):
         theta = np.r_[rng.normal(size=4), 0.3, -4.0, 0.2]
         _, g = priors.log_prob(theta, 4, grad=True)
-        fd = approx_fprime(theta, lambda t: priors.log_prob(t, 4)[0], 1e-7)
+        fd = approx_fprime(theta, lambda t, priors=priors: priors.log_prob(t, 4)[0], 1e-7)
         assert_allclose(g, fd, rtol=1e-4, atol=1e-5)
 
 
