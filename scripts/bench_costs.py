@@ -1,6 +1,6 @@
 """Cost awareness under a time budget, measured on tables larger than most of the knowledge
 base's: ``metabo tune``'s default warm start with its portfolio kept to configurations
-predicted to fit in a tenth of the budget (:data:`metabo.strategies.warm.OPENING_SHARE`,
+predicted to fit in a tenth of the budget (:data:`metabo.tuning.registry.OPENING_SHARE`,
 :mod:`metabo.kb.costs`) against the same warm start without that limit.
 
     python scripts/bench_costs.py [--datasets keel:letter keel:magic big.csv --target y] [--seeds 0 1]
@@ -35,13 +35,13 @@ from benchmarks.transfer_methods import shipped_kb_file
 from metabo.ingest.build import load_for_training
 from metabo.kb import KnowledgeBase
 from metabo.tuning.tune import tune
-from metabo.strategies import warm
+from metabo.tuning import registry
 
-ARMS = {"cost-aware (default)": warm.OPENING_SHARE, "no cost limit": math.inf}
+ARMS = {"cost-aware (default)": registry.OPENING_SHARE, "no cost limit": math.inf}
 
 
 def one(train: pd.DataFrame, kb_file: Path, *, seed: int, budget: float, share: float) -> dict:
-    with mock.patch.object(warm, "OPENING_SHARE", share), KnowledgeBase(kb_file) as kb:
+    with mock.patch.object(registry, "OPENING_SHARE", share), KnowledgeBase(kb_file) as kb:
         result = tune(train, target=automl.TARGET, kb=kb, seed=seed, time_budget=budget)
     trials = result.history.completed
     return {"trials": len(trials), "timeouts": sum(t.status == "timeout" for t in trials),

@@ -19,7 +19,7 @@ from metabo.exceptions import InputDataError
 from metabo.kb.sessions import completed_trials
 from metabo.optimizer.history import TrialRecord
 from metabo.strategies.names import COLD_STRATEGIES
-from metabo.strategies.warm import AUTO, WARM_STRATEGIES
+from metabo.strategies.names import AUTO, WARM_STRATEGIES
 
 STRATEGIES = (AUTO, *COLD_STRATEGIES, *WARM_STRATEGIES)
 #: the ensembles that steer the search itself (metabo.tuning.ensemble.tune_ensemble)

@@ -44,9 +44,9 @@ def warm_vs_cold(kb: KnowledgeBase, spec: str, *, budget: int = 15, seeds: Seque
             result = tune(spec, budget=budget, space=space, strategy=name, kb=kb, seed=seed, meta_features=False,
                           keep_predictions=False)
             if name == "warm" and seed == seeds[0]:
-                from metabo.strategies.warm import choose_strategy
+                from metabo.tuning.registry import resolve_strategy
 
-                print(f"  {label}: {choose_strategy(kb, result.dataset_id, space)[1]}")
+                print(f"  {label}: {resolve_strategy('auto', kb, result.dataset_id, space, metric='error_rate')[1]}")
             curves[label].append(np.minimum.accumulate(result.history.y).tolist())
             tests[label].append(np.nan if result.test_error is None else float(result.test_error))
     arrays = {label: np.asarray(c, dtype=float) for label, c in curves.items()}

@@ -15,7 +15,7 @@ import pandas as pd
 from metabo.data.dataset import Dataset, feature_frame
 from metabo.optimizer.optimizer import Optimizer
 from metabo.tuning.session import prepare
-from metabo.tuning.registry import strategy_factory
+from metabo.tuning.registry import resolve_strategy
 
 if TYPE_CHECKING:
     from metabo.integrations._sklearn_space import TunedSpace
@@ -47,7 +47,7 @@ def open_search(search: MetaSearchCV, space: TunedSpace, X: Any, y: np.ndarray, 
         dataset_id = None
         if kb is not None:
             dataset_id = prepare(as_dataset(X, y, search.dataset_name), kb=kb, seed=seed).dataset_id
-        made = strategy_factory(strategy, kb, dataset_id, space.space, metric=metric)(seed)  # auto: logged why
+        made = resolve_strategy(strategy, kb, dataset_id, space.space, metric=metric)[2](seed)  # auto: logged why
         settings = {"integration": "sklearn.MetaSearchCV", "n_iter": int(search.n_iter), "cv": repr(search.cv),
                     "scoring": repr(search.scoring), "estimator": repr(search.estimator)}
         opt = Optimizer(space.space, made, kb=kb, dataset_id=dataset_id, metric=metric, seed=seed,

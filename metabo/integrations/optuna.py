@@ -130,7 +130,8 @@ class WarmStartSampler(BaseSampler):
         from metabo.space.algorithms import default_cash_space
         from metabo.strategies.knn import KNNWarmStart
         from metabo.strategies.portfolio import PortfolioWarmStart
-        from metabo.strategies.warm import past_for, stored_meta_features, warm_strategy
+        from metabo.strategies.warm import past_for, stored_meta_features
+        from metabo.tuning.registry import resolve_strategy
 
         if method not in ("warm", "knn"):
             raise InputDataError(f"method must be 'warm' or 'knn', got {method!r}")
@@ -157,7 +158,8 @@ class WarmStartSampler(BaseSampler):
             if isinstance(source, PastRuns):
                 knn = KNNWarmStart(source.only(algorithms=space.algorithms), meta_features, k=k)
             elif dataset_id is not None:
-                knn = warm_strategy("knn", source, source.resolve_dataset(dataset_id), space, metric=metric, k=k)
+                knn = resolve_strategy("knn", source, source.resolve_dataset(dataset_id), space, metric=metric,
+                                       options={"k": k})[2](0)
             else:
                 past = PastRuns.from_kb(source, metric=metric, algorithms=list(space.algorithms))
                 knn = KNNWarmStart(past, meta_features, k=k)

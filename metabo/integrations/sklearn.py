@@ -62,7 +62,7 @@ from metabo.exceptions import InputDataError
 from metabo.integrations._sklearn_cash import CASHClassifier
 from metabo.integrations._sklearn_space import TunedSpace, tuned_space
 from metabo.strategies.names import COLD_STRATEGIES
-from metabo.strategies.warm import AUTO, WARM_STRATEGIES
+from metabo.strategies.names import AUTO, WARM_STRATEGIES
 
 logger = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ class MetaSearchCV(BaseSearchCV):
         strategy: ``warm``, ``knn``, ``rgpe``, ``rlgp``, ``scot`` (warm, need ``kb``),
             ``random``, ``gp``, ``gp-dense``, ``gp-per-algorithm``; None or ``auto``: the
             default warm start ``warm`` when ``kb`` holds other tasks' runs for the space,
-            else ``gp`` (:func:`~metabo.strategies.warm.choose_strategy`, logged with why).
+            else ``gp`` (:func:`~metabo.tuning.registry.resolve_strategy`, logged with why).
         n_iter: the number of candidates (trials).
         cv, scoring, refit, n_jobs, error_score, return_train_score: as in
             ``RandomizedSearchCV`` (one scorer; ``n_jobs`` runs a candidate's folds in

@@ -24,7 +24,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, 
 
 from metabo.kb.schema import RUN_STATUSES, check_outcome
 from metabo.strategies.names import COLD_STRATEGIES
-from metabo.strategies.warm import AUTO, WARM_STRATEGIES
+from metabo.strategies.names import AUTO, WARM_STRATEGIES
 
 #: The largest magnitude of a number in a request (module docstring).
 MAX_MAGNITUDE = 1e15

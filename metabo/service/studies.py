@@ -2,7 +2,7 @@
 
 A study is a stored session (``sessions`` table) whose settings hold, besides what the
 optimizer stores (the space as ConfigSpace JSON, seed, metric), ``service.strategy``: the
-name :func:`metabo.tuning.registry.strategy_factory` rebuilds the strategy from. Every ask
+name :func:`metabo.tuning.registry.resolve_strategy` rebuilds the strategy from. Every ask
 and tell is in the knowledge base when the request returns, so the service can stop at
 any time: on the first request for a study after a restart, :class:`StudyManager` resumes
 it from the store (:meth:`Optimizer.resume`).
@@ -43,7 +43,7 @@ import numpy as np
 from metabo.exceptions import InputDataError
 from metabo.optimizer.history import Trial, TrialRecord
 from metabo.optimizer.optimizer import Optimizer, Select, get_session
-from metabo.tuning.registry import resolve_strategy, strategy_factory
+from metabo.tuning.registry import resolve_strategy
 from metabo.service.errors import ConflictError, NoResultError, UnknownStudyError, UnknownTrialError
 from metabo.space.cash import CASHSpace
 
@@ -135,7 +135,7 @@ class StudyManager:
 
     @staticmethod
     def _strategy(kb: KnowledgeBase, name: str, dataset_id: str, space: CASHSpace, metric: str, seed: int) -> Strategy:
-        return strategy_factory(name, kb, dataset_id, space, metric=metric)(seed)
+        return resolve_strategy(name, kb, dataset_id, space, metric=metric)[2](seed)
 
     # ---------------------------------------------------------------- lookup
     def _entry(self, study_id: str) -> _Study:

@@ -1,5 +1,8 @@
-"""Warm-start strategies built from a knowledge base for one new dataset: the names
-``metabo tune --strategy`` and :func:`metabo.tuning.tune` accept beside the cold ones.
+"""What a warm start transfers for one new dataset, read from a knowledge base: the past
+runs, their fidelity and how many were measured as the search measures, the dataset's
+stored meta-features. The strategies are built from them by name in one place,
+:func:`metabo.tuning.registry.resolve_strategy` (the names ``metabo tune --strategy`` and
+:func:`metabo.tuning.tune` accept beside the cold ones):
 
 For a new dataset ``d`` stored in the knowledge base (with its meta-features), the past is
 every other stored task's successful runs of the objective metric (:class:`PastRuns`),
@@ -18,7 +21,7 @@ the algorithms of the space:
 - ``scot``: :class:`~metabo.strategies.scot.SCoT` at the dataset's meta-features.
 
 ``auto`` (:data:`AUTO`, the default of ``tune``, the CLI, the service and ``MetaSearchCV``)
-is resolved by :func:`choose_strategy`: ``warm`` whenever the knowledge base holds other
+is resolved by :func:`metabo.tuning.registry.resolve_strategy`: ``warm`` whenever the knowledge base holds other
 tasks' runs on the space's algorithms (measured ahead of cold GP-BO at every budget on
 held-out tasks, ``reports/warm``), cold ``gp`` otherwise, with the reason either way; the
 reason names the fidelity of what transfers (:func:`past_fidelity`: the past runs' largest
@@ -27,28 +30,16 @@ training-set size), since the shipped knowledge was measured on at most 2,000 tr
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from metabo.exceptions import InputDataError
 from metabo.space.cash import CASHSpace
-from metabo.strategies.base import Strategy
+from metabo.strategies.names import AUTO, DEFAULT_WARM, WARM_STRATEGIES
 
 if TYPE_CHECKING:
-    from metabo.kb.costs import FitCosts
     from metabo.kb.past import PastRuns
     from metabo.kb.store import KnowledgeBase
-
-#: The warm-start strategies by name (module docstring).
-WARM_STRATEGIES = ("warm", "knn", "rgpe", "rlgp", "scot")
-#: The name that picks the default warm start when there is knowledge, else cold GP-BO.
-AUTO = "auto"
-#: The warm start ``auto`` picks.
-DEFAULT_WARM = "warm"
-#: Under a time budget, the largest share of it one opening configuration may be
-#: predicted to take (eight portfolio picks then leave at least a fifth to the search).
-OPENING_SHARE = 0.1
-
 
 def past_for(kb: KnowledgeBase, dataset_id: str, space: CASHSpace, *, metric: str = "error_rate",
              other_metrics: bool = False, cv: int | str | None = "auto") -> PastRuns:
@@ -73,35 +64,6 @@ def past_for(kb: KnowledgeBase, dataset_id: str, space: CASHSpace, *, metric: st
         raise InputDataError(f"the knowledge base holds no other task with runs of {metric!r} on the algorithms "
                              f"{list(space.algorithms)}: nothing to warm-start from")
     return past
-
-
-def choose_strategy(kb: KnowledgeBase | None, dataset_id: str | None, space: Any, *, metric: str = "error_rate",
-                    cv: int | str | None = "auto") -> tuple[str, str]:
-    """What ``auto`` means for this dataset: ``(name, reason)``, :data:`DEFAULT_WARM` when
-    the knowledge base holds other tasks' runs of ``metric`` on the algorithms of the CASH
-    ``space`` (:func:`past_for`), cold ``gp`` otherwise; the reason is one line for the user."""
-    name, note, _ = choose(kb, dataset_id, space, metric=metric, cv=cv)
-    return name, note
-
-
-def choose(kb: KnowledgeBase | None, dataset_id: str | None, space: Any, *, metric: str = "error_rate",
-           cv: int | str | None = "auto") -> tuple[str, str, PastRuns | None]:
-    """:func:`choose_strategy`, with the past it read (None for ``gp``), for
-    :func:`warm_factory` to take instead of reading it again."""
-    if kb is None or dataset_id is None:
-        return "gp", "cold GP-BO: no knowledge base to warm-start from", None
-    if not isinstance(space, CASHSpace):
-        return "gp", "cold GP-BO: warm starts need a CASH space (the algorithm is part of what transfers)", None
-    try:
-        past = past_for(kb, dataset_id, space, metric=metric, cv=cv)
-    except InputDataError as e:
-        return "gp", f"cold GP-BO: {e}", None
-    n_runs = sum(len(g.values) for t in past.tasks for g in past.task_runs(t).values())
-    fidelity = past_fidelity(kb, past.tasks, metric)
-    trained = "" if fidelity is None else f", trained on at most {fidelity:,.0f} rows"
-    return DEFAULT_WARM, (f"warm start ({DEFAULT_WARM}): {n_runs} runs of {len(past.tasks)} other tasks on "
-                          f"{len(past.algorithms)} of the space's {len(space.algorithms)} algorithms "
-                          f"({measured_alike(past, cv)} of the tasks measured as this search measures){trained}"), past
 
 
 def measured_alike(past: PastRuns, cv: int | str | None) -> int:
@@ -136,71 +98,5 @@ def stored_meta_features(kb: KnowledgeBase, dataset_id: str) -> dict[str, float]
     return {str(k): float(v) for k, v in row.items() if v == v}
 
 
-def warm_factory(name: str, kb: KnowledgeBase, dataset_id: str, space: CASHSpace, *, metric: str = "error_rate",
-                 past: PastRuns | None = None, time_budget: float | None = None, n_train: int | None = None,
-                 fits_per_trial: int = 1, cv: int | str | None = "auto", costs: FitCosts | None = None,
-                 **kw: Any) -> Callable[[int], Strategy]:
-    """Seed -> a fresh warm-start strategy ``name`` for the stored dataset ``dataset_id``
-    (module docstring); what transfers (the past runs, the meta-features, the surrogate
-    bank) is read once and shared by every strategy made (ESMBO makes one per replicate).
-    ``past``: :func:`past_for`'s result if already read (by :func:`choose`). ``kw`` go to
-    the strategy's constructor. Under a ``time_budget`` (seconds) on ``n_train`` training
-    rows (of the stored dataset's features), ``warm``'s portfolio keeps to configurations whose trial (``fits_per_trial`` fits,
-    one per fold of a cross-validated search) is predicted to take at most a tenth of it
-    (:data:`OPENING_SHARE`, :mod:`metabo.kb.costs`; ``costs``: the other tasks' recorded fit
-    seconds, :meth:`~metabo.kb.costs.FitCosts.for_target`, if already read, else read here)."""
-    if name not in WARM_STRATEGIES:
-        raise InputDataError(f"unknown warm-start strategy {name!r}; use one of {', '.join(WARM_STRATEGIES)}")
-    if not isinstance(space, CASHSpace):
-        raise InputDataError("warm-start strategies need a CASH space (the algorithm is part of what transfers)")
-    past = past_for(kb, dataset_id, space, metric=metric, cv=cv) if past is None else past
-    meta = stored_meta_features(kb, dataset_id)
-    if name in ("knn", "scot") and not meta:
-        raise InputDataError(f"dataset {dataset_id!r} has no meta-features: {name} needs them (store them with "
-                             "`metabo data meta-features`, or use rlgp/rgpe, which need none)")
-    if name == "warm":
-        from metabo.strategies.portfolio import PortfolioWarmStart
-
-        if time_budget is not None and n_train is not None:
-            from metabo.kb.costs import FitCosts
-
-            n_features = kb.get_dataset(dataset_id).get("n_features")
-            if costs is None:
-                costs = FitCosts.for_target(kb, dataset_id, space.algorithms, metric=metric)
-            fit = costs.predict(n_train, int(n_features) if n_features else None)
-            kw = {"costs": {cid: fits_per_trial * seconds for cid, seconds in fit.items()},
-                  "max_cost": OPENING_SHARE * time_budget, **kw}
-        return lambda seed: PortfolioWarmStart(past, meta or None, seed=seed, **kw)
-    if name == "knn":
-        from metabo.strategies.gp import GPBO
-        from metabo.strategies.knn import KNNWarmStart
-
-        return lambda seed: KNNWarmStart(past, meta, then=GPBO(n_init=0, seed=seed), seed=seed, **kw)
-    if name == "scot":
-        from metabo.strategies.scot import SCoT
-
-        return lambda seed: SCoT(past, meta, seed=seed, **kw)
-    from metabo.strategies.rgpe import RGPE
-    from metabo.strategies.rlgp import RLGP
-    from metabo.surrogates.bank import SurrogateBank, space_encoder
-
-    bank: list[SurrogateBank] = []  # fitted on first use, with the first seed asked for
-
-    def make(seed: int) -> Strategy:
-        if not bank:
-            bank.append(SurrogateBank.fit(past, space_encoder(space), seed=seed, kb=kb))
-        return (RLGP if name == "rlgp" else RGPE)(bank[0], seed=seed, **kw)
-
-    return make
-
-
-def warm_strategy(name: str, kb: KnowledgeBase, dataset_id: str, space: CASHSpace, *, metric: str = "error_rate",
-                  seed: int = 0, **kw: Any) -> Strategy:
-    """The warm-start strategy ``name`` for the stored dataset ``dataset_id`` (module
-    docstring); ``kw`` go to the strategy's constructor."""
-    return warm_factory(name, kb, dataset_id, space, metric=metric, **kw)(seed)
-
-
-__all__ = ["AUTO", "DEFAULT_WARM", "WARM_STRATEGIES", "choose", "choose_strategy", "measured_alike", "past_fidelity",
-           "past_for",
-           "stored_meta_features", "warm_factory", "warm_strategy"]
+__all__ = ["AUTO", "DEFAULT_WARM", "WARM_STRATEGIES", "measured_alike", "past_fidelity", "past_for",
+           "stored_meta_features"]

@@ -19,8 +19,8 @@ It stands above :mod:`metabo.strategies` and :mod:`metabo.ensembles`; the ask/te
 """
 
 from metabo.tuning.ensemble import tune_ensemble
-from metabo.tuning.registry import resolve_strategy, strategy_factory
+from metabo.tuning.registry import resolve_strategy
 from metabo.tuning.trials import OPENING, run_trials
 from metabo.tuning.tune import TuneResult, tune
 
-__all__ = ["OPENING", "TuneResult", "resolve_strategy", "run_trials", "strategy_factory", "tune", "tune_ensemble"]
+__all__ = ["OPENING", "TuneResult", "resolve_strategy", "run_trials", "tune", "tune_ensemble"]

@@ -38,7 +38,7 @@ or by vote, whichever is better out of sample. Then:
 
 The base strategy: a cold one by name (``gp``, ``random``, ...) or a warm start from the
 knowledge base (``knn``, ``rgpe``, ``rlgp``, ``scot``) built for the stored dataset with
-its own earlier runs left out (:func:`~metabo.strategies.warm.warm_factory`).
+its own earlier runs left out (:func:`~metabo.tuning.registry.resolve_strategy`).
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ from metabo.optimizer.history import TrialRecord
 from metabo.optimizer.optimizer import get_session
 from metabo.space.algorithms import default_cash_space
 from metabo.strategies import Strategy
-from metabo.tuning.registry import resolve_strategy, strategy_factory
+from metabo.tuning.registry import resolve_strategy
 from metabo.tuning.session import check_budget, default_trial_limit, open_session, prepare, search_costs
 from metabo.tuning.trials import run_trials
 
@@ -76,7 +76,7 @@ def base_factory(strategy: str | Strategy | Callable[[int], Strategy], kb: Knowl
                  dataset_id: str | None, space: CASHSpace, *, metric: str) -> Callable[[int], Strategy]:
     """Seed -> a fresh base strategy (cold by name, warm from ``kb``, or given)."""
     if isinstance(strategy, str):
-        return strategy_factory(strategy, kb, dataset_id, space, metric=metric)
+        return resolve_strategy(strategy, kb, dataset_id, space, metric=metric)[2]
     if callable(strategy) and not hasattr(strategy, "suggest"):
         return strategy
     fixed = strategy
@@ -122,7 +122,7 @@ def tune_ensemble(
     ``search_options`` go to :func:`make_search` (``ensemble_size``, ``loss``,
     ``n_replicates``, ``combine``, ``n_init``, and the search's own keyword arguments).
     ``strategy="auto"``: the default warm start when ``kb`` has runs for the space, else
-    ``gp`` (:func:`~metabo.strategies.warm.choose_strategy`; the result says which, and why).
+    ``gp`` (:func:`~metabo.tuning.registry.resolve_strategy`; the result says which, and why).
     """
     check_budget(budget)
     if method not in METHODS:
@@ -182,7 +182,8 @@ def tune_ensemble(
         opt.session_id, setup.dataset_id, method, metric, weights, combine, opt.history, valid_error, test_error,
         opt.best(), mean_pairwise_diversity([search.probas[k] for k in weights]), valid_probas=dict(search.probas),
         test_probas=test_probas, y_valid=y_valid, y_test=y_test, n_classes=n_classes, strategy=name,
-        strategy_note=note, cv=folds, test_idx=splits[0].test_idx, guard=decision, search_weights=search_weights, search_combine=search_combine,
+        strategy_note=note, cv=folds, test_idx=splits[0].test_idx, guard=decision, search_weights=search_weights,
+        search_combine=search_combine,
     )
     if not refit:
         return result

@@ -87,7 +87,7 @@ from metabo.optimizer.optimizer import Select, get_session
 from metabo.space.cash import CASHSpace
 from metabo.space.space import SearchSpace
 from metabo.strategies import Strategy, posterior_model
-from metabo.strategies.warm import AUTO
+from metabo.strategies.names import AUTO
 from metabo.tuning.final import (ENSEMBLE_RESERVE, _ensemble_model, _halving_reserve, _library, _promote, final_model,
     fit_on_every_row)
 from metabo.tuning.registry import resolve_strategy
@@ -219,10 +219,10 @@ def tune(
         space: the CASH space (default: every registered algorithm).
         strategy: a strategy or its name: a cold one (:func:`~metabo.strategies.make_strategy`)
             or a warm start from ``kb`` (``warm``, ``knn``, ``rgpe``, ``rlgp``, ``scot``:
-            :func:`~metabo.strategies.warm.warm_strategy`, which leaves the dataset's own
+            :func:`~metabo.tuning.registry.resolve_strategy`, which leaves the dataset's own
             earlier runs out of what it transfers); ``auto`` (default): ``warm`` when
             ``kb`` holds other tasks' runs on the space's algorithms, else cold ``gp``
-            (:func:`~metabo.strategies.warm.choose_strategy`; the result says which and why).
+            (:func:`~metabo.tuning.registry.resolve_strategy`; the result says which and why).
         kb: the knowledge base: the dataset (with its meta-features unless
             ``meta_features=False``), the session and every evaluation are stored.
         seed: seeds the suggestions, the splits and the estimators.

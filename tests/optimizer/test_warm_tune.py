@@ -13,7 +13,8 @@ from metabo.kb import KnowledgeBase
 from metabo.optimizer import tune
 from metabo.space.algorithms import default_cash_space
 from metabo.strategies.knn import KNNWarmStart
-from metabo.strategies.warm import past_for, warm_strategy
+from metabo.strategies.warm import past_for
+from metabo.tuning.registry import resolve_strategy
 
 ALGS = ["knn", "decision_tree"]
 
@@ -42,10 +43,10 @@ def test_warm_strategies_leave_the_dataset_out_of_their_past(store):
         iris = ids.loc[ids["name"].str.contains("iris"), "dataset_id"].item()
         others = set(ids["dataset_id"]) - {iris}
         assert set(past_for(kb, iris, space).tasks) == others and len(others) == 2
-        knn = warm_strategy("knn", kb, iris, space)
+        knn = resolve_strategy("knn", kb, iris, space, metric="error_rate")[2](0)
         assert isinstance(knn, KNNWarmStart) and set(knn.neighbours()["dataset_id"]) == others
-        with pytest.raises(InputDataError, match="unknown warm-start"):
-            warm_strategy("nope", kb, iris, space)
+        with pytest.raises(InputDataError, match="unknown strategy"):
+            resolve_strategy("nope", kb, iris, space, metric="error_rate")
         with pytest.raises(InputDataError, match="nothing to warm-start"):
             past_for(kb, iris, default_cash_space(["lda"]))
 
@@ -102,7 +103,7 @@ def test_tune_with_the_warm_default_starts_with_the_portfolios_first_configurati
     with KnowledgeBase(copy) as kb:
         ids = kb.query("SELECT dataset_id, name FROM datasets ORDER BY name")
         iris = ids.loc[ids["name"].str.contains("iris"), "dataset_id"].item()
-        strategy = warm_strategy("warm", kb, iris, space)
+        strategy = resolve_strategy("warm", kb, iris, space, metric="error_rate")[2](0)
         assert isinstance(strategy, PortfolioWarmStart) and iris not in strategy.past.tasks
         m, w = strategy.matrix(space)
         first = m.configs[int((w @ (1 - m.Q)).argmax())]  # gain before any pick: sum_p w_p (1 - Q_pc)
@@ -113,8 +114,6 @@ def test_tune_with_the_warm_default_starts_with_the_portfolios_first_configurati
 
 
 def test_auto_is_the_default_and_warm_starts_whenever_the_knowledge_base_has_knowledge(store, capsys, tmp_path):
-    from metabo.strategies.warm import choose_strategy
-
     kb_path, paths = store
     copy = tmp_path / "kb.duckdb"
     copy.write_bytes(kb_path.read_bytes())
@@ -127,15 +126,17 @@ def test_auto_is_the_default_and_warm_starts_whenever_the_knowledge_base_has_kno
         assert result.strategy_note.endswith(f"trained on at most {largest.item():,.0f} rows")
         # how the transferred runs were measured: this store's build measured as tune does
         assert "(2 of the tasks measured as this search measures)" in result.strategy_note
-        hold_out = choose_strategy(kb, result.dataset_id, default_cash_space(ALGS), cv=None)[1]
+        hold_out = resolve_strategy("auto", kb, result.dataset_id, default_cash_space(ALGS), metric="error_rate",
+                                    cv=None)[1]
         assert "(0 of the tasks measured as this search measures)" in hold_out  # iris is small: CV, not this
         # a space the past never ran: cold, and why
-        name, note = choose_strategy(kb, result.dataset_id, default_cash_space(["lda"]))
+        name, note, _ = resolve_strategy("auto", kb, result.dataset_id, default_cash_space(["lda"]),
+                                         metric="error_rate")
         assert name == "gp" and "nothing to warm-start from" in note
         sessions = kb.query("SELECT strategy FROM sessions WHERE session_id = ?", [result.session_id])
     assert sessions["strategy"].item() == "warm"
     reason = "cold GP-BO: no knowledge base to warm-start from"
-    assert choose_strategy(None, None, default_cash_space(ALGS)) == ("gp", reason)
+    assert resolve_strategy("auto", None, None, default_cash_space(ALGS), metric="error_rate")[:2] == ("gp", reason)
     cold = tune(str(paths["iris"]), target="target", budget=1, space=default_cash_space(ALGS), seed=0)
     assert cold.strategy == "gp" and "no knowledge base" in cold.strategy_note
     code = main(["tune", str(paths["wine"]), "--target", "target", "--budget", "1", "--algorithms", *ALGS,
