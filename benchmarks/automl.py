@@ -523,7 +523,8 @@ def summarize(rows: Sequence[Mapping[str, Any]], reference: str = REFERENCE) -> 
             soon, timed = first_model_share(mine)
             peaks = [r.get("peak_mb") for r in mine if r.get("peak_mb") is not None]
             out.append(
-                f"  {tool:14s} test error {error:.4f}  balanced {berror:.4f}  rank {ranks.get(tool, float('nan')):.2f}  "
+                f"  {tool:14s} test error {error:.4f}  balanced {berror:.4f}  "
+                f"rank {ranks.get(tool, float('nan')):.2f}  "
                 f"overrun>{OVERRUN:.0%} {overrun_rate(mine):.0%}  "
                 f"mean seconds {_mean([r['seconds'] for r in mine]):.1f}  "
                 f"first model {_mean([r.get('first_model') for r in mine]):.1f} s "

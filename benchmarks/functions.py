@@ -189,7 +189,8 @@ def four_branch_space() -> CASHSpace:
             "branin": SearchSpace("branin", [Float("x1", -5.0, 10.0), Float("x2", 0.0, 15.0)]),
             "quadratic": SearchSpace(
                 "quadratic",
-                [Integer("n", 0, 20), Float("y", 0.01, 100.0, log=True, default=1.0), Categorical("shape", ("a", "b", "c"))],
+                [Integer("n", 0, 20), Float("y", 0.01, 100.0, log=True, default=1.0),
+                 Categorical("shape", ("a", "b", "c"))],
             ),
             "hartmann3": SearchSpace("hartmann3", [Float(f"x{i}", 0.0, 1.0) for i in (1, 2, 3)]),
             "rosenbrock": SearchSpace(

@@ -322,7 +322,8 @@ class SmacSuggester:
 
         if len(self.space) == 1:
             return Configuration(self.cs, values=dict(params))
-        return Configuration(self.cs, values={ALGORITHM: algorithm, **{f"{algorithm}:{k}": v for k, v in params.items()}})
+        return Configuration(self.cs,
+                             values={ALGORITHM: algorithm, **{f"{algorithm}:{k}": v for k, v in params.items()}})
 
     def ask(self) -> Config:
         self._info = self.smac.ask()

@@ -25,7 +25,8 @@ paper:
   (3 random first, then the ranker, with lighter settings: :data:`SCOT_SETTINGS`; a task
   without meta-features gets the past tasks' mean rescaled features, SCoT's own imputation),
   ``knn`` (the best pipeline of each of the 3 nearest past tasks among the candidates, then
-  GP-BO: its design takes the place of the 3 random points). kNN ranks only the past tasks with meta-features; a held-out task
+  GP-BO: its design takes the place of the 3 random points). kNN ranks only the past tasks with meta-features;
+  a held-out task
   without meta-features is given the past tasks' mean meta-features (the imputation SCoT
   uses), so its neighbours are the most typical datasets;
 - report: mean normalized regret and average rank at iterations 1, 3, 5, 10, 20, Friedman

@@ -4,7 +4,8 @@ held-out tasks: references computed on recorded values (``scripts/bench_warm.py 
 The live protocol (:mod:`benchmarks.warm_bench`) evaluates a configuration as the
 knowledge base recorded it (same split, same seed), so a held-out task's recorded value of
 a configuration is what a live trial of it returns
-(:func:`benchmarks.transfer_live.reproduced` measures how often exactly). Every method that opens with recorded configurations (a portfolio, a
+(:func:`benchmarks.transfer_live.reproduced` measures how often exactly). Every method that opens with recorded
+configurations (a portfolio, a
 nearest task's best) is therefore bounded by what the recorded values allow, and these
 references can be computed without training a model:
 

@@ -85,7 +85,8 @@ def meta_folds(tasks: Sequence[str], n_folds: int = 5, seed: int = 0) -> list[li
     return [sorted(tasks[i] for i in part) for part in np.array_split(order, n_folds)]
 
 
-def fold_lookups(past: PastRuns, fold: Sequence[str], space: CASHSpace) -> tuple[FiniteCASHSpace, dict[str, LookupTask]]:
+def fold_lookups(past: PastRuns, fold: Sequence[str],
+                 space: CASHSpace) -> tuple[FiniteCASHSpace, dict[str, LookupTask]]:
     """The candidates recorded on every dataset of ``fold`` (one finite space shared by all
     methods) and each dataset's lookup objective restricted to them."""
     full = {t: LookupTask.from_past(past, t, space) for t in fold}
@@ -241,7 +242,8 @@ def summarize_runs(runs: Sequence[Mapping[str, Any]], methods: Sequence[str],
                  f"{'Wilcoxon p':>10s}"]
         for it in report_at:
             a, b = R[c, :, it - 1], R[s, :, it - 1]
-            rows[str(it)] = {"collab": float(a.mean()), "separate": float(b.mean()), "collab_better": int((a < b).sum()),
+            rows[str(it)] = {"collab": float(a.mean()), "separate": float(b.mean()),
+                             "collab_better": int((a < b).sum()),
                              "separate_better": int((a > b).sum()), "wilcoxon_p": wilcoxon_p(a, b)}
             r = rows[str(it)]
             lines.append(f"{it:5d} {r['collab']:9.4f} {r['separate']:9.4f} {r['collab_better']:10d} "

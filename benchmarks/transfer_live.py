@@ -153,7 +153,8 @@ def live_run(method: str, task: str, seed: int, iterations: int, past_all: PastR
     if strategy is None:
         strategy = make_method(method, past_all.without(task), task, seed, shared)
     start = time.perf_counter()
-    result = tune(spec, budget=iterations, space=space if space is not None else shared["space"], strategy=strategy, kb=scratch, seed=seed,
+    result = tune(spec, budget=iterations, space=space if space is not None else shared["space"], strategy=strategy,
+                  kb=scratch, seed=seed,
                   protocol=evaluation_protocol(evaluation), metric=KB_EVALUATION["metric"],
                   time_limit=KB_EVALUATION["time_limit"], memory_limit_mb=KB_EVALUATION["memory_limit_mb"],
                   keep_predictions=False, meta_features=False, session_id=f"live-{task}-{method}-s{seed}")

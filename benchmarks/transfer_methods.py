@@ -6,7 +6,8 @@ and the knowledge base benchmarked (:func:`shipped_kb_file`).
 
 Methods: ``random``, ``gp`` (GP-BO, 3 random first), ``knn`` (kNN warm start), ``rgpe``,
 ``rlgp`` (the RLGP paper's protocol: 3 random first), ``rlgp-warm`` (RLGP as the project
-runs it by default: the first pick from the base GPs), ``rgpe-warm`` (RGPE started the same way), ``scot``, ``global-default``,
+runs it by default: the first pick from the base GPs), ``rgpe-warm`` (RGPE started the same way), ``scot``,
+``global-default``,
 ``collab-default`` (SCoT's first pick), ``warm`` (the default warm start,
 :class:`~metabo.strategies.portfolio.PortfolioWarmStart`) and ``optuna-tpe`` (Optuna's TPE, each proposal
 snapped to the nearest recorded candidate). ``shared`` holds the CASH ``space``, the tasks'

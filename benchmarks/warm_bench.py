@@ -33,7 +33,8 @@ The option ``measured=kb|tune`` (any method) transfers from the runs measured th
 (:func:`measured_protocols`: the earlier hold-out knowledge base, or ``metabo tune``'s
 protocol), so the old and the new knowledge are compared in one run on one normalization.
 The option ``space=base`` (any method, live protocol) searches the space before the algorithms
-added for OBOE's grid (:func:`space_of`). ``oboe`` (not in the default list: it needs ``metabo ingest oboe``): OBOE's own selection (:class:`~metabo.strategies.matrix_completion.OBOESelection`)
+added for OBOE's grid (:func:`space_of`). ``oboe`` (not in the default list: it needs ``metabo ingest oboe``):
+OBOE's own selection (:class:`~metabo.strategies.matrix_completion.OBOESelection`)
 on the past tasks from OBOE's meta-dataset. The option ``knowledge=<source>+<source>`` (any
 method) limits the past to the tasks of those sources (``warm@knowledge=keel``: the 42
 KEEL tasks of the shipped knowledge base only).
@@ -262,7 +263,8 @@ def make_method(name: str, past: PastRuns, meta: Mapping[str, float], seed: int,
 
         own = [t for t in past.tasks if sources is not None and sources.get(t) == "oboe"]
         if not own:
-            raise InputDataError("the oboe method needs the OBOE meta-dataset in the knowledge base (metabo ingest oboe)")
+            raise InputDataError(
+                "the oboe method needs the OBOE meta-dataset in the knowledge base (metabo ingest oboe)")
         return OBOESelection(past.only(tasks=own), **method_options(name))
 
     if name == "random":
@@ -447,5 +449,6 @@ def _at(curve: Sequence[float], k: int) -> float:
 
 __all__ = ["BANK_METHODS", "METHODS", "OptunaTPE", "RecordedOrder", "held_out", "knowledge_of", "live_ranges",
            "measured_of", "measured_protocols",
-           "live_regret", "make_method", "method_options", "possible_copies", "report", "same_content_groups", "space_of",
+           "live_regret", "make_method", "method_options", "possible_copies", "report", "same_content_groups",
+           "space_of",
            "surrogate_run"]

@@ -92,7 +92,8 @@ def report(runs: list[dict[str, Any]], tasks: list[str], specs: dict[str, str], 
     best = E[outputs.index("bo-best")] if "bo-best" in outputs else None
     for i, o in sorted(enumerate(outputs), key=lambda x: entry["mean_rank"][x[1]]):
         pw = entry["wilcoxon"].get(o, {})
-        wtl = "" if best is None else f"{int((E[i] < best).sum())}/{int((E[i] == best).sum())}/{int((E[i] > best).sum())}"
+        wtl = ("" if best is None
+               else f"{int((E[i] < best).sum())}/{int((E[i] == best).sum())}/{int((E[i] > best).sum())}")
         lines.append(f"{o:{width}s} {E[i].mean():>10.4f} {entry['mean_rank'][o]:>9.2f} "
                      f"{pw.get('vs_bo-best', float('nan')):>13.3g} {pw.get('vs_bo-guarded', float('nan')):>13.3g} "
                      f"{wtl:>11s} {div[o]:>10.3f} {size[o]:>8.1f}")

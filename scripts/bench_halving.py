@@ -77,7 +77,8 @@ def main() -> int:
     frame = pd.DataFrame(done)
     table = frame.pivot_table(index=["dataset", "seed"], columns="arm", values="test_error")
     seconds = frame.pivot_table(index="dataset", columns="arm", values="seconds")
-    text = ("test error (refitted model, the hold-out's 20% test part)\n" + table.to_string(float_format="{:.4f}".format)
+    text = ("test error (refitted model, the hold-out's 20% test part)\n"
+            + table.to_string(float_format="{:.4f}".format)
             + "\n\nmean test error\n" + table.groupby(level=0).mean().to_string(float_format="{:.4f}".format)
             + "\n\nmean seconds per call\n" + seconds.to_string(float_format="{:.1f}".format))
     (out / "summary.txt").write_text(text + "\n")

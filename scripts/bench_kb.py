@@ -31,7 +31,8 @@ def synthetic(n_runs: int, n_datasets: int, n_configs: int, seed: int) -> tuple[
     """Configurations (algorithm, params) and runs referencing them by position."""
     rng = np.random.default_rng(seed)
     algos = rng.choice(ALGORITHMS, n_configs)
-    params = [json.dumps({"C": float(c), "k": int(k)}) for c, k in zip(rng.lognormal(size=n_configs), rng.integers(1, 100, n_configs))]
+    params = [json.dumps({"C": float(c), "k": int(k)})
+              for c, k in zip(rng.lognormal(size=n_configs), rng.integers(1, 100, n_configs))]
     configs = pd.DataFrame({"algorithm": algos, "params": params})
     # each (dataset, config) pair once per fold, so rows are distinct runs
     pairs = rng.choice(n_datasets * n_configs, size=n_runs // 5, replace=False)
@@ -125,7 +126,8 @@ def main() -> None:
     print(f"store: {stats['runs']:,} runs, {stats['configurations']:,} configurations, "
           f"{stats['datasets']:,} datasets x {args.meta_features} meta-features ({size_mb:.0f} MB on disk)")
     print(f"setup (datasets + meta-features): {setup_s:.2f} s; {args.configs:,} configurations: {cfg_s:.2f} s")
-    print(f"bulk ingestion ({len(batch):,} runs by config id): {ingest_s:.2f} s = {len(batch) / ingest_s:,.0f} rows/s ({new:,} new)")
+    print(f"bulk ingestion ({len(batch):,} runs by config id): {ingest_s:.2f} s = "
+          f"{len(batch) / ingest_s:,.0f} rows/s ({new:,} new)")
     print(f"re-ingestion of the same batch: {reingest_s:.2f} s = {len(batch) / reingest_s:,.0f} rows/s ({again:,} new)")
     print(f"bulk ingestion with JSON params ({len(json_batch):,} runs): {len(json_batch) / json_s:,.0f} rows/s")
     print(f"performance matrix ({algo}, {shape[0]} x {shape[1]}): median {matrix_ms:.1f} ms")

@@ -273,7 +273,8 @@ def _openbox(args: argparse.Namespace, past: PastRuns, target: str,  # type: ign
     sub = space[algorithm]
     mf = past.meta_features
     near = nearest_from_matrix(mf.drop(index=[target]), mf.loc[target].to_dict(), k=5)["dataset_id"].tolist()
-    hps = [{"name": h.name, "low": float(h.low), "high": float(h.high), "log": bool(h.log)} for h in sub.hyperparameters]
+    hps = [{"name": h.name, "low": float(h.low), "high": float(h.high), "log": bool(h.log)}
+           for h in sub.hyperparameters]
 
     def rows(task: str) -> list:
         g = past[(task, algorithm)]

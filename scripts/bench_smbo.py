@@ -189,7 +189,8 @@ def aims(summary: dict[str, Any], optimizers: Sequence[str], functions: Sequence
             pvals = summary.get("vs_gp", {}).get(cond, {}).get(str(b), {})
             lines.append(f"GP-BO not behind any peer on {cond} after {b}: " + (
                 "yes" if not behind else "NO (behind " + ", ".join(
-                    f"{o} {_fmt(med(o, cond, b))} vs {_fmt(med(GP, cond, b))}, Mann-Whitney p={pvals.get(o, math.nan):.2g}"
+                    f"{o} {_fmt(med(o, cond, b))} vs {_fmt(med(GP, cond, b))}, "
+                    f"Mann-Whitney p={pvals.get(o, math.nan):.2g}"
                     for o in behind) + ")"))
     if "optuna-gp" in speed and GP in speed:
         for n in speed[GP]:

@@ -19,7 +19,8 @@ appended to ``lookup_runs.jsonl`` as they finish, so an interrupted run resumes
 
 Methods: ``random``, ``gp`` (GP-BO, 3 random first), ``knn`` (kNN warm start), ``rgpe``,
 ``rlgp`` (the RLGP paper's protocol: 3 random first), ``rlgp-warm`` (RLGP as the project
-runs it by default: the first pick from the base GPs), ``rgpe-warm`` (RGPE started the same way), ``scot``, ``global-default``,
+runs it by default: the first pick from the base GPs), ``rgpe-warm`` (RGPE started the same way), ``scot``,
+``global-default``,
 ``collab-default`` and ``optuna-tpe`` (Optuna's TPE, each proposal snapped to the nearest
 recorded candidate: :class:`benchmarks.lookup.OptunaOnCandidates`).
 

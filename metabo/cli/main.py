@@ -90,7 +90,8 @@ def _quickstart(sub: Any, common: argparse.ArgumentParser, func: Any) -> None:
     quick.add_argument("--no-keel", action="store_true", help="only scikit-learn's bundled datasets")
     quick.add_argument("--seed", type=int, default=0)
     quick.add_argument("--no-demo", action="store_true", help="skip the live warm-start vs cold-start tuning")
-    quick.add_argument("--demo-budget", type=count(high=10_000), default=15, help="evaluations of each tuning in the demo")
+    quick.add_argument("--demo-budget", type=count(high=10_000), default=15,
+                       help="evaluations of each tuning in the demo")
     quick.add_argument("--demo-seeds", type=count(high=1000), default=3,
                        help="seeds of the demo (--seed, --seed + 1, ...): the spread over them is shown")
     quick.set_defaults(func=func)

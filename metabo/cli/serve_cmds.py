@@ -55,7 +55,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                        help="run the REST warm-start service (ask/tell studies, knowledge queries, ingestion)")
     p.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind (default {DEFAULT_HOST}; "
                    "any other needs a token)")
-    p.add_argument("--port", type=integer(low=0, high=65535), default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
+    p.add_argument("--port", type=integer(low=0, high=65535), default=DEFAULT_PORT,
+                   help=f"port (default {DEFAULT_PORT})")
     p.add_argument("--token", default=None, help=f"bearer token clients must send (default: ${TOKEN_ENV})")
     p.add_argument("--max-pending", type=count(), default=DEFAULT_MAX_PENDING,
                    help=f"the most trials a study may have asked and not told (default {DEFAULT_MAX_PENDING}); "

@@ -94,10 +94,12 @@ def cmd_transfer(args: argparse.Namespace) -> int:
         print(json.dumps({
             "mean_ranks": ranks.head(args.top).to_dict(orient="records"),
             "portfolio": portfolio.to_dict(orient="records"),
-            "similar_pairs": [{"task_a": a, "task_b": b, "tau": float(t)} for (a, b), t in pairs.head(args.top).items()],
+            "similar_pairs": [{"task_a": a, "task_b": b, "tau": float(t)}
+                              for (a, b), t in pairs.head(args.top).items()],
         }, indent=2, default=str))
     else:
-        print(f"{args.algorithm}: {len(ranks)} configurations ranked over the tasks ({args.metric}); best by mean rank:")
+        print(f"{args.algorithm}: {len(ranks)} configurations ranked over the tasks ({args.metric}); "
+              "best by mean rank:")
         print(ranks.head(args.top).to_string(index=False))
         print(f"\ngreedy portfolio of {len(portfolio)} (mean normalized regret of the best member per task):")
         print(portfolio.to_string(index=False))

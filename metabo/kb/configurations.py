@@ -95,7 +95,8 @@ def _insert_new(con: duckdb.DuckDBPyConnection, rows: dict[str, tuple[str, str]]
     """Insert the configurations ``{config_id: (algorithm, params)}`` not yet stored
     (anti-joined in one statement; a small batch comes as list parameters, a large one
     as a registered Arrow table, see :mod:`metabo.kb._sql`)."""
-    columns = {"config_id": list(rows), "algorithm": [r[0] for r in rows.values()], "params": [r[1] for r in rows.values()]}
+    columns = {"config_id": list(rows), "algorithm": [r[0] for r in rows.values()],
+               "params": [r[1] for r in rows.values()]}
     insert = ("INSERT INTO configurations SELECT b.config_id, b.algorithm, b.params, ?::TIMESTAMP "
               "FROM {source} b ANTI JOIN configurations c ON c.config_id = b.config_id")
     if len(rows) <= SMALL_BATCH:

@@ -111,7 +111,8 @@ def _matrix_arrays(
         "FROM datasets) d USING (dataset_id)"
     )
     value = "round({}.value, %d)" % RANK_DECIMALS if rounded else "{}.value"
-    i, j, vals = _fetch_codes(kb, f"SELECT coalesce(d.i, -1) AS i, c.j, {value.format('r')} AS value FROM runs r {codes} "
+    i, j, vals = _fetch_codes(kb, f"SELECT coalesce(d.i, -1) AS i, c.j, {value.format('r')} AS value "
+                              f"FROM runs r {codes} "
                               f"WHERE r.algorithm = ? AND r.metric = ? AND r.status = 'ok'{fid_sql}{task_sql}",
                               [algorithm, *cfg_params, algorithm, metric, *fid_params, *task_params])
     n_cols = len(configs)
@@ -122,7 +123,8 @@ def _matrix_arrays(
             return _scatter(datasets, configs, i, j, vals)
     # several runs per (task, configuration) (folds, fidelities): aggregate in SQL
     sql, extra = _per_task_sql(fidelity, dataset_ids)
-    i, j, vals = _fetch_codes(kb, f"SELECT coalesce(d.i, -1) AS i, c.j, {value.format('p')} AS value FROM ({sql}) p {codes}",
+    i, j, vals = _fetch_codes(kb, f"SELECT coalesce(d.i, -1) AS i, c.j, {value.format('p')} AS value "
+                              f"FROM ({sql}) p {codes}",
                               [algorithm, metric, *extra, algorithm, *cfg_params])
     if i is not None and (not len(i) or i.min() >= 0):
         return _scatter(datasets, configs, i, j, vals)

@@ -203,7 +203,8 @@ def _normalize(kb: KnowledgeBase, runs: pd.DataFrame | Iterable[Mapping[str, Any
     if "config_id" not in cols or pd.isna(cols["config_id"]).any():
         if "algorithm" not in cols or "params" not in cols:
             raise InputDataError("every run needs a 'config_id' or both 'algorithm' and 'params'")
-        cols["config_id"] = np.asarray(kb.add_configurations(_as_strings(cols["algorithm"]), cols["params"]), dtype=object)
+        cols["config_id"] = np.asarray(kb.add_configurations(_as_strings(cols["algorithm"]), cols["params"]),
+                                       dtype=object)
     else:
         _check_known(kb, cols["config_id"], "configurations", "config_id", InputDataError, "configuration")
     _check_known(kb, cols["dataset_id"], "datasets", "dataset_id", UnknownDatasetError, "dataset")

@@ -18,7 +18,8 @@ trials told as usual), not ``n_0`` random configurations; its best
 ``min(ceil(N / eta), eta^(R-2))`` successful trials (``N`` of them, ``R`` rungs) go to rung
 1, with the best trial of every algorithm not among them (``tune`` does this: learning curves
 of algorithms differ in slope and cross, Mohr & van Rijn 2022, so a nearest-neighbour model
-that ranks low on 2,000 rows may lead on 12,000); at every later rung the best ``ceil(n_k / eta)`` of the previous rung (by their value
+that ranks low on 2,000 rows may lead on 12,000); at every later rung the best ``ceil(n_k / eta)`` of the
+previous rung (by their value
 there, the earliest trial among ties) are evaluated again. The last rung, every row, is the
 final model's fit: it is not spent on one configuration's evaluation. The winner
 (:func:`winner`) is the best of the highest rung evaluated completely.

@@ -43,7 +43,8 @@ like them: the expected improvement in regret under the mixture "the new task is
 so one seen on few tasks cannot win by its absences. With ``distinct`` (default) each pick
 is of an algorithm not tried yet while one with recorded configurations is left (with
 ``n_distinct = k``, only the first ``k`` picks; the later ones may return to an algorithm
-already tried, its next configuration by the same gain): the algorithm choice matters most early, and a cold search's random design owes its strength
+already tried, its next configuration by the same gain): the algorithm choice matters most early, and a cold
+search's random design owes its strength
 at a few evaluations to spanning algorithms; here each algorithm is represented by its
 best-covering configuration instead of a random one. Design trials after the portfolio's
 are uniform configurations of algorithms not tried yet (for instance ones the past never
@@ -351,7 +352,8 @@ class PortfolioWarmStart:
         self._matrix: tuple[CASHSpace, RegretMatrix, np.ndarray] | None = None
 
     def __repr__(self) -> str:
-        return (f"PortfolioWarmStart(tasks={len(self.past.tasks)}, n_portfolio={self.n_portfolio}, n_design={self.n_design}, beta={self.beta}, "
+        return (f"PortfolioWarmStart(tasks={len(self.past.tasks)}, n_portfolio={self.n_portfolio}, "
+                f"n_design={self.n_design}, beta={self.beta}, "
                 f"n_transfer_starts={self.n_transfer_starts}, then={self.then!r}, seed={self.seed})")
 
     # ------------------------------------------------------------------ transfer

@@ -200,7 +200,8 @@ def test_cv_auto_is_five_folds_up_to_the_line():
 def test_search_protocol_cross_validates_every_non_test_row_once():
     from metabo.evaluation.protocols import parse_cv, search_protocol
 
-    data = Dataset.from_frame(pd.DataFrame({"x": np.arange(100.0), "y": np.arange(100) % 3}), "y", name="d", source="test")
+    data = Dataset.from_frame(pd.DataFrame({"x": np.arange(100.0), "y": np.arange(100) % 3}), "y", name="d",
+                              source="test")
     splits = search_protocol("auto", data.n_instances).splits(data, seed=4)
     assert len(splits) == 5
     test = splits[0].test_idx

@@ -117,7 +117,8 @@ def test_explicit_configurations_are_a_session_of_their_own_and_resume(tmp_path)
 @pytest.mark.parametrize("text, match", [
     ("not json", "cannot read"), ("[]", "non-empty"), ('[["knn"]]', "entry 0"),
     ('[["nope", {}]]', "entry 0"), ('[["knn", {"n_neighbors": 3}]]', "entry 0"), ('[[3, {}]]', "entry 0"),
-    ('[["gaussian_nb", {"var_smoothing": 1e-9}], ["knn", {"n_neighbors": -4, "weights": "uniform", "p": 2}]]', "entry 1"),
+    ('[["gaussian_nb", {"var_smoothing": 1e-9}], '
+     '["knn", {"n_neighbors": -4, "weights": "uniform", "p": 2}]]', "entry 1"),
 ])
 def test_a_bad_grid_file_is_refused_naming_the_entry(tmp_path, text, match):
     path = tmp_path / "grid.json"

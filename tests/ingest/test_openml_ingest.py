@@ -291,7 +291,8 @@ def test_legacy_sklearn_paths_and_nested_pipelines_map():
                "full_name": "x", "value": "10"}]
     assert map_flow("sklearn.ensemble.forest.RandomForestClassifier(3)", params) == (
         "random_forest", {"n_estimators": 10}, True)
-    inner = "sklearn.pipeline.Pipeline(scale=sklearn.preprocessing.StandardScaler,knn=sklearn.neighbors.KNeighborsClassifier)"
+    inner = ("sklearn.pipeline.Pipeline(scale=sklearn.preprocessing.StandardScaler,"
+             "knn=sklearn.neighbors.KNeighborsClassifier)")
     params = [{"flow_name": "sklearn.neighbors.KNeighborsClassifier", "parameter_name": "n_neighbors",
                "full_name": "y", "value": "5"}]
     assert map_flow(f"sklearn.pipeline.Pipeline(prep=a.B,model={inner})(1)", params) == (

@@ -250,7 +250,8 @@ def test_from_kb_puts_the_nearest_tasks_best_configuration_first(kb):
     by_meta = WarmStartSampler.from_kb(kb, meta_features={"f": 0.9}, algorithm="svm_rbf", k=2, method="knn")
     assert by_meta.warm == (OPTIMUM, {"C": 1e4, "gamma": 1e4})
     past = PastRuns.from_kb(kb)
-    assert WarmStartSampler.from_kb(past, meta_features={"f": 0.9}, algorithm="svm_rbf", k=2, method="knn").warm == by_meta.warm
+    assert (WarmStartSampler.from_kb(past, meta_features={"f": 0.9}, algorithm="svm_rbf", k=2, method="knn").warm
+            == by_meta.warm)
     renamed = WarmStartSampler.from_kb(kb, dataset_id="new", algorithm="svm_rbf", k=1, method="knn",
                                        param_names={"svm_C": "C", "svm_gamma": "gamma"})
     assert renamed.warm == ({"svm_C": 10.0, "svm_gamma": 0.01},)

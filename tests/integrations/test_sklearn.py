@@ -182,7 +182,8 @@ def test_ensemble_is_the_bagged_selection_of_tune_ensemble():
     for i, params in enumerate(search.cv_results_["params"]):
         P = np.zeros((len(y), 3))
         for train, test in CV.split(X, y):
-            P[test] = DecisionTreeClassifier(random_state=0).set_params(**params).fit(X[train], y[train]).predict_proba(X[test])
+            tree = DecisionTreeClassifier(random_state=0).set_params(**params)
+            P[test] = tree.fit(X[train], y[train]).predict_proba(X[test])
         oof[i] = P
     expected = select_from(oof, y, max_size=5, n_bags=20, fraction=0.5, seed=0)
     assert search.ensemble_weights_ == pytest.approx(expected)

@@ -76,7 +76,8 @@ def test_killed_mid_batch_leaves_store_consistent(tmp_path):
 def _rich_store(path) -> KnowledgeBase:
     kb = KnowledgeBase(path)
     kb.add_algorithms(["knn", "svm_rbf"])
-    frame = pd.DataFrame({"a": [1.0, np.nan, 3.0, 4.5], "b": pd.Categorical(["x", "y", None, "x"]), "t": ["p", "q", "p", "q"]})
+    frame = pd.DataFrame({"a": [1.0, np.nan, 3.0, 4.5], "b": pd.Categorical(["x", "y", None, "x"]),
+                          "t": ["p", "q", "p", "q"]})
     ds = Dataset.from_frame(frame, "t", name="tiny", source="test", flags={"lost_decimals": ("a",)})
     kb.add_dataset(ds, {"NumberOfInstances": 4, "ClassEntropy": 1.0, "Undefined": float("nan")})
     kb.register_dataset(name="anneal", source="openml", openml_id=2)

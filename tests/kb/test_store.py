@@ -65,7 +65,8 @@ def test_fresh_store_is_at_latest_schema(kb):
 def test_migration_from_version_1_keeps_runs_and_their_ids(tmp_path):
     path = tmp_path / "old.duckdb"
     con = duckdb.connect(str(path))
-    con.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, description VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL)")
+    con.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, description VARCHAR NOT NULL, "
+                "applied_at TIMESTAMP NOT NULL)")
     for stmt in MIGRATIONS[0].statements:
         con.execute(stmt)
     con.execute("INSERT INTO schema_migrations VALUES (1, 'initial schema', now())")
@@ -79,7 +80,8 @@ def test_migration_from_version_1_keeps_runs_and_their_ids(tmp_path):
 def _store_at(path, version: int) -> duckdb.DuckDBPyConnection:
     """A connection to a new store at schema ``version`` (the migrations up to it applied)."""
     con = duckdb.connect(str(path))
-    con.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, description VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL)")
+    con.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, description VARCHAR NOT NULL, "
+                "applied_at TIMESTAMP NOT NULL)")
     for m in MIGRATIONS[:version]:
         for stmt in m.statements:
             con.execute(stmt)
@@ -121,7 +123,8 @@ def test_migration_to_version_6_says_how_every_run_was_measured(tmp_path):
     con.execute("INSERT INTO algorithms VALUES ('knn', '', '', now())")
     con.execute("INSERT INTO configurations VALUES ('c1', 'knn', '{}', now())")
     con.execute("INSERT INTO sessions (session_id, strategy, settings, created_at, updated_at) VALUES "
-                "('s1', 'gp', '{\"protocol\": \"KFold(k=5, stratified=True, test=0.2, max_train=None)\"}', now(), now()),"
+                "('s1', 'gp', '{\"protocol\": \"KFold(k=5, stratified=True, test=0.2, max_train=None)\"}', "
+                "now(), now()),"
                 "('s2', 'gp', '{}', now(), now())")
     for i, source in enumerate(["session:s1", "session:s2", "oboe", "openml:123"]):
         con.execute(
@@ -272,7 +275,8 @@ def test_ingest_twice_is_once(kb):
 
 
 def test_run_identity_includes_fold_seed_source_and_fidelity(kb):
-    base = dict(dataset_id="test-toy", algorithm="knn", params={"n_neighbors": 1}, metric="error_rate", value=0.2, source="s")
+    base = dict(dataset_id="test-toy", algorithm="knn", params={"n_neighbors": 1}, metric="error_rate", value=0.2,
+                source="s")
     ids = {
         kb.add_run(**base),
         kb.add_run(**{**base, "fold": 1}),
@@ -324,7 +328,8 @@ def test_canonical_rejects_non_finite_and_objects():
 
 
 def test_predictions_round_trip(kb):
-    rid = kb.add_run(dataset_id="test-toy", algorithm="knn", params={"n_neighbors": 3}, metric="error_rate", value=0.1, source="s")
+    rid = kb.add_run(dataset_id="test-toy", algorithm="knn", params={"n_neighbors": 3}, metric="error_rate", value=0.1,
+                     source="s")
     proba = np.random.default_rng(0).dirichlet(np.ones(3), size=40)
     kb.add_predictions(rid, proba)
     back = kb.get_predictions(rid)

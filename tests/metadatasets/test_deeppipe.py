@@ -146,7 +146,8 @@ def _write(root: Path, name: str, data: dict | str) -> Path:
 
 def test_json_rows_equal_a_full_parse(tmp_path: Path) -> None:
     path = tmp_path / "x.json"
-    obj = {"s": "a [tricky] \"string\" {", "rows": [[1.0, float("nan"), -2.5e-3], [], [3]], "n": 7, "d": {"k": [1, [2]]}}
+    obj = {"s": "a [tricky] \"string\" {", "rows": [[1.0, float("nan"), -2.5e-3], [], [3]], "n": 7,
+           "d": {"k": [1, [2]]}}
     path.write_text(json.dumps(obj))
     with JsonObjectFile(path) as f:
         assert f.keys() == ["s", "rows", "n", "d"]

@@ -234,7 +234,8 @@ def test_a_405_names_every_method_of_the_path(client):
 
 def test_the_openapi_schema_documents_every_route(client):
     schema = client.get("/openapi.json").json()
-    assert {"/studies", "/studies/{study_id}/ask", "/studies/{study_id}/trials/{number}/tell", "/studies/{study_id}/best",
+    assert {"/studies", "/studies/{study_id}/ask", "/studies/{study_id}/trials/{number}/tell",
+            "/studies/{study_id}/best",
             "/studies/{study_id}/history", "/knowledge/suggestions", "/knowledge/nearest",
             "/knowledge/ranks/{algorithm}", "/runs", "/datasets", "/datasets/upload"} <= set(schema["paths"])
     # without a token no operation asks for one, nor answers 401

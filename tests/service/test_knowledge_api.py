@@ -69,5 +69,6 @@ def test_ingest_stores_a_batch_normalized_whole_and_once(client, snap):
     assert stored["algorithm"].tolist() == ["knn", "knn", "lda"] and stored["fold"].tolist() == [1, 2, 1]
     assert stored["value"].tolist()[:2] == [0.2, 0.3] and stored["status"].tolist()[2] == "crash"
     before = snap(client)
-    assert client.post("/runs", json={"runs": runs, "source": "bench:upload-1"}).json() == {"received": 3, "inserted": 0}
+    assert (client.post("/runs", json={"runs": runs, "source": "bench:upload-1"}).json()
+            == {"received": 3, "inserted": 0})
     assert snap(client) == before

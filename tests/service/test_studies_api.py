@@ -45,7 +45,8 @@ def test_ask_returns_the_local_optimizers_configurations_and_tell_stores_each_ru
     history = client.get(f"/studies/{study}/history").json()["trials"]
     assert [t["number"] for t in history] == [0, 1, 2, 3] and all(t["state"] == "complete" for t in history)
     info = client.get(f"/studies/{study}").json()
-    assert info == {"study_id": study, "dataset_id": "service-toy", "strategy": "random", "strategy_note": "", "seed": 3,
+    assert info == {"study_id": study, "dataset_id": "service-toy", "strategy": "random", "strategy_note": "",
+                    "seed": 3,
                     "metric": "error_rate", "algorithms": ALGS, "status": "running", "n_trials": 4,
                     "n_complete": 4, "n_pending": 0}
     with client.app.state.manager.store.locked() as kb:

@@ -298,7 +298,8 @@ def test_corrupt_entries_are_refitted_never_used(tmp_path, caplog):
         bad = {
             "garbage": b"garbage",
             "truncated": good[: len(good) // 2],
-            **{f"bit flip at {i}": good[:i] + bytes([good[i] ^ 0x10]) + good[i + 1:] for i in (3, 30, 250, len(good) - 1)},
+            **{f"bit flip at {i}": good[:i] + bytes([good[i] ^ 0x10]) + good[i + 1:]
+               for i in (3, 30, 250, len(good) - 1)},
             "another member's": other,
             "wrong factor": bank_cache.pack(scaled_L, identity),
             "wrong targets": bank_cache.pack(moved_y, identity),

@@ -22,7 +22,8 @@ class AlgorithmSpec:
     features should be encoded for it ("ordinal" for trees and boosting, "onehot" for the
     rest, "native" for an estimator that treats the ordinal codes as categories itself once
     told which columns hold them: its ``categorical`` parameter,
-    :func:`metabo.evaluation.preprocessing.tell_nominal`). ``handles_missing``: it accepts NaN in the features as they are.
+    :func:`metabo.evaluation.preprocessing.tell_nominal`). ``handles_missing``: it accepts NaN in the features
+    as they are.
     ``encoding_param``: the hyperparameter that chooses the encoding per configuration
     instead (a pipeline's encoder step, :mod:`.pipelines`); :meth:`needs_for` reads it.
     """
