@@ -16,8 +16,6 @@ the deployed model's error on the 25%. Rows go to ``<out>/runs.jsonl`` (a finish
 
 from __future__ import annotations
 
-import _repo  # noqa: F401 - first: the repository's root on sys.path, for benchmarks/ (not installed)
-
 import argparse
 import json
 import math
@@ -26,6 +24,7 @@ import tempfile
 from pathlib import Path
 from unittest import mock
 
+import _repo  # noqa: F401 - first: the repository's root on sys.path, for benchmarks/ (not installed)
 import numpy as np
 import pandas as pd
 
@@ -34,8 +33,8 @@ from benchmarks.transfer_live import dataset_spec
 from benchmarks.transfer_methods import shipped_kb_file
 from metabo.ingest.build import load_for_training
 from metabo.kb import KnowledgeBase
-from metabo.tuning.tune import tune
 from metabo.tuning import registry
+from metabo.tuning.tune import tune
 
 ARMS = {"cost-aware (default)": registry.OPENING_SHARE, "no cost limit": math.inf}
 

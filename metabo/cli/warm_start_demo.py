@@ -29,8 +29,8 @@ def warm_vs_cold(kb: KnowledgeBase, spec: str, *, budget: int = 15, seeds: Seque
     evaluation, and the test errors; every session is stored. Returns label -> the
     best-so-far curves, (n_seeds, budget)."""
     from metabo.kb.past import PastRuns
-    from metabo.tuning import tune
     from metabo.space.algorithms import default_cash_space
+    from metabo.tuning import tune
 
     past = PastRuns.from_kb(kb)
     algorithms = [a for a in FAST_ALGORITHMS if a in past.algorithms]

@@ -14,8 +14,8 @@ import pandas as pd
 
 from metabo.data.dataset import Dataset, feature_frame
 from metabo.optimizer.optimizer import Optimizer
-from metabo.tuning.session import prepare
 from metabo.tuning.registry import resolve_strategy
+from metabo.tuning.session import prepare
 
 if TYPE_CHECKING:
     from metabo.integrations._sklearn_space import TunedSpace

@@ -61,8 +61,7 @@ from metabo.evaluation.runner import describe
 from metabo.exceptions import InputDataError
 from metabo.integrations._sklearn_cash import CASHClassifier
 from metabo.integrations._sklearn_space import TunedSpace, tuned_space
-from metabo.strategies.names import COLD_STRATEGIES
-from metabo.strategies.names import AUTO, WARM_STRATEGIES
+from metabo.strategies.names import AUTO, COLD_STRATEGIES, WARM_STRATEGIES
 
 logger = logging.getLogger(__name__)
 
@@ -108,7 +107,8 @@ class MetaSearchCV(BaseSearchCV):
 
     def __init__(self, estimator: Any = None, search_space: Any = None, *, kb: Any = None,
                  strategy: str | None = None, n_iter: int = 10, cv: Any = 5, scoring: Any = None,
-                 refit: bool | Callable[..., int] = True, ensemble: int | str | None = "auto", ensemble_guard: bool = True,
+                 refit: bool | Callable[..., int] = True, ensemble: int | str | None = "auto",
+                 ensemble_guard: bool = True,
                  random_state: Any = None, n_jobs: int | None = None, error_score: Any = np.nan,
                  return_train_score: bool = False, dataset_name: str | None = None) -> None:
         self.estimator = estimator

@@ -23,8 +23,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, StrictStr, model_validator
 
 from metabo.kb.schema import RUN_STATUSES, check_outcome
-from metabo.strategies.names import COLD_STRATEGIES
-from metabo.strategies.names import AUTO, WARM_STRATEGIES
+from metabo.strategies.names import AUTO, COLD_STRATEGIES, WARM_STRATEGIES
 
 #: The largest magnitude of a number in a request (module docstring).
 MAX_MAGNITUDE = 1e15

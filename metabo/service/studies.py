@@ -43,9 +43,9 @@ import numpy as np
 from metabo.exceptions import InputDataError
 from metabo.optimizer.history import Trial, TrialRecord
 from metabo.optimizer.optimizer import Optimizer, Select, get_session
-from metabo.tuning.registry import resolve_strategy
 from metabo.service.errors import ConflictError, NoResultError, UnknownStudyError, UnknownTrialError
 from metabo.space.cash import CASHSpace
+from metabo.tuning.registry import resolve_strategy
 
 if TYPE_CHECKING:
     from metabo.kb.store import KnowledgeBase

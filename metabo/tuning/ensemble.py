@@ -53,8 +53,15 @@ import numpy as np
 
 from metabo.data.dataset import Dataset
 from metabo.ensembles.guard import guarded_ensemble
-from metabo.ensembles.search import (METHODS, EnsembleResult, combined_error, make_search, mean_pairwise_diversity,
-                                     out_of_fold, selection_rows)
+from metabo.ensembles.search import (
+    METHODS,
+    EnsembleResult,
+    combined_error,
+    make_search,
+    mean_pairwise_diversity,
+    out_of_fold,
+    selection_rows,
+)
 from metabo.evaluation.protocols import class_codes, class_labels
 from metabo.exceptions import InputDataError
 from metabo.optimizer.history import TrialRecord

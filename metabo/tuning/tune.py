@@ -88,11 +88,26 @@ from metabo.space.cash import CASHSpace
 from metabo.space.space import SearchSpace
 from metabo.strategies import Strategy, posterior_model
 from metabo.strategies.names import AUTO
-from metabo.tuning.final import (ENSEMBLE_RESERVE, _ensemble_model, _halving_reserve, _library, _promote, final_model,
-    fit_on_every_row)
+from metabo.tuning.final import (
+    ENSEMBLE_RESERVE,
+    _ensemble_model,
+    _halving_reserve,
+    _library,
+    _promote,
+    final_model,
+    fit_on_every_row,
+)
 from metabo.tuning.registry import resolve_strategy
-from metabo.tuning.session import (check_budget, check_limits, check_resumable, default_trial_limit, load_setup,
-    open_session, search_costs, store_setup)
+from metabo.tuning.session import (
+    check_budget,
+    check_limits,
+    check_resumable,
+    default_trial_limit,
+    load_setup,
+    open_session,
+    search_costs,
+    store_setup,
+)
 from metabo.tuning.trials import OPENING, _open, _tell, run_trials
 
 if TYPE_CHECKING:
