@@ -16,6 +16,8 @@ if TYPE_CHECKING:
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:
+    """``metabo data fetch``: download a dataset collection (keel) or a published meta-dataset (pmf, tensor-oboe,
+    lcdb, autosklearn, oboe); returns the exit code."""
     if args.name in SOURCES:
         from metabo.metadatasets import get_source
 
@@ -31,6 +33,7 @@ def cmd_fetch(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    """``metabo data list``: list loadable dataset specs; returns the exit code."""
     if args.name == "metadatasets":
         from metabo.metadatasets import source_class
 
@@ -51,6 +54,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_meta_features(args: argparse.Namespace) -> int:
+    """``metabo data meta-features``: print a dataset's meta-features; returns the exit code."""
     from metabo.data.loaders import load_dataset
     from metabo.data.meta_features import compute_meta_features
 
@@ -95,6 +99,7 @@ def _loader(target: str | None, keel_policy: str):
 
 
 def cmd_add(args: argparse.Namespace) -> int:
+    """``metabo data add``: store datasets and their meta-features; returns the exit code."""
     if len(args.specs) == 1:  # one dataset: a spec or file that does not load is the command's error, one line
         return _ingest(args, list(args.specs), loaded=_loader(args.target, "flag")(args.specs[0]))
     return _ingest(args, list(args.specs))
@@ -152,6 +157,7 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """Add the ``metabo data`` command(s) to the CLI's subparsers."""
     data = sub.add_parser("data", help="fetch, list and add datasets")
     ds = data.add_subparsers(dest="data_command", required=True)
     p = ds.add_parser(

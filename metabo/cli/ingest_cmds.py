@@ -17,6 +17,7 @@ LISTING_INCOMPLETE = 3
 
 
 def cmd_openml(args: argparse.Namespace) -> int:
+    """``metabo ingest openml``: evaluations of OpenML tasks/flows; returns the exit code."""
     if not args.task and not args.flow:  # before the openml client is imported (it makes its cache folders)
         raise InputDataError("give at least one --task or --flow")
     from metabo.ingest.openml import ingest_openml
@@ -46,6 +47,8 @@ def cmd_openml(args: argparse.Namespace) -> int:
 
 
 def cmd_metadataset(args: argparse.Namespace) -> int:
+    """``metabo ingest pmf|tensor-oboe|lcdb|autosklearn|oboe``: a published meta-dataset, fetched first; returns
+    the exit code."""
     from metabo.metadatasets import get_source
     from metabo.metadatasets.ingest import ingest_metadataset, state_key
 
@@ -82,6 +85,7 @@ def cmd_metadataset(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """Add the ``metabo ingest`` command(s) to the CLI's subparsers."""
     ing = sub.add_parser("ingest", help="ingest runs from external sources")
     isub = ing.add_subparsers(dest="ingest_command", required=True)
     p = isub.add_parser(

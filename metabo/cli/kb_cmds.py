@@ -70,6 +70,7 @@ def _print_frame(df: pd.DataFrame, fmt: str) -> None:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
+    """``metabo kb stats``: what is stored; returns the exit code."""
     with open_kb(args, read_only=True) as kb:
         stats = kb.stats()
         by_algorithm = kb.status_by_algorithm() if getattr(args, "by_algorithm", False) else None
@@ -95,6 +96,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
+    """``metabo kb init``: create a store at PATH (or --kb), or migrate it; returns the exit code."""
     if args.path is not None:
         if args.kb is not None and Path(args.kb) != Path(args.path):
             raise InputDataError(f"kb init names two stores ({args.path} and --kb {args.kb}): give one")
@@ -105,6 +107,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    """``metabo kb export``: write every table as Parquet into FOLDER; returns the exit code."""
     with open_kb(args, read_only=True) as kb:
         counts = export_parquet(kb, args.folder, without=tuple(args.without))
     print(f"exported to {args.folder}: " + ", ".join(f"{k}={v:,}" for k, v in counts.items()))
@@ -112,6 +115,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    """``metabo kb import``: import a Parquet export (idempotent); returns the exit code."""
     with open_kb(args) as kb:
         added = import_parquet(kb, args.folder)
     print(f"imported from {args.folder} (new rows): " + ", ".join(f"{k}={v:,}" for k, v in added.items()))
@@ -119,6 +123,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_datasets(args: argparse.Namespace) -> int:
+    """``metabo kb datasets``: list stored datasets; returns the exit code."""
     with open_kb(args, read_only=True) as kb:
         df = datasets_summary(kb)
     _print_frame(df, args.format)
@@ -126,6 +131,7 @@ def cmd_datasets(args: argparse.Namespace) -> int:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
+    """``metabo kb runs``: runs of a dataset and/or algorithm; returns the exit code."""
     with open_kb(args, read_only=True) as kb:
         ds = kb.resolve_dataset(args.dataset) if args.dataset else None
         df = q.runs(kb, dataset_id=ds, algorithm=args.algorithm, metric=args.metric,
@@ -136,6 +142,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def cmd_matrix(args: argparse.Namespace) -> int:
+    """``metabo kb matrix``: task x configuration matrix of an algorithm; returns the exit code."""
     with open_kb(args, read_only=True) as kb:
         m = q.performance_matrix(kb, args.algorithm, metric=args.metric)
     if args.format == "csv":
@@ -147,6 +154,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 
 
 def cmd_ranks(args: argparse.Namespace) -> int:
+    """``metabo kb ranks``: configurations by mean rank across tasks; returns the exit code."""
     with open_kb(args, read_only=True) as kb:
         tasks = None
         if args.near:
@@ -159,6 +167,7 @@ def cmd_ranks(args: argparse.Namespace) -> int:
 
 
 def cmd_nearest(args: argparse.Namespace) -> int:
+    """``metabo kb nearest``: tasks nearest a dataset by meta-features; returns the exit code."""
     with open_kb(args, read_only=True) as kb:
         if args.dataset:
             target: str | dict[str, float] = kb.resolve_dataset(args.dataset)
@@ -188,6 +197,8 @@ def _meta_features_arg(text: str) -> dict[str, float]:
 
 
 def cmd_portfolio(args: argparse.Namespace) -> int:
+    """``metabo kb portfolio``: k configurations that together do well on most tasks (greedy, by regret); returns
+    the exit code."""
     with open_kb(args, read_only=True) as kb:
         df = tr.greedy_portfolio(kb, args.algorithm, args.k, metric=args.metric, normalize=not args.no_normalize)
     if not args.json:
@@ -198,6 +209,8 @@ def cmd_portfolio(args: argparse.Namespace) -> int:
 
 
 def cmd_similar(args: argparse.Namespace) -> int:
+    """``metabo kb similar``: tasks that rank an algorithm's configurations alike (Kendall tau-b); returns the exit
+    code."""
     with open_kb(args, read_only=True) as kb:
         if args.task:
             task = kb.resolve_dataset(args.task)
@@ -215,6 +228,7 @@ def cmd_similar(args: argparse.Namespace) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
+    """``metabo kb build``: evaluate seeded configurations on datasets (resumable); returns the exit code."""
     from tqdm import tqdm
 
     from metabo.data.loaders import check_spec
@@ -284,6 +298,8 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_join_qualities(args: argparse.Namespace) -> int:
+    """``metabo kb join-qualities``: OpenML qualities shipped offline (LCDB, OBOE) -> meta-features of every stored
+    dataset of that OpenML id; prints coverage; returns the exit code."""
     from metabo.metadatasets import get_source
     from metabo.metadatasets.qualities import coverage, join_qualities, read_qualities
 
@@ -302,6 +318,7 @@ def cmd_join_qualities(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """Add the ``metabo kb`` command(s) to the CLI's subparsers."""
     kb = sub.add_parser("kb", help="inspect, query, export and import the knowledge base")
     ks = kb.add_subparsers(dest="kb_command", required=True)
     fmt = argparse.ArgumentParser(add_help=False)

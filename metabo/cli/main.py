@@ -131,6 +131,7 @@ def _shared_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The ``metabo`` command: parse ``argv`` (default: the process's), run the command, return its exit code."""
     try:
         parser = build_parser(_command_modules(argv))
     except KeyboardInterrupt:

@@ -73,6 +73,7 @@ def _write_atomic(frame: pd.DataFrame, path: Path) -> None:
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
+    """``metabo predict``: predict every row of a table with a saved model; returns the exit code."""
     if args.out is not None and not args.out.parent.is_dir():
         raise InputDataError(f"no folder {args.out.parent} to write {args.out.name} in")
     if args.out is not None and args.out.is_dir():
@@ -89,6 +90,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """Add the ``metabo predict`` command(s) to the CLI's subparsers."""
     p = sub.add_parser("predict", parents=[common], help="predict every row of a table with a saved model")
     p.add_argument("model", help="a model file saved by metabo tune --save-model (.skops; a joblib/pickle "
                                  "file only with --trusted)")

@@ -16,6 +16,8 @@ from metabo.service.settings import DEFAULT_HOST, DEFAULT_MAX_PENDING, DEFAULT_P
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    """``metabo serve``: run the REST warm-start service (ask/tell studies, knowledge queries, ingestion); returns
+    the exit code."""
     import uvicorn
 
     from metabo.service.app import create_app
@@ -51,6 +53,7 @@ def _check_port(host: str, port: int) -> None:
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """Add the ``metabo serve`` command(s) to the CLI's subparsers."""
     p = sub.add_parser("serve", parents=[common],
                        help="run the REST warm-start service (ask/tell studies, knowledge queries, ingestion)")
     p.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind (default {DEFAULT_HOST}; "

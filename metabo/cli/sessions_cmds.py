@@ -10,6 +10,7 @@ from metabo.cli.kb_cmds import open_kb
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
+    """``metabo sessions``: list the tuning sessions, newest first; returns the exit code."""
     from metabo.kb.sessions import list_sessions
 
     kb = open_kb(args, read_only=True)  # a store another process holds: one line naming it
@@ -27,6 +28,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """Add the ``metabo sessions`` command(s) to the CLI's subparsers."""
     p = sub.add_parser("sessions", parents=[common], help="list the tuning sessions, newest first")
     p.add_argument("--dataset", help="only the sessions on this dataset (name or id)")
     p.add_argument("--limit", type=count(), default=20, help="at most this many (default 20)")

@@ -16,6 +16,7 @@ def _cash(names: list[str] | None):
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    """``metabo space show``: the hyperparameters of algorithms; returns the exit code."""
     from metabo.space.algorithms import ALGORITHMS, get_algorithm
 
     for name in args.algorithms or list(ALGORITHMS):
@@ -30,12 +31,14 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_sample(args: argparse.Namespace) -> int:
+    """``metabo space sample``: seeded random CASH configurations (JSON lines); returns the exit code."""
     for algorithm, params in _cash(args.algorithms).sample(args.seed, n=args.n):
         print(json.dumps({"algorithm": algorithm, "params": params}, sort_keys=True))
     return 0
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    """``metabo space validate``: check a configuration against its space; returns the exit code."""
     from metabo.kb.canonical import parse_params
 
     _cash(None).validate(args.algorithm, parse_params(args.params))
@@ -44,12 +47,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    """``metabo space export``: write the CASH space as ConfigSpace JSON; returns the exit code."""
     Path(args.file).write_text(_cash(args.algorithms).to_json())
     print(f"ConfigSpace JSON of the CASH space written to {args.file}")
     return 0
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """Add the ``metabo space`` command(s) to the CLI's subparsers."""
     space = sub.add_parser("space", help="inspect, sample, validate and export search spaces")
     ss = space.add_subparsers(dest="space_command", required=True)
     p = ss.add_parser("show", parents=[common], help="the hyperparameters of algorithms")

@@ -17,6 +17,8 @@ from metabo.cli.kb_cmds import open_kb
 
 
 def cmd_suggest(args: argparse.Namespace) -> int:
+    """``metabo suggest``: warm-start configurations for a new dataset: the default warm start's portfolio, or the
+    nearest stored tasks' best (--method knn); returns the exit code."""
     from metabo.data.loaders import load_dataset
     from metabo.data.meta_features import compute_meta_features
     from metabo.kb.datasets import dataset_ids_with_fingerprint
@@ -80,6 +82,8 @@ def _print_portfolio(args: argparse.Namespace, name: str, past: Any, meta: dict[
 
 
 def cmd_transfer(args: argparse.Namespace) -> int:
+    """``metabo transfer``: what transfers across tasks for an algorithm: ranks, portfolio, task similarity;
+    returns the exit code."""
     from metabo.kb import queries as q
     from metabo.kb import transfer as tr
 
@@ -158,6 +162,7 @@ def _labels(ids: list[str], names: dict[str, str]) -> dict[str, str]:
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """Add the ``metabo suggest and metabo transfer`` command(s) to the CLI's subparsers."""
     p = sub.add_parser("suggest", parents=[common],
                        help="warm-start configurations for a new dataset: the default warm start's portfolio, "
                             "or the nearest stored tasks' best (--method knn)")

@@ -191,6 +191,8 @@ def _print_rungs(result) -> None:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
+    """``metabo tune``: tune a classifier on a dataset (random search, GP-BO, or warm-started from the knowledge
+    base), an ensemble when one beats the best configuration; returns the exit code."""
     from metabo.evaluation.protocols import parse_cv
     from metabo.tuning import tune
     from metabo.optimizer.budget import TimeBudget
@@ -311,6 +313,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """Add the ``metabo tune`` command(s) to the CLI's subparsers."""
     p = sub.add_parser("tune", parents=[common], help="tune a classifier on a dataset (random search, GP-BO, or "
                                                       "warm-started from the knowledge base), an ensemble when "
                                                       "one beats the best configuration")

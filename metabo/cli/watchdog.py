@@ -72,6 +72,7 @@ class Watchdog:
         self._budget_done = threading.Event()
 
     def budget_done(self) -> None:
+        """The work ended within the budget: the watchdog no longer ends the process for it."""
         self._budget_done.set()
 
     def _budget_over(self, now: float) -> bool:

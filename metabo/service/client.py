@@ -108,6 +108,7 @@ class ServiceClient:
         self.close()
 
     def close(self) -> None:
+        """Close the HTTP session."""
         if self._owns:
             self.http.close()
 
@@ -141,9 +142,11 @@ class ServiceClient:
         return dict(self.request("POST", "/studies", json_body=fields))
 
     def studies(self) -> list[dict[str, Any]]:
+        """Every study of the service (``GET /studies``)."""
         return list(self.request("GET", "/studies"))
 
     def study(self, study_id: str) -> dict[str, Any]:
+        """One study's summary (``GET /studies/{study_id}``)."""
         return dict(self.request("GET", f"/studies/{study_id}"))
 
     # ---------------------------------------------------------------- knowledge
@@ -236,6 +239,7 @@ class RemoteOptimizer:
         self.close()
 
     def close(self) -> None:
+        """Close the HTTP session."""
         self.client.close()
 
     def _path(self, tail: str) -> str:

@@ -62,6 +62,7 @@ class SerializedStore:
         return call
 
     def close(self) -> None:
+        """Close the store (after the last request)."""
         with self.lock:
             self._kb.close()
 
