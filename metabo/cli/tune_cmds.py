@@ -18,8 +18,7 @@ from metabo.cli.kb_cmds import add_backend_arguments, open_kb
 from metabo.exceptions import InputDataError
 from metabo.kb.sessions import completed_trials
 from metabo.optimizer.history import TrialRecord
-from metabo.strategies.names import COLD_STRATEGIES
-from metabo.strategies.names import AUTO, WARM_STRATEGIES
+from metabo.strategies.names import AUTO, COLD_STRATEGIES, WARM_STRATEGIES
 
 STRATEGIES = (AUTO, *COLD_STRATEGIES, *WARM_STRATEGIES)
 #: the ensembles that steer the search itself (metabo.tuning.ensemble.tune_ensemble)
@@ -95,9 +94,9 @@ def _interrupted(args: argparse.Namespace, session: str) -> int:
 
 def cmd_tune_ensemble(args: argparse.Namespace) -> int:
     """``metabo tune --ensemble METHOD``: an ensemble search (:func:`metabo.ensembles.tune_ensemble`)."""
-    from metabo.tuning import tune_ensemble
     from metabo.evaluation.protocols import parse_cv
     from metabo.space.algorithms import default_cash_space
+    from metabo.tuning import tune_ensemble
 
     if args.reshuffle or args.select != "argmin":
         raise InputDataError("--ensemble keeps one validation part and builds its own ensemble: "
@@ -194,8 +193,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     """``metabo tune``: tune a classifier on a dataset (random search, GP-BO, or warm-started from the knowledge
     base), an ensemble when one beats the best configuration; returns the exit code."""
     from metabo.evaluation.protocols import parse_cv
-    from metabo.tuning import tune
     from metabo.optimizer.budget import TimeBudget
+    from metabo.tuning import tune
 
     if args.budget is None and args.time_budget is None:
         raise InputDataError("give --budget N (trials) or --time-budget SECONDS, or both")
