@@ -147,8 +147,8 @@ def maximize(
         if not configs:
             raise InputDataError(f"every one of the {len(space.candidates)} candidates is already evaluated")
         scores = _call(score, X)
-        best = int(np.argmax(scores))
-        return configs[best], float(scores[best])
+        top = int(np.argmax(scores))
+        return configs[top], float(scores[top])
     seen = _Seen(space)
     m = len(space.algorithms)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from tqdm import tqdm
 
@@ -60,7 +61,7 @@ def cmd_metadataset(args: argparse.Namespace) -> int:
         from metabo.kb.canonical import canonical_json
 
         configs = source.configurations()
-        points = {}
+        points: dict[tuple[str, str], list[Any]] = {}
         for algorithm, text in zip(configs["algorithm"], configs["params"]):
             params = json.loads(text)
             points.setdefault((algorithm, canonical_json(params)), [algorithm, params])

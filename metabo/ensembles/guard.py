@@ -92,13 +92,13 @@ def guarded_ensemble(search: EnsembleSearch, *, metric: str = "error_rate", n_fo
     n_folds = min(n_folds, n)
     parts = np.array_split(np.random.default_rng(seed).permutation(n), n_folds)
     per_rule: dict[str, list] = {c: [] for c in combines}
-    single: list = []
+    single_losses: list = []
     for f, held in enumerate(parts):
         rest = np.setdiff1d(np.arange(n), held)
         w = search.final(rest, seed + 1 + f)
         best = min(numbers, key=lambda k: (loss(y[rest], search.probas[k][rest]), k))
         held_probas = {k: search.probas[k][held] for k in set(w) | {best}}
-        single.append(_row_losses(metric, y[held], held_probas[best], None))
+        single_losses.append(_row_losses(metric, y[held], held_probas[best], None))
         for c in combines:
             codes = combined_codes(w, held_probas, c, K) if c == "vote" else None
             per_rule[c].append(_row_losses(metric, y[held], weighted_average(w, held_probas), codes))
@@ -106,7 +106,7 @@ def guarded_ensemble(search: EnsembleSearch, *, metric: str = "error_rate", n_fo
     def flat(parts_: list) -> np.ndarray:
         return np.concatenate([np.atleast_1d(p) for p in parts_]).astype(float)
 
-    s = flat(single)
+    s = flat(single_losses)
     cv = {"single": float(s.mean())} | {c: float(flat(v).mean()) for c, v in per_rule.items()}
     rule = min(combines, key=lambda c: (cv[c], c != search.combine))
     d = s - flat(per_rule[rule])

@@ -92,7 +92,8 @@ class Split:
 class EvaluationProtocol(Protocol):
     """What :func:`metabo.evaluation.evaluate.evaluate` needs of a protocol."""
 
-    max_train: int | None
+    @property
+    def max_train(self) -> int | None: ...  # read-only: the protocols are frozen dataclasses
 
     def splits(self, dataset: Dataset, seed: int) -> list[Split]: ...
 

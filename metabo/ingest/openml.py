@@ -394,8 +394,10 @@ def _store_page(
     missing_setups = prog.missing_setups | gone_setups
     missing_datasets = prog.missing_datasets | gone_datasets
 
-    rows, unmapped_runs, unmapped, configs = [], 0, set(), set()
-    unavailable, wrong_runs, wrong = 0, 0, set()
+    rows: list[dict[str, Any]] = []
+    unmapped_runs, unmapped, configs = 0, set(), set()
+    wrong: set[int] = set()
+    unavailable, wrong_runs = 0, 0
     for ev in page.itertuples(index=False):
         sid, did = int(ev.setup_id), int(ev.data_id)
         if sid in missing_setups or did in missing_datasets:

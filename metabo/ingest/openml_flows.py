@@ -78,7 +78,9 @@ def split_flow_name(name: str) -> tuple[str, list[tuple[str, str]]]:
     start = name.find("(")
     if start < 0 or not name.endswith(")"):
         return name, []
-    parts, depth, current = [], 0, []
+    parts: list[str] = []
+    current: list[str] = []
+    depth = 0
     for ch in name[start + 1: -1]:
         if ch == "," and depth == 0:
             parts.append("".join(current))

@@ -17,6 +17,14 @@ MAX_CONSTANTS = 8
 SMALL_BATCH = 64
 
 
+def scalar(cursor: Any) -> Any:
+    """The first value of the one row a statement returns (an aggregate such as ``count(*)``,
+    or the count an ``INSERT`` reports, always has one)."""
+    row = cursor.fetchone()
+    assert row is not None, "the statement returned no row"
+    return row[0]
+
+
 def in_list(values: Sequence[str]) -> tuple[str, list[Any]]:
     """SQL for the right side of ``column IN ...`` holding ``values``, and its parameters.
 

@@ -78,7 +78,7 @@ def add_configurations(kb: KnowledgeBase, algorithms: Iterable[str], params: Ite
     keys = np.empty(len(algos), dtype=object)
     keys[:] = [f"{a}\x00{p if isinstance(p, str) else canonical_json(p)}" for a, p in zip(algos, plist, strict=True)]
     codes, uniques = pd.factorize(keys)
-    rows = {}
+    rows: dict[str, tuple[str, str]] = {}
     unique_ids = np.empty(len(uniques), dtype=object)
     for i, key in enumerate(uniques):
         algo, _, raw = key.partition("\x00")

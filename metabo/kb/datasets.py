@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from metabo.exceptions import InputDataError, UnknownDatasetError
+from metabo.kb._sql import scalar
 from metabo.kb._time import utcnow
 
 if TYPE_CHECKING:
@@ -276,10 +277,10 @@ def dataset_with_openml_meta_features(kb: KnowledgeBase, openml_id: int) -> str 
 
 def content_has_meta_features(kb: KnowledgeBase, fingerprint: str, *, source: str) -> bool:
     """Whether a stored dataset with content ``fingerprint`` has meta-features of ``source``."""
-    return bool(kb.connection.execute(
+    return bool(scalar(kb.connection.execute(
         "SELECT count(*) FROM meta_features m JOIN datasets d USING (dataset_id) "
         "WHERE d.fingerprint = ? AND m.source = ?", [fingerprint, source],
-    ).fetchone()[0])
+    )))
 
 
 def meta_feature_values(kb: KnowledgeBase, dataset_id: str) -> list[tuple[str, float | None]]:

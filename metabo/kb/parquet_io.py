@@ -26,6 +26,7 @@ import duckdb
 
 from metabo.data.pypi_fetch import sha256_of
 from metabo.exceptions import InputDataError, KnowledgeBaseError, MetaboError, SchemaVersionError
+from metabo.kb._sql import scalar
 from metabo.kb.schema import FILL_RUN_PROTOCOLS, SCHEMA_VERSION, TABLE_KEYS, TABLE_SINCE, TABLES
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ def export_parquet(kb: KnowledgeBase, folder: str | Path, *, compression: str = 
                 [str(tmp / f"{table}.parquet")],
             )
             counts[table] = 0 if table in without else int(
-                con.execute(f"SELECT count(*) FROM {table}").fetchone()[0])  # noqa: S608
+                scalar(con.execute(f"SELECT count(*) FROM {table}")))  # noqa: S608
             digests[table] = sha256_of(tmp / f"{table}.parquet")
         (tmp / MANIFEST).write_text(json.dumps(
             {"schema_version": kb.schema_version(), "rows": counts, "sha256": digests}, indent=2))
@@ -145,11 +146,11 @@ def import_parquet(kb: KnowledgeBase, folder: str | Path) -> dict[str, int]:
                 key = TABLE_KEYS[table]
                 cond = " AND ".join(f"t.{k} = b.{k}" for k in key)
                 con.register("_import_batch", rel)
-                n = con.execute(
+                n = scalar(con.execute(
                     f"INSERT INTO {table} ({', '.join(shared)}) "  # noqa: S608 - fixed names
                     f"SELECT {', '.join('b.' + c for c in shared)} FROM _import_batch b "
                     f"WHERE NOT EXISTS (SELECT 1 FROM {table} t WHERE {cond})"
-                ).fetchone()[0]
+                ))
                 con.unregister("_import_batch")  # (after a failure, the rollback drops it)
                 added[table] = int(n)
                 if table == "runs" and "algorithm" not in rel.columns:  # an export from before v4

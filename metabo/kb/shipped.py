@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from metabo.kb._sql import scalar
 from metabo.kb.parquet_io import MANIFEST, import_parquet
 
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ def load_shipped(kb: KnowledgeBase, *, force: bool = False) -> dict[str, int] | 
     if not force:
         if kb.get_state(STATE_KEY) is not None:
             return None
-        if kb.connection.execute("SELECT count(*) FROM datasets").fetchone()[0]:
+        if scalar(kb.connection.execute("SELECT count(*) FROM datasets")):
             return None
     logger.info("loading the shipped knowledge base from %s", path)
     with kb.transaction():

@@ -31,6 +31,7 @@ from metabo.kb import datasets as _datasets
 from metabo.kb import predictions as _pred
 from metabo.kb import runs as _runs
 from metabo.kb import sessions as _sessions
+from metabo.kb._sql import scalar
 from metabo.kb._time import utcnow
 from metabo.kb.schema import CLUSTER_RUNS, MIGRATIONS, SCHEMA_VERSION, TABLES
 from metabo.paths import default_kb_path
@@ -47,7 +48,7 @@ def _progress_bar_off(con: duckdb.DuckDBPyConnection) -> None:
     try:
         con.execute("SET enable_progress_bar = false")
     except duckdb.InvalidInputException:
-        if con.execute("SELECT current_setting('enable_progress_bar')").fetchone()[0]:
+        if scalar(con.execute("SELECT current_setting('enable_progress_bar')")):
             raise
 
 
@@ -152,14 +153,14 @@ class KnowledgeBase:
     # ------------------------------------------------------------------ schema
     def schema_version(self) -> int:
         """The highest applied migration (0 for an empty file)."""
-        exists = self.connection.execute(
+        exists = scalar(self.connection.execute(
             "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_migrations'"
-        ).fetchone()[0]
+        ))
         if not exists:
             return 0
-        return int(self.connection.execute(
+        return int(scalar(self.connection.execute(
             "SELECT coalesce(max(version), 0) FROM schema_migrations"
-        ).fetchone()[0])
+        )))
 
     def _check_version(self) -> int:
         version = self.schema_version()
@@ -334,7 +335,7 @@ class KnowledgeBase:
         con = self.connection
         out: dict[str, Any] = {"path": str(self.path), "schema_version": self.schema_version()}
         for table in TABLES:
-            out[table] = int(con.execute(f"SELECT count(*) FROM {table}").fetchone()[0])  # noqa: S608 - fixed names
+            out[table] = int(scalar(con.execute(f"SELECT count(*) FROM {table}")))  # noqa: S608 - fixed names
         by_status = dict(con.execute("SELECT status, count(*) FROM runs GROUP BY status").fetchall())
         out["runs_by_status"] = {s: int(by_status.get(s, 0)) for s in ("ok", "crash", "timeout", "memout")}
         out["runs_by_source"] = {

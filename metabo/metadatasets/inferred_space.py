@@ -115,7 +115,8 @@ class InferredSpace:
             by_alg.setdefault(str(algorithm), []).append(params)
         if not by_alg:
             raise InputDataError("inferring a space needs at least one recorded configuration")
-        spaces, layouts, stored = {}, {}, {}
+        spaces, layouts = {}, {}
+        stored: dict[str, str] = {}
         for algorithm in sorted(by_alg):
             name = algorithm.replace(":", ".")
             if name in stored:

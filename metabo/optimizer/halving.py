@@ -37,6 +37,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from metabo.exceptions import TimeBudgetExceeded
 
@@ -86,7 +87,7 @@ def first_promotion(first: Mapping[int, float], n_rungs: int, *, eta: int = ETA,
     ranked = _ranked(first)
     chosen = ranked[:min(math.ceil(len(ranked) / eta), eta ** max(n_rungs - 2, 0))]
     if groups is not None:
-        leaders = {}
+        leaders: dict[Any, int] = {}
         for k in ranked:
             leaders.setdefault(groups[k], k)
         chosen += [k for k in leaders.values() if k not in chosen]

@@ -186,7 +186,8 @@ class SCoT:
         if self._past_cache is not None and self._past_cache[0] is space:
             return self._past_cache[1:]
         q = len(self.scaler.names_)
-        Z, R, G, names = [], [], [], []
+        Z, R, G = [], [], []
+        names: list[str] = []
         meta = self.past.meta_features
         for k, task in enumerate(self.past.tasks):
             rows, values = [], []
