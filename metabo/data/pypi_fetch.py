@@ -121,11 +121,11 @@ def _members(archive: Path, is_wheel: bool) -> Iterator[tuple[str, IO[bytes]]]:
                         yield info.filename, f
         return
     with tarfile.open(archive, "r:*") as tf:
-        for info in tf:
-            if info.isfile():
-                f = tf.extractfile(info)
-                if f is not None:
-                    yield info.name, f
+        for member in tf:
+            if member.isfile():
+                stream = tf.extractfile(member)
+                if stream is not None:
+                    yield member.name, stream
 
 
 def _extract(artifact: PyPIArtifact, archive: Path, root: Path) -> int:

@@ -247,7 +247,7 @@ class Optimizer:
         except InputDataError as e:
             raise InputDataError(f"trial {number}: {e}") from None
         value = math.nan if value is None else float(value)
-        outcome = {
+        outcome: dict[str, Any] = {
             "value": value, "status": status,
             "test_value": None if test_value is None or not math.isfinite(test_value) else float(test_value),
             "fit_seconds": fit_seconds, "predict_seconds": predict_seconds, "message": message,

@@ -96,7 +96,8 @@ class PerAlgorithmGPBO(GPSettings):
             block = slice(1, None)  # the one-algorithm space: [one-hot (1), a's block]
 
             def score(X: np.ndarray, model: Any = model, block: slice = block) -> np.ndarray:
-                return self._log_ei(*model.predict(X[:, block]), best)
+                mean, var = model.predict(X[:, block])
+                return self._log_ei(mean, var, best)
 
             starts = top_configurations([done[i] for i in rows], y[rows], self.n_starts)
             try:

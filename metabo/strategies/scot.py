@@ -299,7 +299,8 @@ class SCoT:
 
         if math.isfinite(best):
             def score(X: np.ndarray) -> np.ndarray:
-                return log_expected_improvement(*gp.predict(at_new(X)), best)
+                mean, var = gp.predict(at_new(X))
+                return log_expected_improvement(mean, var, best)
         else:  # the collaborative default: the lowest posterior mean at D_new
             def score(X: np.ndarray) -> np.ndarray:
                 return -gp.predict(at_new(X))[0]

@@ -469,7 +469,8 @@ class WeightedGPEnsembles:
             def score(Xb: np.ndarray, predict: Any = predict) -> np.ndarray:
                 if prior:  # the base models' mean alone: its minimizer (no incumbent for EI yet)
                     return -predict(Xb)[0]
-                return log_expected_improvement(*predict(Xb), best)
+                mean, var = predict(Xb)
+                return log_expected_improvement(mean, var, best)
 
             scores[a] = score
         return scores, prior

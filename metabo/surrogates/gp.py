@@ -150,6 +150,10 @@ class GaussianProcess:
     BLAS threads while the GP computes (None: leave BLAS as it is).
     """
 
+    # set by fit (declared for the type checker)
+    _theta_map: np.ndarray
+    _data_cache: list[tuple[np.ndarray, np.ndarray]] | None
+
     def __init__(
         self,
         kernel: str | Kernel = "matern52",
@@ -362,6 +366,7 @@ class GaussianProcess:
         return th
 
     def _fixed_log_noise(self) -> float:
+        assert self.noise is not None, "called for a fixed noise only"
         return float(np.log(max(self.noise, 1e-300) / self.y_scale_**2))
 
     def _checked_theta(self, theta: Any) -> np.ndarray:
@@ -396,7 +401,11 @@ class GaussianProcess:
         self._standardize()
         start = time.perf_counter()
         if hyperparameters is not None or theta is not None:
-            self._theta_map = self._theta_from(hyperparameters) if theta is None else self._checked_theta(theta)
+            if theta is None:
+                assert hyperparameters is not None
+                self._theta_map = self._theta_from(hyperparameters)
+            else:
+                self._theta_map = self._checked_theta(theta)
             self._set_posteriors([self._theta_map])
         else:
             self._set_posteriors(self._estimate(None))
@@ -460,6 +469,7 @@ class GaussianProcess:
             value, gb, *_ = block_log_likelihood(self._kernel, theta, Xb, zb, grad)
             total += value
             if g is not None:
+                assert gb is not None  # grad was asked
                 g += gb
         return total, g
 
@@ -483,6 +493,7 @@ class GaussianProcess:
                 value, g = self._log_post(th, True)
             except SurrogateError:
                 return 1e25, np.zeros(u.size)
+            assert g is not None  # grad was asked
             return -value, -g[free]
 
         res = minimize(objective, np.clip(base[free], lo[free], hi[free]), jac=True, method="L-BFGS-B",
