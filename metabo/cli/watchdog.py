@@ -67,6 +67,9 @@ class Watchdog:
     """The thread :func:`install` started; :meth:`budget_done` stops watching the budget
     (the budgeted work has returned)."""
 
+    #: the wakeup socket pair, set by :func:`install` when it registers the signal fd
+    _sockets: tuple[socket.socket, socket.socket]
+
     def __init__(self, budget_end: float | None) -> None:
         self.budget_end = budget_end
         self._budget_done = threading.Event()

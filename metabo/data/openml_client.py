@@ -139,7 +139,7 @@ class _DeadlineReached(requests.exceptions.Timeout):
 class _TimedSession(requests.Session):
     """A session whose requests time out (see :data:`_LIMITS`)."""
 
-    def request(self, method: str | bytes, url: str | bytes, *args: Any, **kwargs: Any) -> requests.Response:
+    def request(self, method: str, url: str | bytes, *args: Any, **kwargs: Any) -> requests.Response:
         timeout, end = _LIMITS.get()
         left = _time_left(end)
         if left is not None and left <= 0:

@@ -80,7 +80,7 @@ def c_bound(votes: np.ndarray, y: np.ndarray) -> float:
     return float(1.0 - mu1**2 / mu2)
 
 
-def _sigmoid(x: np.ndarray, a: float) -> np.ndarray:
+def _sigmoid(x: np.ndarray | float, a: float) -> np.ndarray:
     return 0.5 * (1.0 + np.tanh(0.5 * a * np.asarray(x, dtype=float)))  # 1 / (1 + e^{-a x}), stable
 
 

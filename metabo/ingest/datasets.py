@@ -90,7 +90,9 @@ def ingest_datasets(
     in its own transaction.
     """
     if load is None:
-        from metabo.data.loaders import load_dataset as load
+        from metabo.data.loaders import load_dataset
+
+        load = load_dataset
     stored, skipped, failed = [], [], []
     for spec in specs:
         try:

@@ -180,7 +180,8 @@ def _normalize(kb: KnowledgeBase, runs: pd.DataFrame | Iterable[Mapping[str, Any
     seeds = cols["split_seed"]
     if not pd.api.types.is_integer_dtype(seeds):
         try:
-            seeds = pd.to_numeric(np.where(pd.isna(seeds), None, np.asarray(seeds, dtype=object)))
+            # (numpy's stubs reject None as a branch of np.where; on an object array it is the null)
+            seeds = pd.to_numeric(np.where(pd.isna(seeds), None, np.asarray(seeds, dtype=object)))  # type: ignore[call-overload]
         except (TypeError, ValueError) as e:
             raise InputDataError(f"split_seed must be an integer: {e}") from e
     cols["split_seed"] = pd.array(seeds, dtype="Int64")
@@ -190,7 +191,7 @@ def _normalize(kb: KnowledgeBase, runs: pd.DataFrame | Iterable[Mapping[str, Any
     cols["created_at"] = np.asarray(pd.to_datetime(created, utc=True).tz_localize(None))
     message = cols["message"]
     if isinstance(message, np.ndarray):  # NaN as None (extension arrays have nulls)
-        cols["message"] = np.where(pd.isna(message), None, message.astype(object))
+        cols["message"] = np.where(pd.isna(message), None, message.astype(object))  # type: ignore[call-overload]
     given = cols.get("protocol")  # missing ones are filled in the insert (schema.protocol_sql)
     if given is None:
         cols["protocol"] = np.full(n, None, dtype=object)

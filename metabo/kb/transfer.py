@@ -268,8 +268,8 @@ def _kendall_tau_b(a: np.ndarray, b: np.ndarray | None, pairs: tuple[np.ndarray,
     """
     same = b is None
     at = np.ascontiguousarray(a.T)  # configurations x tasks: gathering pairs copies rows
-    bt = at if same else np.ascontiguousarray(b.T)
-    num = np.zeros((len(a), len(a) if same else len(b)))
+    bt = at if b is None else np.ascontiguousarray(b.T)
+    num = np.zeros((len(a), len(a) if b is None else len(b)))
     den_a = np.zeros_like(num)
     den_b = den_a if same else np.zeros_like(num)
     first, second = pairs

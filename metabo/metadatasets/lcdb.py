@@ -470,8 +470,8 @@ def _parse(path: Path, spec: CurveFile, data: bytes, begin: int, openml_id: int)
                            dtype={**_DTYPES, "learner": "category"}, keep_default_na=False,
                            na_values=[""], engine="c")
     except (ValueError, pd.errors.ParserError, UnicodeDecodeError) as e:
-        row = _first_unparsable(data)
-        raise fail(row if row is not None else 0, f"unreadable values ({e})") from e
+        bad = _first_unparsable(data)
+        raise fail(bad if bad is not None else 0, f"unreadable values ({e})") from e
     learners = rows["learner"].cat
     known = _LEARNER_DTYPE.categories.get_indexer(learners.categories)
     codes = learners.codes.to_numpy()

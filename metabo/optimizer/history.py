@@ -24,7 +24,7 @@ workers furthest apart.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
@@ -160,7 +160,9 @@ class History:
         values = [r.value for r in self.completed if r.ok and math.isfinite(r.value)]
         if not values or not self.pending:
             return self
-        lie = {"min": min, "mean": lambda v: math.fsum(v) / len(v), "max": max}[liar](values)
+        statistic: dict[str, Callable[[list[float]], float]] = {
+            "min": min, "mean": lambda v: math.fsum(v) / len(v), "max": max}
+        lie = statistic[liar](values)
         return History([r if r.complete else replace(r, state="complete", status="ok", value=float(lie))
                         for r in self._records])
 

@@ -64,7 +64,7 @@ class FakeDataset:
         ``with_qualities=False`` makes the server answer "no qualities" (code 362).
         """
         attributes: list[tuple[str, Any]] = []
-        columns = []
+        columns: list[list[Any]] = []
         for col in frame.columns:
             s = frame[col]
             if isinstance(s.dtype, pd.CategoricalDtype) or not pd.api.types.is_numeric_dtype(s):
