@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -267,11 +268,11 @@ def cmd_build(args: argparse.Namespace) -> int:
         algorithms = list(ALGORITHMS) if args.algorithms == ["all"] else args.algorithms
     for name in algorithms:  # an unknown name fails before anything is shown or stored
         get_algorithm(name)
+    metrics: dict[str, Any] = {} if args.metrics is None else {"metrics": tuple(args.metrics)}
     settings = BuildSettings(
         n_configs=args.configs, seed=args.seed, protocol=Holdout(max_train=args.max_train),
         time_limit=args.time_limit or None, memory_limit_mb=args.memory_limit or None,
-        keep_predictions=args.predictions, cv=parse_cv(args.cv),
-        **({} if args.metrics is None else {"metrics": tuple(args.metrics)}),
+        keep_predictions=args.predictions, cv=parse_cv(args.cv), **metrics,
     )
     with open_kb(args) as kb:
         ds_bar = tqdm(total=len(specs), desc="datasets + meta-features", unit="ds")

@@ -9,6 +9,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tqdm import tqdm
 
@@ -19,6 +20,9 @@ from metabo.exceptions import InputDataError
 from metabo.kb.sessions import completed_trials
 from metabo.optimizer.history import TrialRecord
 from metabo.strategies.names import AUTO, COLD_STRATEGIES, WARM_STRATEGIES
+
+if TYPE_CHECKING:
+    from metabo.kb import KnowledgeBase
 
 STRATEGIES = (AUTO, *COLD_STRATEGIES, *WARM_STRATEGIES)
 #: the ensembles that steer the search itself (metabo.tuning.ensemble.tune_ensemble)
@@ -64,7 +68,7 @@ def _session_id(args: argparse.Namespace) -> str:
     return args.resume or args.session or new_session_id("tune")
 
 
-def _check_resume(args: argparse.Namespace, kb: object) -> None:
+def _check_resume(args: argparse.Namespace, kb: KnowledgeBase) -> None:
     from metabo.optimizer.optimizer import get_session
 
     if args.resume and get_session(kb, args.resume) is None:

@@ -14,6 +14,7 @@ import logging
 import shutil
 from dataclasses import replace
 from pathlib import Path
+from typing import Literal
 
 import arff
 import openml
@@ -91,7 +92,8 @@ def load_openml(
               if not is_cat and not pd.api.types.is_numeric_dtype(X[c])
               and not pd.api.types.is_bool_dtype(X[c])]
     numeric = pd.api.types.is_numeric_dtype(y.dtype) and not pd.api.types.is_bool_dtype(y.dtype)
-    task = "regression" if numeric and not isinstance(y.dtype, pd.CategoricalDtype) else "classification"
+    task: Literal["regression", "classification"] = (
+        "regression" if numeric and not isinstance(y.dtype, pd.CategoricalDtype) else "classification")
     ignored = [a for a in (ds.ignore_attribute or []) if a != target]
     if ignored:
         logger.info("OpenML dataset %d: ignore_attribute %s left out", int(dataset_id), ignored)

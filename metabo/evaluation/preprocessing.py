@@ -38,11 +38,17 @@ ENCODINGS = ("onehot", "ordinal", "native")
 
 
 class PreprocessingNeeds(Protocol):
-    """What preprocessing reads of an algorithm (an ``AlgorithmSpec`` has these)."""
+    """What preprocessing reads of an algorithm (an ``AlgorithmSpec`` has these; read-only:
+    the specs are frozen dataclasses)."""
 
-    needs_scaling: bool
-    encoding: str
-    handles_missing: bool
+    @property
+    def needs_scaling(self) -> bool: ...
+
+    @property
+    def encoding(self) -> str: ...
+
+    @property
+    def handles_missing(self) -> bool: ...
 
 
 @dataclass(frozen=True)

@@ -81,7 +81,7 @@ def ingest_datasets(
     seed: int = 0,
     landmarkers: bool = True,
     load: Callable[[str], Dataset] | None = None,
-    progress: Callable[[str], None] | None = None,
+    progress: Callable[[str], object] | None = None,
 ) -> DatasetIngestReport:
     """Load each spec (see :func:`metabo.data.loaders.load_dataset`) and store it.
 
