@@ -406,5 +406,6 @@ class AutoSklearnMetadata(MetaDataset):
                 "metric": metric_name(folder.metric),
                 "status": status.map(STATUSES).to_numpy(),
                 "repeat": (runs["repetition"] - 1).astype(np.int64).to_numpy(),
-                "message": np.where(status == "other", "auto-sklearn run status 'other'", None),
+                # (numpy's stubs reject None as a branch of np.where; it gives an object array)
+                "message": np.where(status == "other", "auto-sklearn run status 'other'", None),  # type: ignore[call-overload]
             }))

@@ -25,6 +25,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -146,8 +147,8 @@ def _require_columns(frame: pd.DataFrame, columns: tuple[str, ...], what: str, s
         raise InputDataError(f"{source}: its {what} lack columns {sorted(missing)}")
 
 
-def _optional_int(value: object) -> int | None:
-    return None if value is None or pd.isna(value) else int(value)  # type: ignore[arg-type]
+def _optional_int(value: Any) -> int | None:
+    return None if value is None or pd.isna(value) else int(value)
 
 
 def _store_header(kb: KnowledgeBase, source: MetaDataset) -> _Header:

@@ -69,7 +69,7 @@ class ModelCache:
             eX, ez, eg, em, model = self._entry
             k = len(ez)
             if em == m and m <= k <= n and np.array_equal(eX, X[:k]) and np.array_equal(ez, z[:k]) and (
-                groups is None or np.array_equal(eg, groups[:k])
+                groups is None or (eg is not None and np.array_equal(eg, groups[:k]))
             ):
                 return self._extend(model, X, z, groups, k, m), z
         seed = int(np.random.SeedSequence([self.seed, m]).generate_state(1)[0])
