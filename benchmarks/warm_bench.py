@@ -26,7 +26,8 @@ RLGP paper's mode: one configuration per algorithm in turn); ``scot``; ``warm``
 (:class:`~metabo.strategies.portfolio.PortfolioWarmStart`, the default warm start). A
 reference, surrogate protocol only: ``oracle`` (:class:`RecordedOrder`, the held-out
 task's own recorded configurations best first: the floor of proposing recorded ones).
-Variants for ablations: ``warm@key=value@...``, ``rlgp@key=value@...``, ``rgpe@...``
+Variants for ablations: ``warm@key=value@...`` (the options that lost:
+:mod:`benchmarks.warm_variants`), ``rlgp@key=value@...``, ``rgpe@...``
 (:func:`method_options`; ``rlgp@search=joint``: RLGP's acquisition searched over the whole
 CASH space at once).
 The option ``measured=kb|tune`` (any method) transfers from the runs measured that way only
@@ -278,12 +279,12 @@ def make_method(name: str, past: PastRuns, meta: Mapping[str, float], seed: int,
 
         return KNNWarmStart(past, meta, k=5, then=GPBO(n_init=0, seed=seed), seed=seed)
     if name == "warm" or name.startswith("warm@"):
-        from metabo.strategies.portfolio import PortfolioWarmStart
+        from benchmarks.warm_variants import warm_start
 
         options = method_options(name)
         if isinstance(options.get("then"), str):  # a search phase by method name (rgpe, rlgp, ...)
             options["then"] = make_method(options["then"], past, meta, seed, bank, task, drop, sources)
-        return PortfolioWarmStart(past, meta, seed=seed, **options)
+        return warm_start(past, meta, seed=seed, **options)
     if name.split("@")[0] in BANK_METHODS:
         from metabo.strategies.rgpe import RGPE
         from metabo.strategies.rlgp import RLGP
@@ -303,7 +304,9 @@ def make_method(name: str, past: PastRuns, meta: Mapping[str, float], seed: int,
 def method_options(name: str) -> dict[str, Any]:
     """The keyword arguments of a method variant ``base@key=value@...`` (values parsed as
     JSON when they parse, ``true``/``false`` as booleans): ``warm@distinct=false`` is
-    :class:`~metabo.strategies.portfolio.PortfolioWarmStart` with ``distinct=False``."""
+    :class:`~metabo.strategies.portfolio.PortfolioWarmStart` with ``distinct=False``, and an
+    ablation option (``warm@prior_mean=true``) makes it
+    :class:`~benchmarks.warm_variants.PortfolioVariant` (:func:`~benchmarks.warm_variants.warm_start`)."""
     out: dict[str, Any] = {}
     for part in name.split("@")[1:]:
         key, sep, value = part.partition("=")

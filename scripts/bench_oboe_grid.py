@@ -54,11 +54,11 @@ def main(argv: list[str] | None = None) -> int:
     from benchmarks.recorded_bounds import recorded_lookup, run_on_recorded
     from benchmarks.transfer_methods import load_runs
     from benchmarks.warm_bench import live_ranges, meta_of, same_content_groups
+    from benchmarks.warm_variants import warm_start
     from metabo.evaluation.metrics import transfer_metrics
     from metabo.kb import KnowledgeBase
     from metabo.kb.past import PastRuns
     from metabo.space.algorithms import default_cash_space
-    from metabo.strategies.portfolio import PortfolioWarmStart
 
     keel_s, grid_s = f"session:{args.keel_session}", f"session:{args.grid_session}"
     also = transfer_metrics("error_rate")[1:]
@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         per_task = []
         for t in tasks:
             held = past.without([t, *groups.get(t, ())])
-            strategy = PortfolioWarmStart(held, meta_of(everything, t), seed=0, **options)
+            strategy = warm_start(held, meta_of(everything, t), seed=0, **options)
             values, _ = run_on_recorded(strategy, space, lookups[t], args.picks)
             per_task.append(regret(t, values))
         curves[name] = np.array(per_task)

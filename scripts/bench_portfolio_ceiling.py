@@ -34,11 +34,11 @@ import numpy as np
 def main() -> None:
     from benchmarks.lookup import LookupTask
     from benchmarks.warm_bench import measured_protocols, meta_of, method_options, same_content_groups
+    from benchmarks.warm_variants import warm_start
     from metabo.evaluation.metrics import transfer_metrics
     from metabo.kb import KnowledgeBase
     from metabo.kb.past import PastRuns
     from metabo.space.algorithms import default_cash_space
-    from metabo.strategies.portfolio import PortfolioWarmStart
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--kb", required=True)
@@ -103,9 +103,8 @@ def main() -> None:
             for t in tasks:
                 past = past_all.without({t, *groups.get(t, ())})
                 target = LookupTask.from_past(every, t, space)
-                strategy = PortfolioWarmStart(past, {} if uniform else meta_of(every, t), seed=0,
-                                              **{"n_portfolio": args.n, "n_design": args.n,
-                                                 **method_options(name)})
+                strategy = warm_start(past, {} if uniform else meta_of(every, t), seed=0,
+                                      **{"n_portfolio": args.n, "n_design": args.n, **method_options(name)})
                 values, _, _ = _play(target, strategy, args.n)
                 curves.append(regret(t, values))
             c = np.array(curves)

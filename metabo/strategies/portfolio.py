@@ -12,13 +12,10 @@ Task weights ``w_p`` (a posterior over "which past task is the new one like"):
 
 - prior ``w0_p ∝ exp(-d_p / h)`` from the meta-feature distance ``d_p`` of the new task
   to task ``p`` (:func:`metabo.kb.queries.nearest_from_matrix`, z-scored Euclidean),
-  ``h`` the median distance (uniform when the new task has no meta-features), or with
-  ``bandwidth_k = k`` the distance of the ``k``-th nearest task (an adaptive bandwidth, as
-  in k-nearest-neighbour kernel density estimates: the prior keeps its mass on about the
-  same number of nearest tasks however many the knowledge base holds, where the median
-  spreads it over half of them); times the task's coverage ``r_p`` (:func:`coverage_weights`:
-  a task that recorded fewer than half the configurations of the best-covered one, such as
-  a tuning session beside a dense build, counts in proportion);
+  ``h`` the median distance (uniform when the new task has no meta-features; a task whose
+  distance is unknown gets the median weight); times the task's coverage ``r_p``
+  (:func:`coverage_weights`: a task that recorded fewer than half the configurations of
+  the best-covered one, such as a tuning session beside a dense build, counts in proportion);
 - evidence: the target's completed trials at recorded configurations ``c_1..c_n`` with
   values ``v_i`` (failures at the worst observed value, as :attr:`History.y`); Kendall's
   ``tau_p = (A_p - D_p) / (A_p + D_p)`` over the pairs ``v_i < v_j`` that task ``p`` orders
@@ -41,10 +38,8 @@ the one that most lowers the weighted past tasks' best-so-far regret if the new 
 like them: the expected improvement in regret under the mixture "the new task is task
 ``p`` with probability ``w_p``". A configuration missing on task ``p`` gains nothing there,
 so one seen on few tasks cannot win by its absences. With ``distinct`` (default) each pick
-is of an algorithm not tried yet while one with recorded configurations is left (with
-``n_distinct = k``, only the first ``k`` picks; the later ones may return to an algorithm
-already tried, its next configuration by the same gain): the algorithm choice matters most early, and a cold
-search's random design owes its strength
+is of an algorithm not tried yet while one with recorded configurations is left: the
+algorithm choice matters most early, and a cold search's random design owes its strength
 at a few evaluations to spanning algorithms; here each algorithm is represented by its
 best-covering configuration instead of a random one. Design trials after the portfolio's
 are uniform configurations of algorithms not tried yet (for instance ones the past never
@@ -58,15 +53,13 @@ under the current weights, so the past still says where to look while the target
 model decides. Algorithms the past never ran keep the GP's prior amplitude under the
 conditional kernel (zero covariance across algorithms), so they stay open to EI.
 
-With ``prior_mean`` the search phase models the residual of a transferred prior mean
-instead (:class:`ResidualGP`; the past used as a prior mean that the target's data
-overrides, as in the GP of Salinas, Shen & Perrone 2020, here on the normalized-regret
-scale with an affine map fitted to the target): ``m0(x)`` is the weighted past regret
-``qbar_c = sum_p w_p Q_{p,c} / sum_p w_p 1(Q_{p,c} known)`` averaged over the
-``n_neighbours`` recorded configurations of ``x``'s algorithm nearest to ``x`` in the
-encoding (the neutral ``mean_c qbar_c`` for an algorithm the past never ran), the weights
-those of the refit prefix; the GP then models ``z - a - b m0(x)`` with ``(a, b >= 0)`` by
-least squares (``b = 0``, the cold model, when ``m0`` explains nothing).
+Variants measured in ``reports/warm`` (the "Ablations" of its README and the ``oboe``
+reports) that did not beat this default live in ``benchmarks/warm_variants.py``: another
+prior bandwidth, weight of tasks without a distance or balance of sources, portfolio picks
+that return to a tried algorithm, pre-trained GP priors and a transferred prior mean in the
+search phase. They subclass this class through :meth:`PortfolioWarmStart.prior`,
+:meth:`~PortfolioWarmStart._pick` and the search phase's :meth:`~PortfolioWarmStart.search_suggest`
+and :meth:`~PortfolioWarmStart.search_acquisition`.
 
 Deviations: Wistuba et al. fix the portfolio offline and rank tasks by meta-features only;
 here the weights adapt to the new task's results. The portfolio's objective is normalized
@@ -77,7 +70,7 @@ bounded per task and needs no extra scale.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -89,7 +82,6 @@ from metabo.kb.canonical import config_id
 from metabo.kb.past import PastRuns
 from metabo.space.cash import CASHSpace
 from metabo.strategies.base import Config
-from metabo.surrogates.warping import WarpingCache
 
 if TYPE_CHECKING:
     from metabo.optimizer.history import History
@@ -157,8 +149,6 @@ class RegretMatrix:
         return cls(tuple(tasks), tuple(configs), tuple(ids), Q, aliases, Y)
 
 
-#: Weights of a task whose meta-feature distance is unknown (:func:`prior_weights`).
-UNKNOWN_PRIORS = ("median", "min", "zero")
 #: A task's meta-feature distance counts when it was computed on at least this share of
 #: the features of the best-described task; otherwise the task gets the median weight.
 MIN_FEATURE_SHARE = 0.5
@@ -187,67 +177,46 @@ def coverage_weights(Q: np.ndarray) -> np.ndarray:
     return np.minimum(1.0, n / (MIN_COVERAGE_SHARE * n.max()))
 
 
-def prior_weights(past: PastRuns, tasks: Sequence[str], meta_features: Mapping[str, float] | None,
-                  source_prior: str = "tasks", bandwidth_k: int | None = None, unknown: str = "median") -> np.ndarray:
-    """``w0_p ∝ exp(-d_p / h)`` (module docstring); uniform without meta-features, and for
-    tasks whose distance is unknown, or computed on fewer than :data:`MIN_FEATURE_SHARE`
-    of the features the best-described task shares with the new one (an OpenML task known
-    only by its size, say), the median weight. ``source_prior="equal"``: the weights are
-    then rescaled so that each source family of :attr:`PastRuns.sources` holds the same
-    total (:func:`balance_sources`). ``bandwidth_k``: ``h`` is the ``k``-th smallest known
-    distance instead of the median (module docstring). ``unknown``: the weight of a task
-    whose distance is unknown, ``"median"`` (default), ``"min"`` (the least known weight)
-    or ``"zero"`` (none: the transfer uses the tasks it can compare alone)."""
-    if unknown not in UNKNOWN_PRIORS:
-        raise InputDataError(f"unknown must be one of {UNKNOWN_PRIORS}, got {unknown!r}")
-    w = _distance_weights(past, tasks, meta_features, bandwidth_k, unknown)
-    return balance_sources(w, [past.sources.get(t, "") for t in tasks]) if source_prior == "equal" else w
+def prior_weights(past: PastRuns, tasks: Sequence[str], meta_features: Mapping[str, float] | None
+                  ) -> np.ndarray:
+    """``w0_p ∝ exp(-d_p / h)`` (module docstring), ``h`` the median known distance; uniform
+    without meta-features, and for tasks whose distance is unknown (:func:`task_distances`)
+    the median weight."""
+    d = task_distances(past, tasks, meta_features)
+    if d is None:
+        return np.full(len(tasks), 1.0 / len(tasks))
+    finite = np.isfinite(d)
+    h = float(np.median(np.sort(d[finite]))) or 1.0
+    logw = np.where(finite, -d / h, np.nan)
+    logw[~finite] = np.nanmedian(logw)
+    w = np.exp(logw - np.nanmax(logw))
+    return w / w.sum()
 
 
-def balance_sources(w: np.ndarray, sources: Sequence[str]) -> np.ndarray:
-    """``w`` rescaled within each source so that every source holds ``1 / S`` of the total:
-    a collection of hundreds of tasks measured one way (OBOE's 418) is one witness beside
-    another (the 42 tasks of the project's own runs) until the new task's results say
-    which ranks it alike, rather than outvoting it by its size; the order of the weights
-    within a source is kept."""
-    w = np.asarray(w, dtype=float)
-    names = sorted(set(sources))
-    out = w.copy()
-    for name in names:
-        mine = np.array([s == name for s in sources])
-        total = w[mine].sum()
-        out[mine] = w[mine] / total / len(names) if total > 0 else 1.0 / (mine.sum() * len(names))
-    return out / out.sum()
-
-
-def _distance_weights(past: PastRuns, tasks: Sequence[str], meta_features: Mapping[str, float] | None,
-                      bandwidth_k: int | None = None, unknown: str = "median") -> np.ndarray:
-    uniform = np.full(len(tasks), 1.0 / len(tasks))
+def task_distances(past: PastRuns, tasks: Sequence[str], meta_features: Mapping[str, float] | None
+                   ) -> np.ndarray | None:
+    """The meta-feature distance ``d_p`` of the new task to each of ``tasks``
+    (:func:`metabo.kb.queries.nearest_from_matrix`), NaN where unknown or computed on fewer
+    than :data:`MIN_FEATURE_SHARE` of the features the best-described task shares with the
+    new one (an OpenML task known only by its size, say); None when no distance is known
+    (no meta-features: uniform weights)."""
     if not meta_features or past.meta_features.empty:
-        return uniform
+        return None
     from metabo.kb.queries import nearest_from_matrix
 
     matrix = past.meta_features.loc[[t for t in tasks if t in past.meta_features.index]]
     if matrix.empty:
-        return uniform
+        return None
     try:
         near = nearest_from_matrix(matrix, meta_features, k=len(matrix))
     except InputDataError as e:
         logger.warning("task weights without meta-features: %s", e)
-        return uniform
+        return None
     # a distance on a few shared features (a task known by its size alone) says little
     used = near["n_features_used"].to_numpy(float)
     dist = np.where(used >= MIN_FEATURE_SHARE * used.max(), near["distance"].to_numpy(float), np.nan)
     d = pd.Series(dist, index=near["dataset_id"]).reindex(list(tasks)).to_numpy()
-    finite = np.isfinite(d)
-    if not finite.any():
-        return uniform
-    known = np.sort(d[finite])
-    h = float(np.median(known) if bandwidth_k is None else known[min(bandwidth_k, len(known)) - 1]) or 1.0
-    logw = np.where(finite, -d / h, np.nan)
-    logw[~finite] = {"median": np.nanmedian(logw), "min": np.nanmin(logw), "zero": -np.inf}[unknown]
-    w = np.exp(logw - np.nanmax(logw))
-    return w / w.sum()
+    return d if np.isfinite(d).any() else None
 
 
 def rank_agreement(Q: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -273,11 +242,8 @@ class PortfolioWarmStart:
         n_portfolio: design trials taken from the portfolio.
         n_design: design trials in all (the ones after the portfolio's: untried algorithms).
         distinct: each portfolio pick of an algorithm not tried yet (while one is left).
-        n_distinct: with ``distinct``, only the first ``n_distinct`` picks are of untried
-            algorithms (None: all ``n_portfolio`` of them).
         beta: evidence temperature of the task weights (``log w += beta n tau``).
         n_transfer_starts: portfolio configurations the GP's local search also starts from.
-        prior_mean: the search phase's GP models the residual of the transferred mean.
         costs: stored configuration id -> predicted fit seconds on this task
             (:func:`metabo.kb.costs.predicted_fit_seconds`).
         max_cost: with ``costs``, portfolio picks are limited to configurations predicted
@@ -288,66 +254,29 @@ class PortfolioWarmStart:
         then: the search-phase strategy (default: :class:`~metabo.strategies.gp.GPBO` with
             no random design, the settings of the cold ``gp`` strategy otherwise; another
             strategy, RGPE say, is asked without the transfer starts).
-        bandwidth_k: the prior's bandwidth is the distance of the ``k``-th nearest task
-            (None: the median distance; module docstring).
-        pretrained: the search phase's GP (the default ``then``) takes lengthscale priors
-            pre-trained on the past tasks, ``log l ~ N(log l_pre, pretrained^2)``
-            (:func:`metabo.surrogates.pretrained.pretrained_priors`; None: the default priors).
-        unknown_prior: the prior weight of a past task whose meta-feature distance is unknown
-            (:func:`prior_weights`' ``unknown``: ``"median"``, ``"min"`` or ``"zero"``).
-        source_prior: ``"tasks"``: every past task weighs by its distance alone, so a source
-            of many tasks holds most of the prior mass; ``"equal"``: each source family
-            (:attr:`PastRuns.sources`) holds the same share (:func:`balance_sources`).
         seed: seeds the search phase's GP.
     """
 
     name = "warm"
-    #: recorded configurations averaged by the transfer mean ``m0`` (nearest in the encoding)
-    n_neighbours = 3
 
     def __init__(self, past: PastRuns, meta_features: Mapping[str, float] | pd.Series | None = None, *,
-                 n_portfolio: int = 8, n_design: int = 8, distinct: bool = True, n_distinct: int | None = None,
-                 beta: float = 1.0,
-                 n_transfer_starts: int = 5, prior_mean: bool = False, then: GPBO | Any | None = None,
-                 costs: Mapping[str, float] | None = None, max_cost: float | None = None,
-                 source_prior: str = "tasks", bandwidth_k: int | None = None, pretrained: float | None = None,
-                 unknown_prior: str = "median", seed: int = 0) -> None:
+                 n_portfolio: int = 8, n_design: int = 8, distinct: bool = True, beta: float = 1.0,
+                 n_transfer_starts: int = 5, then: GPBO | Any | None = None,
+                 costs: Mapping[str, float] | None = None, max_cost: float | None = None, seed: int = 0) -> None:
         if min(n_portfolio, n_design, n_transfer_starts, beta) < 0:
             raise InputDataError("n_portfolio, n_design, n_transfer_starts and beta must be >= 0")
-        if n_distinct is not None and (isinstance(n_distinct, bool) or not isinstance(n_distinct, int)
-                                       or n_distinct < 0):
-            raise InputDataError(f"n_distinct must be a non-negative integer or None, got {n_distinct!r}")
-        self.n_distinct = n_distinct
-        if source_prior not in ("tasks", "equal"):
-            raise InputDataError(f"source_prior must be 'tasks' or 'equal', got {source_prior!r}")
-        self.source_prior = source_prior
-        if unknown_prior not in UNKNOWN_PRIORS:
-            raise InputDataError(f"unknown_prior must be one of {UNKNOWN_PRIORS}, got {unknown_prior!r}")
-        self.unknown_prior = unknown_prior
-        if bandwidth_k is not None and (isinstance(bandwidth_k, bool) or not isinstance(bandwidth_k, int)
-                                        or bandwidth_k < 1):
-            raise InputDataError(f"bandwidth_k must be a positive integer or None, got {bandwidth_k!r}")
-        self.bandwidth_k = bandwidth_k
         if not past.tasks:
             raise InputDataError("no past task to warm-start from")
         from metabo.strategies.gp import GPBO
 
         self.past, self.n_portfolio, self.n_design, self.beta = past, n_portfolio, max(n_design, n_portfolio), beta
         self.n_transfer_starts, self.seed, self.distinct = n_transfer_starts, seed, distinct
-        self.prior_mean = prior_mean
         if max_cost is not None and not max_cost > 0:
             raise InputDataError(f"max_cost must be a positive number of seconds, got {max_cost!r}")
         self.costs, self.max_cost = (None if costs is None else dict(costs)), max_cost
         self._column_costs: tuple[CASHSpace, dict[str, float]] | None = None
-        self._residual: ResidualGP | None = None
-        self._encoded: tuple[CASHSpace, dict[str, tuple[np.ndarray, np.ndarray]]] | None = None
         self.meta_features = None if meta_features is None else {
             str(k): float(v) for k, v in dict(meta_features).items() if v == v}
-        if pretrained is not None and (then is not None or not pretrained > 0):
-            raise InputDataError(f"pretrained must be a positive prior scale for the default search phase, got "
-                                 f"{pretrained!r} with then={then!r}")
-        self.pretrained = pretrained
-        self._pretrained_for: CASHSpace | None = None
         self.then = then if then is not None else GPBO(n_init=0, seed=seed)
         self._matrix: tuple[CASHSpace, RegretMatrix, np.ndarray] | None = None
 
@@ -365,10 +294,9 @@ class PortfolioWarmStart:
         return self._matrix[1], self._matrix[2]
 
     def prior(self, m: RegretMatrix) -> np.ndarray:
-        """The prior task weights ``w0`` over ``m.tasks``: :func:`prior_weights` with this
-        strategy's settings, times :func:`coverage_weights` (renormalized)."""
-        w = prior_weights(self.past, m.tasks, self.meta_features, self.source_prior, self.bandwidth_k,
-                          self.unknown_prior) * coverage_weights(m.Q)
+        """The prior task weights ``w0`` over ``m.tasks``: :func:`prior_weights` times
+        :func:`coverage_weights` (renormalized)."""
+        w = prior_weights(self.past, m.tasks, self.meta_features) * coverage_weights(m.Q)
         return w / w.sum()
 
     def column_costs(self, space: CASHSpace) -> dict[str, float]:
@@ -433,9 +361,9 @@ class PortfolioWarmStart:
 
     def _pick(self, m: RegretMatrix, gain: np.ndarray, tried: set[str], picked: int = 0) -> int | None:
         """The column of largest gain (of an untried algorithm with ``distinct``, while one
-        with a positive gain is left and fewer than ``n_distinct`` picks were made before
-        this one, ``picked``); None when nothing gains."""
-        if self.distinct and (self.n_distinct is None or picked < self.n_distinct):
+        with a positive gain is left); None when nothing gains. ``picked``: the portfolio
+        picks made before this one (unused here; a variant's rule may depend on it)."""
+        if self.distinct:
             fresh = np.array([a not in tried for a, _ in m.configs])
             if (fresh & np.isfinite(gain) & (gain > 0)).any():
                 gain = np.where(fresh, gain, -np.inf)
@@ -497,27 +425,16 @@ class PortfolioWarmStart:
         order = [j for j in np.argsort(-gain, kind="stable")[: self.n_transfer_starts] if np.isfinite(gain[j])]
         return [(m.configs[j][0], dict(m.configs[j][1])) for j in order]
 
-    def _pretrain(self, space: CASHSpace) -> None:
-        """With ``pretrained``, the search phase's GP-BO with priors pre-trained for ``space``
-        (once per space)."""
-        if self.pretrained is None or self._pretrained_for is space:
-            return
-        from metabo.strategies.gp import GPBO
-        from metabo.surrogates.pretrained import pretrained_priors
-
-        priors = pretrained_priors(self.past, space, scale=self.pretrained, warping=self.then.warping, seed=self.seed)
-        self.then = GPBO(n_init=0, seed=self.seed, priors=priors)
-        self._pretrained_for = space
-
     def suggest(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Config:
-        """The next portfolio configuration during the design, then GP-BO's suggestion."""
+        """The next portfolio configuration during the design, then the search phase's."""
         config = self._next_design(history, space, rng)
         if config is not None:
             return config
-        self._pretrain(space)
-        if self.prior_mean:
-            return self._residual_gp().suggest(history, space, rng, self.transfer_mean(history, space),
-                                               self.transfer_starts(history, space))
+        return self.search_suggest(history, space, rng)
+
+    def search_suggest(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Config:
+        """The search phase's suggestion: GP-BO's, its local search also started from the
+        transfer starts (another ``then`` is asked as it is)."""
         from metabo.strategies.gp import GPSettings
 
         if isinstance(self.then, GPSettings):
@@ -525,146 +442,19 @@ class PortfolioWarmStart:
         return self.then.suggest(history, space, rng)
 
     def acquisition(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Any:
-        """None during the design, then the GP's log EI (for the ensemble searches)."""
+        """None during the design, then the search phase's (for the ensemble searches)."""
         if self._next_design(history, space) is not None:
             return None
-        self._pretrain(space)
-        if self.prior_mean:
-            return self._residual_gp().acquisition(history, space, self.transfer_mean(history, space))
+        return self.search_acquisition(history, space, rng)
+
+    def search_acquisition(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Any:
+        """The search phase's acquisition: the GP's log EI."""
         return self.then.acquisition(history, space, rng)
 
     def posterior_mean(self, history: History, space: CASHSpace, configs: Sequence[Config]) -> np.ndarray:
         """The search-phase GP's posterior mean (thesis 3.4 selection)."""
-        self._pretrain(space)
-        if self.prior_mean:
-            return self._residual_gp().posterior_mean(history, space, self.transfer_mean(history, space), configs)
         return self.then.posterior_mean(history, space, configs)
 
-    # ------------------------------------------------------------------ prior mean
-    def _residual_gp(self) -> ResidualGP:
-        if self._residual is None:
-            self._residual = ResidualGP(self.then)
-        return self._residual
 
-    def transfer_mean(self, history: History, space: CASHSpace) -> Callable[[np.ndarray], np.ndarray]:
-        """``m0``: encoded CASH rows -> the weighted past tasks' regret there (module
-        docstring, search phase), with the weights of the history's refit prefix."""
-        m, _ = self.matrix(space)
-        n = len(history.completed)
-        prefix = n - n % self.then.refit_every if n >= self.then.refit_every else n
-        from metabo.optimizer.history import History as _History
-
-        w = self.weights(_History([r for r in history.completed[:prefix]]), space)
-        finite = np.isfinite(m.Q)
-        cover = w @ finite
-        qbar = np.where(cover > 0, (w @ np.where(finite, m.Q, 0.0)) / np.where(cover > 0, cover, 1.0), np.nan)
-        neutral = float(np.nanmean(qbar)) if np.isfinite(qbar).any() else 0.5
-        encoded = self._encodings(space)
-        index = {a: k for k, a in enumerate(space.algorithms)}
-
-        def mean(X: np.ndarray) -> np.ndarray:
-            from scipy.spatial.distance import cdist
-
-            X = np.asarray(X, dtype=float)
-            out = np.full(len(X), neutral)
-            owner = np.argmax(X[:, : len(space)], axis=1)
-            for a, (cols, E) in encoded.items():
-                rows = np.flatnonzero(owner == index[a])
-                q = qbar[cols]
-                ok = np.isfinite(q)
-                if not len(rows) or not ok.any():
-                    continue
-                E_ok, q_ok = E[ok], q[ok]
-                k = min(self.n_neighbours, len(q_ok))
-                D = cdist(X[rows][:, space.slices[a]], E_ok) if E_ok.shape[1] else np.zeros((len(rows), len(q_ok)))
-                near = np.argpartition(D, k - 1, axis=1)[:, :k]
-                out[rows] = q_ok[near].mean(axis=1)
-            return out
-
-        return mean
-
-    def _encodings(self, space: CASHSpace) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        """Per algorithm: the matrix columns of its recorded configurations and their
-        encoding in its own block."""
-        if self._encoded is None or self._encoded[0] is not space:
-            m, _ = self.matrix(space)
-            out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-            for a in space.algorithms:
-                cols = np.array([j for j, (b, _) in enumerate(m.configs) if b == a], dtype=int)
-                if len(cols):
-                    out[a] = (cols, space[a].encode_many([m.configs[j][1] for j in cols]))
-            self._encoded = (space, out)
-        return self._encoded[1]
-
-
-class ResidualGP:
-    """GP-BO on the residual of a transferred prior mean (module docstring, search phase):
-    ``z`` the warped values (:func:`~metabo.surrogates.warping.warp`, as GP-BO), ``(a, b)``
-    by least squares of ``z`` on ``m0(x)`` over the refit prefix (``b >= 0``), the
-    conditional GP of ``settings`` (a :class:`~metabo.strategies.gp.GPBO`) fitted on
-    ``r = z - a - b m0(x)``; log EI of ``a + b m0(x) + mu_r(x)`` with the GP's variance."""
-
-    def __init__(self, settings: GPBO) -> None:
-        from metabo.strategies.gp import ModelCache, make_gp
-
-        self.settings = settings
-        self._cache = ModelCache(make_gp(True, settings.gp_kernel, settings.noise, settings.n_restarts),
-                                 settings.seed, settings.refit_every, settings.warm_refit, "none")
-        self._warp = WarpingCache(settings.warping)
-
-    def _fit(self, history: History, space: CASHSpace, mean: Callable[[np.ndarray], np.ndarray], *,
-             refit: bool = False) -> tuple[Any, float, float, float]:
-        """(residual GP, a, b, best warped value)."""
-        X, y = history.X(space), history.y
-        n = len(y)
-        r_every = self.settings.refit_every
-        m = n if refit or n < max(r_every, 3) else n - n % r_every
-        z = self._warp(y, m)
-        m0 = mean(X)
-        a, b = float(z[:m].mean()), 0.0
-        if m >= 2 and np.ptp(m0[:m]) > 1e-9:  # a slope only where m0 varies
-            (a_, b_), *_ = np.linalg.lstsq(np.column_stack([np.ones(m), m0[:m]]), z[:m], rcond=None)
-            if np.isfinite(b_) and b_ > 0:
-                a, b = float(a_), float(b_)
-        groups = np.argmax(X[:, : len(space)], axis=1)
-        model, _ = self._cache.model(X, z - a - b * m0, groups, refit=refit)
-        return model, float(a), float(b), float(z.min())
-
-    def acquisition(self, history: History, space: CASHSpace, mean: Callable[[np.ndarray], np.ndarray]
-                    ) -> Callable[[np.ndarray], np.ndarray] | None:
-        if len(history.completed) < 2 or not any(r.ok for r in history.completed):
-            return None
-        from metabo.strategies.base import thread_limits
-
-        with thread_limits(self.settings.threads):
-            model, a, b, best = self._fit(history, space, mean)
-
-        def score(Xc: np.ndarray) -> np.ndarray:
-            with thread_limits(self.settings.threads):
-                mu, var = model.predict(Xc, groups=np.argmax(Xc[:, : len(space)], axis=1))
-                return self.settings._log_ei(a + b * mean(Xc) + mu, var, best)
-
-        return score
-
-    def suggest(self, history: History, space: CASHSpace, rng: np.random.Generator,
-                mean: Callable[[np.ndarray], np.ndarray], extra_starts: Sequence[Config]) -> Config:
-        from metabo.strategies.base import random_configuration
-        from metabo.strategies.gp import top_configurations
-
-        score = self.acquisition(history, space, mean)
-        if score is None:
-            return random_configuration(space, rng, history.config_ids)
-        starts = top_configurations(history.completed, history.y, self.settings.n_starts)
-        starts += [c for c in extra_starts if config_id(*c) not in history.config_ids]
-        config, _ = self.settings._maximize(space, score, starts, history, rng)
-        return config
-
-    def posterior_mean(self, history: History, space: CASHSpace, mean: Callable[[np.ndarray], np.ndarray],
-                       configs: Sequence[Config]) -> np.ndarray:
-        model, a, b, _ = self._fit(history, space, mean, refit=True)
-        Xc = space.encode_many(list(configs))
-        mu, _ = model.predict(Xc, groups=np.argmax(Xc[:, : len(space)], axis=1))
-        return a + b * mean(Xc) + mu
-
-
-__all__ = ["PortfolioWarmStart", "RegretMatrix", "ResidualGP", "coverage_weights", "prior_weights", "rank_agreement"]
+__all__ = ["PortfolioWarmStart", "RegretMatrix", "coverage_weights", "prior_weights", "rank_agreement",
+           "task_distances"]

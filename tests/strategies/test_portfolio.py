@@ -19,7 +19,6 @@ from metabo.strategies.gp import GPBO
 from metabo.strategies.portfolio import (
     PortfolioWarmStart,
     RegretMatrix,
-    balance_sources,
     coverage_weights,
     prior_weights,
     rank_agreement,
@@ -81,22 +80,6 @@ def test_first_pick_is_the_lowest_mean_regret_and_the_next_covers_what_it_left()
     assert second == space.normalize(*B2)  # A1 leaves t2 at regret 1/2: B2 covers it
 
 
-def test_n_distinct_lets_the_later_picks_return_to_an_algorithm_already_tried():
-    space, _ = two_algorithm_problem()
-    # A1 is best on t0, A2 on t1; after A1, A2 gains most (t1's regret from 1/2 to 0), B2 less (to 1/4)
-    past = past_runs({"t0": [0.1, 0.3, 0.5, 0.5], "t1": [0.3, 0.1, 0.5, 0.2]})
-    rng = np.random.default_rng(0)
-    after_a1 = history_of(space, [(A1, 0.2)])
-    everywhere = PortfolioWarmStart(past, n_portfolio=2, n_design=2)
-    once = PortfolioWarmStart(past, n_portfolio=2, n_design=2, n_distinct=1)
-    assert everywhere.suggest(History(), space, rng) == once.suggest(History(), space, rng) == space.normalize(*A1)
-    assert everywhere.suggest(after_a1, space, rng) == space.normalize(*B2)  # distinct, though it gains less
-    assert once.suggest(after_a1, space, rng) == space.normalize(*A2)
-    assert once.portfolio(space) == [space.normalize(*A1), space.normalize(*A2)]
-    with pytest.raises(InputDataError, match="n_distinct"):
-        PortfolioWarmStart(past, n_distinct=-1)
-
-
 def test_a_trial_the_portfolio_did_not_choose_takes_no_pick_and_leaves_its_algorithm_untried():
     """tune's opening (a configuration the past never recorded) comes first: the portfolio
     still makes its n_portfolio picks, the first of them of the opening's algorithm."""
@@ -134,19 +117,6 @@ def test_prior_weights_uniform_without_meta_features_and_exponential_in_distance
     assert np.log(w[0] / w[1]) / np.log(w[1] / w[2]) == pytest.approx(1 / 2)  # d: 0, 1, 3 (z-scored: linear)
 
 
-def test_bandwidth_k_is_the_distance_of_the_kth_nearest_task():
-    past = past_runs({"t0": [0.1, 0.2, 0.3, 0.4], "t1": [0.4, 0.3, 0.2, 0.1], "t2": [0.1, 0.1, 0.2, 0.3]},
-                     mf={"t0": 0.0, "t1": 1.0, "t2": 3.0})
-    tasks = ("t0", "t1", "t2")
-    median = prior_weights(past, tasks, {"f": 0.0})
-    assert prior_weights(past, tasks, {"f": 0.0}, bandwidth_k=2) == pytest.approx(median)  # the 2nd of 3 is the median
-    wide = prior_weights(past, tasks, {"f": 0.0}, bandwidth_k=3)  # h = d(t2) = 3 d(t1)
-    assert np.log(wide[0] / wide[1]) == pytest.approx(np.log(median[0] / median[1]) / 3)
-    assert prior_weights(past, tasks, {"f": 0.0}, bandwidth_k=99) == pytest.approx(wide)  # past the last: the farthest
-    with pytest.raises(InputDataError, match="bandwidth_k"):
-        PortfolioWarmStart(past, {"f": 0.0}, bandwidth_k=0)
-
-
 def test_a_task_described_by_few_shared_features_gets_the_median_weight():
     values = {t: [0.1, 0.2, 0.3, 0.4] for t in ("t0", "t1", "t2", "t3")}
     past = past_runs(values)
@@ -157,20 +127,6 @@ def test_a_task_described_by_few_shared_features_gets_the_median_weight():
     w = prior_weights(past, ("t0", "t1", "t2", "t3"), {"f": 0.0, "g": 0.0, "h": 0.0})
     assert w[0] > w[1] > w[2] and w.sum() == pytest.approx(1)
     assert w[3] == pytest.approx(w[1])  # the median of t0..t2's weights, not the nearest
-    tasks, mine = ("t0", "t1", "t2", "t3"), {"f": 0.0, "g": 0.0, "h": 0.0}
-    w_min = prior_weights(past, tasks, mine, unknown="min")
-    assert w_min[3] == pytest.approx(w_min[2]) and w_min[0] > w_min[1] > w_min[2]
-    w_zero = prior_weights(past, tasks, mine, unknown="zero")
-    assert w_zero[3] == 0.0 and w_zero[:3] == pytest.approx(w[:3] / w[:3].sum())
-    with pytest.raises(InputDataError):
-        prior_weights(past, tasks, mine, unknown="max")
-    # a zero prior weight stays zero under the target's evidence
-    space, _ = two_algorithm_problem()
-    strategy = PortfolioWarmStart(past, mine, unknown_prior="zero")
-    history = history_of(space, [(A1, 0.1), (A2, 0.2), (B1, 0.3)])
-    assert strategy.weights(history, space)[list(strategy.matrix(space)[0].tasks).index("t3")] == 0.0
-    with pytest.raises(InputDataError):
-        PortfolioWarmStart(past, mine, unknown_prior="max")
 
 
 def test_a_thinly_covered_task_counts_in_proportion_to_its_coverage():
@@ -185,20 +141,6 @@ def test_a_thinly_covered_task_counts_in_proportion_to_its_coverage():
                       "t2": [0.1, np.nan, np.nan, np.nan]})
     _, w0 = PortfolioWarmStart(past).matrix(space)
     assert w0 == pytest.approx(np.array([1.0, 1.0, 0.5]) / 2.5)
-
-
-def test_balanced_sources_hold_equal_shares_and_keep_the_order_within_each():
-    w = balance_sources(np.array([0.4, 0.1, 0.1, 0.1, 0.1, 0.2]), ["a", "b", "b", "b", "b", "a"])
-    assert w.sum() == pytest.approx(1)
-    assert w[[0, 5]].sum() == pytest.approx(0.5) and w[1:5].sum() == pytest.approx(0.5)
-    assert w[0] == pytest.approx(2 * w[5]) and w[1] == pytest.approx(w[4])
-    assert balance_sources(np.array([0.5, 0.5]), ["a", "a"]) == pytest.approx([0.5, 0.5])
-    past = past_runs({"t0": [0.1, 0.2, 0.3, 0.4], "t1": [0.4, 0.3, 0.2, 0.1], "t2": [0.1, 0.1, 0.2, 0.3]})
-    past = PastRuns(past.metric, past.groups, past.meta_features, {"t0": "session", "t1": "oboe", "t2": "oboe"})
-    assert prior_weights(past, ("t0", "t1", "t2"), None, "equal") == pytest.approx([0.5, 0.25, 0.25])
-    assert prior_weights(past, ("t0", "t1", "t2"), None) == pytest.approx([1 / 3] * 3)
-    with pytest.raises(InputDataError, match="source_prior"):
-        PortfolioWarmStart(past, source_prior="count")
 
 
 def test_design_then_search_runs_to_budget_without_repeats_and_is_seeded():
@@ -280,46 +222,11 @@ def test_bad_arguments_are_refused():
         PortfolioWarmStart(past, n_design=-1)
     with pytest.raises(InputDataError):
         PortfolioWarmStart(past.without("t0"))
+    with pytest.raises(TypeError):  # the ablations are benchmarks.warm_variants.PortfolioVariant's
+        PortfolioWarmStart(past, n_distinct=1)
     other = CASHSpace({"z": SearchSpace("z", (Float("w", 0.0, 1.0),))})
     with pytest.raises(InputDataError, match="portfolio"):
         RegretMatrix.from_past(past, other)
-
-
-def test_transfer_mean_averages_the_nearest_recorded_configurations_regret():
-    space, _ = two_algorithm_problem()
-    past = past_runs({"t0": [0.1, 0.5, 0.6, 0.3], "t1": [0.2, 0.5, 0.1, 0.3]})
-    s = PortfolioWarmStart(past, prior_mean=True)
-    s.n_neighbours = 1
-    m, _ = s.matrix(space)
-    mean = s.transfer_mean(History(), space)
-    for c in (A1, A2, B1, B2):
-        j = column(m, space, c)
-        assert mean(space.encode_many([c]))[0] == pytest.approx(m.Q[:, j].mean())  # uniform weights, itself nearest
-    far = ("a", {"u": 0.25, "k": "l1"})  # nearest recorded: A1
-    assert mean(space.encode_many([far]))[0] == pytest.approx(m.Q[:, column(m, space, A1)].mean())
-
-
-def test_prior_mean_makes_an_untried_algorithm_that_did_well_in_the_past_more_promising():
-    base, _ = two_algorithm_problem()
-    space = CASHSpace({**{a: base[a] for a in base.algorithms}, "c": SearchSpace("c", (Float("w", 0.0, 1.0),))})
-    # past: 'a' good and 'b' poor everywhere; 'c' good at small w, poor at large w
-    rows = []
-    for t in ("t0", "t1", "t2"):
-        rows += [(t, *A1, 0.10), (t, *A2, 0.12), (t, *B1, 0.50), (t, *B2, 0.52),
-                 (t, "c", {"w": 0.1}, 0.20), (t, "c", {"w": 0.5}, 0.30), (t, "c", {"w": 0.9}, 0.40)]
-    frame = pd.DataFrame(rows, columns=["dataset_id", "algorithm", "params", "value"])
-    frame["config_id"] = [config_id(a, p) for a, p in zip(frame["algorithm"], frame["params"])]
-    past = PastRuns.from_frame(frame)
-    # the target has seen 'c' only, ordered as in the past
-    h = history_of(space, [(("c", {"w": 0.1}), 0.2), (("c", {"w": 0.5}), 0.3), (("c", {"w": 0.9}), 0.4)])
-    scores = {}
-    for prior in (True, False):
-        s = PortfolioWarmStart(past, prior_mean=prior, n_portfolio=0, n_design=0, seed=0)
-        s.n_neighbours = 1  # three recorded configurations of 'c': its nearest alone varies
-        score = s.acquisition(h, space, np.random.default_rng(0))
-        scores[prior] = score(space.encode_many([A1, B1]))
-    assert scores[True][0] > scores[True][1] + 1.0  # log EI: 'a' (past regret 0) far above 'b' (regret ~1)
-    assert scores[False][0] == pytest.approx(scores[False][1], abs=1e-6)  # without it both are the GP's prior
 
 
 def test_a_cost_limit_keeps_the_portfolio_to_configurations_that_can_finish():

@@ -9,13 +9,13 @@ import pandas as pd
 import pytest
 from scipy.optimize import approx_fprime
 
+from benchmarks.warm_variants import PortfolioVariant
 from metabo.exceptions import InputDataError
 from metabo.kb.canonical import config_id
 from metabo.kb.past import PastRuns
 from metabo.space.cash import CASHSpace
 from metabo.space.hyperparameters import Float
 from metabo.space.space import SearchSpace
-from metabo.strategies.portfolio import PortfolioWarmStart
 from metabo.surrogates.pretrained import pretrain_theta, pretrained_priors, stacked_past
 from metabo.surrogates.priors import GPPriors
 
@@ -94,7 +94,7 @@ def test_the_warm_starts_search_phase_uses_the_pretrained_priors():
     from metabo.optimizer import Optimizer
 
     past = past_of()
-    strategy = PortfolioWarmStart(past, None, n_portfolio=2, n_design=2, pretrained=0.5, seed=0)
+    strategy = PortfolioVariant(past, None, n_portfolio=2, n_design=2, pretrained=0.5, seed=0)
     opt = Optimizer(SPACE, strategy, seed=0)
     for _ in range(4):
         trial = opt.ask()
@@ -102,4 +102,4 @@ def test_the_warm_starts_search_phase_uses_the_pretrained_priors():
     assert strategy.then.priors is not None
     assert np.asarray(strategy.then.priors.lengthscale_loc).shape == (SPACE.n_dims,)
     with pytest.raises(InputDataError):
-        PortfolioWarmStart(past, None, pretrained=0.0)
+        PortfolioVariant(past, None, pretrained=0.0)
