@@ -11,7 +11,7 @@ has no neighbours outside ``C``. Algorithms without a candidate are dropped.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -84,7 +84,7 @@ class FiniteCASHSpace(CASHSpace):
                                 other_algorithms: bool = True) -> tuple[np.ndarray, np.ndarray]:
         return np.empty((0, self.n_dims)), np.empty(0, dtype=np.intp)
 
-    def unevaluated(self, evaluated: Sequence[str] | set[str] | frozenset[str]) -> tuple[list[Config], np.ndarray]:
+    def unevaluated(self, evaluated: Iterable[str]) -> tuple[list[Config], np.ndarray]:
         """The candidates whose id is not in ``evaluated``, and their encodings."""
         done = set(evaluated)
         ids = self.candidate_ids()
