@@ -303,7 +303,7 @@ def _as_feature(col: pd.Series, *, force_nominal: bool, name: str) -> pd.Series:
         pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col)
     ):
         if pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col):
-            values = col.map(lambda v: v if pd.isna(v) else _num_label(v))
+            values = col.map(lambda v: v if pd.isna(v) else num_label(v))
         else:
             values = col.map(lambda v: v if pd.isna(v) else str(v).strip())
             values = values.where(~values.isin(["?", ""]), np.nan)
@@ -314,7 +314,7 @@ def _as_feature(col: pd.Series, *, force_nominal: bool, name: str) -> pd.Series:
         raise InputDataError(f"dataset {name!r}: column {col.name!r} is not numeric") from e
 
 
-def _num_label(v: float) -> str:
+def num_label(v: float) -> str:
     """A category label for a number: ``3`` rather than ``3.0`` for integral values."""
     f = float(v)
     return str(int(f)) if f.is_integer() else repr(f)

@@ -49,10 +49,10 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
-from metabo.data.dataset import Dataset, _num_label, feature_frame
+from metabo.data.dataset import Dataset, num_label, feature_frame
 from metabo.ensembles.combine import majority_vote
 from metabo.ensembles.model_cache import cached_payload, file_digest, keep_payload
-from metabo.evaluation.evaluate import _proba, _summarize
+from metabo.evaluation.evaluate import class_probabilities, summarize_warnings
 from metabo.evaluation.factories import registry_factory
 from metabo.evaluation.metrics import get_metric
 from metabo.evaluation.preprocessing import make_pipeline
@@ -224,7 +224,7 @@ class EnsembleModel(ClassifierMixin, BaseEstimator):
                         f"ensemble member {j} ({algorithm} {params}) failed to fit: {describe(e)}"
                     ) from e
             if caught:
-                logger.info("ensemble member %d (%s): %s", j, algorithm, _summarize(caught))
+                logger.info("ensemble member %d (%s): %s", j, algorithm, summarize_warnings(caught))
         self.members_, self.weights_, self.pipelines_ = members, weights, built
         self.classes_ = np.asarray([dataset.label(c) for c in class_labels(dataset)])  # as the caller gave them
         self.feature_names_in_ = np.asarray(dataset.X.columns, dtype=object)
@@ -253,7 +253,7 @@ class EnsembleModel(ClassifierMixin, BaseEstimator):
         frame = self.aligned(X)
         with threadpool_limits(limits=self.threads), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return np.stack([_proba(p, frame, len(self.classes_)) for p in self.pipelines_])
+            return np.stack([class_probabilities(p, frame, len(self.classes_)) for p in self.pipelines_])
 
     def _codes(self, P: np.ndarray) -> np.ndarray:
         """(n,) class indices from the members' probabilities ``P`` (m, n, K), by ``combine``."""
@@ -480,7 +480,7 @@ def as_fitted_kinds(frame: pd.DataFrame, kinds: dict[str, str]) -> pd.DataFrame:
         col = out[c]
         numeric = isinstance(col.dtype, np.dtype) and col.dtype.kind in "fiu"
         if kind == "nominal" and numeric:
-            out[c] = col.map(lambda v: v if pd.isna(v) else _num_label(v)).astype("category")
+            out[c] = col.map(lambda v: v if pd.isna(v) else num_label(v)).astype("category")
         elif kind == "numeric" and not numeric:
             text = col.astype(object).map(lambda v: v if pd.isna(v) else str(v).strip())
             text = text.where(~text.isin(["?", ""]), np.nan)

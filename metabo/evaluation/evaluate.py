@@ -106,7 +106,7 @@ class _Fitted:
     warnings: str | None
 
 
-def _proba(pipeline: Any, X: pd.DataFrame | np.ndarray, n_classes: int) -> np.ndarray:
+def class_probabilities(pipeline: Any, X: pd.DataFrame | np.ndarray, n_classes: int) -> np.ndarray:
     """n x K class probabilities, aligned to the dataset's classes, rows summing to 1
     (``pipeline``: a fitted pipeline or a bare fitted estimator)."""
     classes = np.asarray(pipeline[-1].classes_ if isinstance(pipeline, Pipeline) else pipeline.classes_)
@@ -130,7 +130,9 @@ def _proba(pipeline: Any, X: pd.DataFrame | np.ndarray, n_classes: int) -> np.nd
     return align_proba(p, classes, n_classes)
 
 
-def _summarize(caught: list[warnings.WarningMessage]) -> str | None:
+def summarize_warnings(caught: list[warnings.WarningMessage]) -> str | None:
+    """The distinct first lines of the caught warnings in one line (None when none were
+    caught): what a run's message records of a fit's warnings."""
     distinct: dict[str, None] = {}
     for w in caught:
         first_line = str(w.message).strip().splitlines()[0] if str(w.message).strip() else ""
@@ -175,7 +177,7 @@ def _prepare(spec: Any, dataset: Dataset, split: Split) -> _Prepared:
         train = np.asarray(pre.fit_transform(rows(split.train_idx)))
         valid = np.asarray(pre.transform(rows(split.valid_idx)))
         test = None if split.test_idx is None else np.asarray(pre.transform(rows(split.test_idx)))
-    summary = _summarize(caught)
+    summary = summarize_warnings(caught)
     return _Prepared(train, valid, test, () if summary is None else (summary,))
 
 
@@ -200,10 +202,10 @@ def _fit_predict(model: Any, prepared: _Prepared, codes: np.ndarray, split: Spli
         model.fit(prepared.train, codes[split.train_idx])
         fit_seconds = time.perf_counter() - start
         start = time.perf_counter()
-        valid = _proba(model, prepared.valid, n_classes)
-        test = None if prepared.test is None else _proba(model, prepared.test, n_classes)
+        valid = class_probabilities(model, prepared.valid, n_classes)
+        test = None if prepared.test is None else class_probabilities(model, prepared.test, n_classes)
         predict_seconds = time.perf_counter() - start
-    fitted = _summarize(caught)
+    fitted = summarize_warnings(caught)
     notes = [*prepared.warnings, *([] if fitted is None else [fitted])]
     return _Fitted(valid, test, fit_seconds, predict_seconds, "; ".join(notes) if notes else None)
 

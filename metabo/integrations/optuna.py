@@ -49,7 +49,7 @@ from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
 from metabo.exceptions import InputDataError
-from metabo.space._values import is_integer, is_real, same_scalar
+from metabo.space.values import is_integer, is_real, same_scalar
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from metabo.exceptions import InputDataError, UnknownAlgorithmError
 from metabo.kb._sql import SMALL_BATCH, in_list
-from metabo.kb._time import utcnow
+from metabo.kb.timestamps import utcnow
 from metabo.kb.canonical import canonical_json, config_id_of_canonical
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ import pandas as pd
 
 from metabo.exceptions import InputDataError, UnknownDatasetError
 from metabo.kb._sql import scalar
-from metabo.kb._time import utcnow
+from metabo.kb.timestamps import utcnow
 
 if TYPE_CHECKING:
     from metabo.data.dataset import Dataset

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from metabo.kb._time import utcnow
+from metabo.kb.timestamps import utcnow
 
 if TYPE_CHECKING:
     from metabo.kb.store import KnowledgeBase

@@ -28,14 +28,14 @@ def resolve_space(algorithms: Sequence[str] | None = None, configspace: Mapping[
         from metabo.space.algorithms import default_cash_space
 
         return default_cash_space(algorithms)
-    from metabo.space import _configspace
+    from metabo.space import configspace_io
 
     unknown = sorted(set(configspace) - CONFIGSPACE_KEYS)
     if unknown:
         raise InputDataError(f"not a serialized ConfigSpace: unknown keys {unknown}; it has "
                              f"{sorted(CONFIGSPACE_KEYS)} (as `metabo space export` writes)")
     try:
-        cs = _configspace.loads(json.dumps(dict(configspace), allow_nan=False))
+        cs = configspace_io.loads(json.dumps(dict(configspace), allow_nan=False))
     except (AttributeError, ValueError) as e:  # loads wraps what ConfigSpace itself raises
         raise InputDataError(f"not a serialized ConfigSpace: {e}") from e
     if not len(cs):

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import ConfigSpace as CS
 
 from metabo.exceptions import InputDataError
-from metabo.space._configspace import (
+from metabo.space.configspace_io import (
     check_no_forbiddens,
     cond_from_cs,
     cond_to_cs,
@@ -22,7 +22,7 @@ from metabo.space._configspace import (
     hp_to_cs,
     ordered_hps,
 )
-from metabo.space._values import plain
+from metabo.space.values import plain
 from metabo.space.cash import ALGORITHM
 from metabo.space.conditions import InCondition
 from metabo.space.space import SearchSpace

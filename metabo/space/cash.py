@@ -261,16 +261,16 @@ class CASHSpace:
         """ConfigSpace's serialized dict of :meth:`to_configspace`, as JSON text (built on
         the first call, then kept)."""
         if self._json is None:
-            from metabo.space import _configspace
+            from metabo.space import configspace_io
 
-            self._json = _configspace.dumps(self.to_configspace())
+            self._json = configspace_io.dumps(self.to_configspace())
         return self._json
 
     @classmethod
     def from_json(cls, text: str) -> CASHSpace:
-        from metabo.space import _configspace
+        from metabo.space import configspace_io
 
-        return cls.from_configspace(_configspace.loads(text))
+        return cls.from_configspace(configspace_io.loads(text))
 
 
 def as_cash(space: SearchSpace | CASHSpace, name: str | None = None) -> CASHSpace:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from metabo.exceptions import InputDataError
-from metabo.space._values import Scalar, check_name, check_scalar, same_scalar
+from metabo.space.values import Scalar, check_name, check_scalar, same_scalar
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ import numpy as np
 
 from metabo._typing import Seed, as_generator
 from metabo.exceptions import InputDataError, InvalidConfigurationError
-from metabo.space._values import (
+from metabo.space.values import (
     Scalar,
     check_name,
     check_scalar,

@@ -226,24 +226,24 @@ class SearchSpace:
 
     # -- ConfigSpace and JSON -----------------------------------------------------
     def to_configspace(self) -> ConfigurationSpace:
-        from metabo.space import _configspace
+        from metabo.space import configspace_io
 
-        return _configspace.to_configspace(self)
+        return configspace_io.to_configspace(self)
 
     @classmethod
     def from_configspace(cls, cs: ConfigurationSpace) -> SearchSpace:
-        from metabo.space import _configspace
+        from metabo.space import configspace_io
 
-        return _configspace.from_configspace(cs)
+        return configspace_io.from_configspace(cs)
 
     def to_json(self) -> str:
         """ConfigSpace's serialized dict of :meth:`to_configspace`, as JSON text."""
-        from metabo.space import _configspace
+        from metabo.space import configspace_io
 
-        return _configspace.dumps(self.to_configspace())
+        return configspace_io.dumps(self.to_configspace())
 
     @classmethod
     def from_json(cls, text: str) -> SearchSpace:
-        from metabo.space import _configspace
+        from metabo.space import configspace_io
 
-        return cls.from_configspace(_configspace.loads(text))
+        return cls.from_configspace(configspace_io.loads(text))

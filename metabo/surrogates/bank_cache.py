@@ -193,7 +193,7 @@ def store(kb: KnowledgeBase, metric: str, entries: Iterable[tuple[str, str, str,
     replacing rows of the same (task, algorithm, metric, settings); returns the count."""
     import pandas as pd
 
-    from metabo.kb._time import utcnow
+    from metabo.kb.timestamps import utcnow
 
     rows = [(t, a, metric, s, f, len(m.y), pack(m, (t, a, metric, s, f))) for t, a, s, f, m in entries]
     if not rows:

@@ -21,7 +21,7 @@ from typing import Any
 import ConfigSpace as CS
 
 from metabo.exceptions import InputDataError
-from metabo.space._values import plain
+from metabo.space.values import plain
 from metabo.space.conditions import EqualsCondition, InCondition
 from metabo.space.hyperparameters import Categorical, Constant, Float, Hyperparameter, Integer
 from metabo.space.space import SearchSpace
