@@ -357,8 +357,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--session", help="continue this session (or name a new one)")
     p.add_argument("--resume", metavar="SESSION", help="continue this stored session (metabo sessions lists them)")
     p.add_argument("--refit", action="store_true",
-                   help="(always done now) the selection is refitted on training + validation rows and its test "
-                        "error reported")
+                   help="with --ensemble esmbo/eo/divbo: refit the ensemble's members on training + validation "
+                        "rows and report its test error (implied by --save-model; tune's own search always "
+                        "refits its selection)")
     p.add_argument("--final-rows", choices=("all", "train+valid"), default="all",
                    help="the rows the returned model is fitted on: all (default; the test part too, after the "
                         "selection's fit on training + validation rows is scored on it) or train+valid (that "
