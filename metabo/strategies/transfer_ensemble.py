@@ -12,10 +12,9 @@ transfer learning", sec. 3; :mod:`metabo.surrogates.normalization`): with
 algorithms, and the target's values, over all its completed trials, are mapped by the
 Gaussian copula ``z = Phi^{-1}(F~(y))`` of their own winsorized empirical CDF
 (:meth:`WeightedGPEnsembles.target_values`), so base and target predictions are on one
-scale whatever each task's error range; the incumbent is ``min z``. (It was a
-standardization per task and of the target's own trials, scales that need not match.)
+scale whatever each task's error range; the incumbent is ``min z``.
 ``normalization="standardize"``: ``z`` the target's Yeo-Johnson warped values,
-standardized, and the bank's values standardized per task (the earlier scale).
+standardized, and the bank's values standardized per task.
 
 Target GPs as GP-BO's (:class:`~metabo.strategies.gp.GPBO`, whose defaults of ``warping``,
 ``n_restarts``, ``refit_every``, ``n_random``, ``n_local``, ``n_starts`` these take): the
@@ -64,26 +63,20 @@ Each suggestion:
    maximized once over the whole CASH space, as GP-BO searches it (``n_random`` draws
    across the algorithms, ``n_local`` local searches from the best of them and of every
    algorithm's ``n_starts`` best trials) instead of once per algorithm (``n_random`` draws
-   and ``n_local`` searches each): K times less search per suggestion, so its cost no
-   longer grows with the number of algorithms a knowledge base brings (OBOE's add 9).
+   and ``n_local`` searches each): K times less search per suggestion, a cost that does
+   not grow with the number of algorithms.
 
 The first ``n_init`` trials are random (RLGP's protocol: 3; default 0). With ``n_init=0`` the first
 suggestion, before any observation of the target, is the minimizer of the base GPs' equal-
 weight mean (no pair to weight by, no incumbent for EI), over all algorithms; a warm start
 from the first evaluation.
 
-Work kept between suggestions (only the algorithm just evaluated has new data; none of it
-changes what is computed, the picks are the same as without it): the target GPs'
-hyperparameter fits are extended and warm-refitted between refits from scratch
-(:class:`~metabo.strategies.gp.ModelCache`);
-the left-out target GPs ``f_{-i}`` of an algorithm are kept until its data or target
-hyperparameters change (only their samples are drawn again, with the suggestion's seeds);
-the bank keeps its members' posterior factors at each algorithm's observations (only the
-normal draws are new) and its stacked arrays of the members with weight. Within a
-suggestion, BLAS is limited once (``blas_threads``), and each target GP is predicted from
-its posterior arrays by the bank's batched path (:func:`~metabo.surrogates.bank.state_predictor`).
-Seconds per suggestion are measured in ``reports/transfer/rlgp_speed.txt`` (before the
-search settings became GP-BO's) and ``reports/warm/all`` (after).
+Work kept between suggestions (only the evaluated algorithm has new data; the picks are
+the same as without it): the target GPs' fits are warm-refitted (:class:`~metabo.strategies.gp.ModelCache`);
+the left-out target GPs ``f_{-i}`` are kept until their algorithm's data change; the bank
+keeps its members' posterior factors and stacked arrays. BLAS is limited once per suggestion
+(``blas_threads``); target GPs predict by the bank's batched path
+(:func:`~metabo.surrogates.bank_predict.state_predictor`; seconds: ``reports/warm/all``).
 """
 
 from __future__ import annotations
@@ -575,7 +568,7 @@ def _fast_predict(model: Any) -> Any:
     (:func:`~metabo.surrogates.bank.state_predictor`, the same posterior to rounding), or
     its own ``predict`` when it is not a MAP one-block GP."""
     from metabo.exceptions import SurrogateError
-    from metabo.surrogates.bank import state_predictor
+    from metabo.surrogates.bank_predict import state_predictor
 
     try:
         return state_predictor(model.posterior_state())

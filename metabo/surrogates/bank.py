@@ -74,11 +74,9 @@ import time
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from scipy.linalg import get_blas_funcs, solve_triangular
 from scipy.spatial.distance import cdist
 
 from metabo._typing import Seed, as_generator
@@ -91,6 +89,9 @@ from metabo.exceptions import (
 )
 from metabo.kb.past import PastRuns
 from metabo.surrogates import bank_cache
+from metabo.surrogates.bank_predict import (BIN_FILL, BIN_MAX_ELEMENTS, CHUNK_ELEMENTS, SYRK, TRMM, Bin, Factor,
+                                            Prepared, bin_posterior, cross_kernel, matern52_r2, stack_bin,
+                                            state_predictor)
 from metabo.surrogates.gp import GaussianProcess, PosteriorState
 from metabo.surrogates.likelihood import cholesky_jitter
 from metabo.surrogates.normalization import NORMALIZATIONS, Normalization, normalize
@@ -104,16 +105,6 @@ logger = logging.getLogger(__name__)
 #: ``(algorithm, params list) -> (n, d_a)`` encoded rows.
 Encoder = Callable[[str, Sequence[Mapping[str, Any]]], np.ndarray]
 
-_SQRT5 = float(np.sqrt(5.0))
-_SYRK, _TRMM = get_blas_funcs(("syrk", "trmm"), dtype=np.float64)
-#: Elements of one chunk's (chunk, M, n) arrays: 2^16 doubles = 512 KB, inside L2.
-_CHUNK_ELEMENTS = 1 << 16
-#: Elements per block of the elementwise kernel passes.
-_BLOCK_ELEMENTS = 1 << 16
-#: A bin holds members whose n is at least this fraction of its largest n.
-_BIN_FILL = 0.75
-#: At most this many doubles in one bin's stacked W (G, n, n).
-_BIN_MAX_ELEMENTS = 1 << 22
 #: Member selections (:meth:`SurrogateBank.predict`) and sampling factors
 #: (:meth:`SurrogateBank.sample`) kept for reuse, the most recent first.
 _SELECTIONS_KEPT = 64
@@ -148,117 +139,6 @@ def member_seed(seed: int, task: str, algorithm: str) -> int:
     return int(np.random.SeedSequence(words).generate_state(1)[0])
 
 
-def _matern52_r2(r2: np.ndarray) -> np.ndarray:
-    """``k = (1 + r + r^2/3) exp(-r)`` from ``r^2`` (C-contiguous), in place (returned); in
-    blocks of :data:`_BLOCK_ELEMENTS` so that the seven passes stay in cache (twice as
-    fast as whole-array passes at 10^6 elements)."""
-    flat = r2.reshape(-1)
-    scratch = np.empty(min(_BLOCK_ELEMENTS, flat.size))
-    for lo in range(0, flat.size, _BLOCK_ELEMENTS):
-        x = flat[lo:lo + _BLOCK_ELEMENTS]
-        r = scratch[:len(x)]
-        np.sqrt(x, out=r)
-        x *= 1.0 / 3.0
-        x += r
-        x += 1.0  # 1 + r + r^2/3
-        np.negative(r, out=r)
-        np.exp(r, out=r)
-        x *= r
-    return r2
-
-
-@dataclass(frozen=True)
-class _Prepared:
-    """Arrays of one member for prediction (module notation)."""
-
-    ls: np.ndarray  # (d,) sqrt5 / l
-    B: np.ndarray  # (n, d) scaled training inputs X sqrt5 / l
-    alpha: np.ndarray  # (n,) sigma_a^2 alpha
-    W: np.ndarray  # (n, n) sigma_a^2 L^-T
-
-    @classmethod
-    def of(cls, s: PosteriorState) -> _Prepared:
-        ls = _SQRT5 / np.asarray(s.lengthscales, dtype=float)
-        Linv = solve_triangular(s.L, np.eye(len(s.alpha)), lower=True, check_finite=False)  # L^-1 (LAPACK trtrs)
-        return cls(ls, s.X * ls, s.amplitude * s.alpha, np.ascontiguousarray(s.amplitude * Linv.T))
-
-
-@dataclass(frozen=True)
-class _Bin:
-    """Members of one algorithm with similar n, stacked and zero-padded to ``n``."""
-
-    rows: np.ndarray  # (G,) positions in members(algorithm)
-    ls: np.ndarray  # (G, d)
-    B: np.ndarray  # (G, n, d)
-    alpha: np.ndarray  # (G, n)
-    W: np.ndarray  # (G, n, n)
-    amp: np.ndarray  # (G,) sigma_a^2
-    mean: np.ndarray  # (G,) m
-    shift: np.ndarray  # (G,) c
-    scale: np.ndarray  # (G,) s
-
-    def take(self, pick: np.ndarray | slice) -> _Bin:
-        return _Bin(*(getattr(self, f)[pick] for f in self.__dataclass_fields__))
-
-
-#: One member's sampling factors at some X* (m points): shift c, scale s, the mean
-#: ``m + k0 (sigma_a^2 alpha)`` (m,) and the lower Cholesky factor C of Sigma (m, m).
-_Factor = tuple[float, float, np.ndarray, np.ndarray]
-
-
-def _stack(rows: Sequence[int], states: Sequence[PosteriorState], prepared: Sequence[_Prepared]) -> _Bin:
-    n = max(len(s.alpha) for s in states)
-    G, d = len(states), states[0].X.shape[1]
-    B, alpha, W = np.zeros((G, n, d)), np.zeros((G, n)), np.zeros((G, n, n))
-    for g, p in enumerate(prepared):
-        k = len(p.alpha)
-        B[g, :k], alpha[g, :k], W[g, :k, :k] = p.B, p.alpha, p.W
-    return _Bin(np.asarray(rows, dtype=int), np.stack([p.ls for p in prepared]), B, alpha, W,
-                np.array([s.amplitude for s in states]), np.array([s.mean for s in states]),
-                np.array([s.y_shift for s in states]), np.array([s.y_scale for s in states]))
-
-
-def _cross(b: _Bin, X: np.ndarray) -> np.ndarray:
-    """``k0(X*, X)`` of every member of ``b``: (G, M, n)."""
-    A = X[None, :, :] * b.ls[:, None, :]  # (G, M, d)
-    r2 = np.empty((A.shape[0], A.shape[1], b.B.shape[1]))
-    for g in range(A.shape[0]):  # differences, not |a|^2 + |b|^2 - 2ab: no cancellation
-        cdist(A[g], b.B[g], "sqeuclidean", out=r2[g])
-    return _matern52_r2(r2)
-
-
-def _posterior(b: _Bin, X: np.ndarray, mean: np.ndarray, var: np.ndarray) -> None:
-    """Mean and latent variance of every member of ``b`` at ``X`` into (G, M) ``mean``, ``var``."""
-    k0 = _cross(b, X)
-    np.matmul(k0, b.alpha[:, :, None], out=mean[:, :, None])  # k0 (sigma_a^2 alpha)
-    V = k0 @ b.W  # (L^-1 k*)^T
-    np.einsum("gmn,gmn->gm", V, V, out=var)
-    mean += b.mean[:, None]
-    mean *= b.scale[:, None]
-    mean += b.shift[:, None]
-    np.subtract(b.amp[:, None], var, out=var)
-    np.maximum(var, 0.0, out=var)
-    var *= (b.scale**2)[:, None]
-
-
-def state_predictor(state: PosteriorState) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]:
-    """``X (m, d) -> (mean, latent variance)`` (m,) of one fitted GP from its posterior
-    arrays, in its y units, by the bank's batched path (a bin of one member): the same
-    posterior as :meth:`GaussianProcess.predict <metabo.surrogates.gp.GaussianProcess.predict>`
-    of a MAP one-block GP, to rounding, without its per-call validation and bookkeeping
-    (RLGP's target GPs are predicted at every step of the acquisition search)."""
-    b = _stack([0], [state], [_Prepared.of(state)])
-
-    def predict(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        Xc = np.asarray(X, dtype=float)
-        mean, var = np.empty((1, len(Xc))), np.empty((1, len(Xc)))
-        if len(Xc):
-            _posterior(b, Xc, mean, var)
-        return mean[0], var[0]
-
-    return predict
-
-
 class SurrogateBank:
     """Base GPs by (task, algorithm) (module docstring); build with :meth:`fit`.
 
@@ -270,7 +150,7 @@ class SurrogateBank:
     def __init__(self, members: Mapping[tuple[str, str], PosteriorState],
                  targets: Mapping[tuple[str, str], np.ndarray] | None = None, *, n_fitted: int = 0,
                  n_loaded: int = 0, fit_seconds: float = 0.0,
-                 _prepared: dict[tuple[str, str], _Prepared] | None = None,
+                 _prepared: dict[tuple[str, str], Prepared] | None = None,
                  normalization: Normalization = "copula") -> None:
         self.members_ = dict(members)
         self.normalization_ = normalization
@@ -283,13 +163,13 @@ class SurrogateBank:
 
     def _derive(self) -> None:
         """Task and algorithm tuples, and empty caches of derived arrays."""
-        self._bins: dict[str, tuple[tuple[str, ...], list[_Bin]]] = {}
+        self._bins: dict[str, tuple[tuple[str, ...], list[Bin]]] = {}
         self._tasks = tuple(sorted({t for t, _ in self.members_}))
         self._algorithms = tuple(sorted({a for _, a in self.members_}))
         self._positions: dict[str, dict[str, int]] = {}
         # recent selections of members (predict) and sampling factors (sample), by key
-        self._selections: OrderedDict[tuple[str, tuple[int, ...]], list[tuple[_Bin, np.ndarray]]] = OrderedDict()
-        self._factors: OrderedDict[tuple[Any, ...], list[_Factor]] = OrderedDict()
+        self._selections: OrderedDict[tuple[str, tuple[int, ...]], list[tuple[Bin, np.ndarray]]] = OrderedDict()
+        self._factors: OrderedDict[tuple[Any, ...], list[Factor]] = OrderedDict()
 
     def __getstate__(self) -> dict[str, Any]:
         """Members and their prepared arrays; the caches are derived again on loading."""
@@ -422,12 +302,12 @@ class SurrogateBank:
             raise InputDataError(f"the bank has no GP for {algorithm!r} on {task!r}")
         return self.members_[(task, algorithm)].X, self.targets_[(task, algorithm)]
 
-    def _prepare(self, key: tuple[str, str]) -> _Prepared:
+    def _prepare(self, key: tuple[str, str]) -> Prepared:
         if key not in self._prepared:
-            self._prepared[key] = _Prepared.of(self.members_[key])
+            self._prepared[key] = Prepared.of(self.members_[key])
         return self._prepared[key]
 
-    def _binned(self, algorithm: str) -> tuple[tuple[str, ...], list[_Bin]]:
+    def _binned(self, algorithm: str) -> tuple[tuple[str, ...], list[Bin]]:
         if algorithm not in self._bins:
             tasks = tuple(sorted(t for t, a in self.members_ if a == algorithm))
             if not tasks:
@@ -438,14 +318,14 @@ class SurrogateBank:
             bins, current = [], [int(order[0])]
             for i in order[1:]:
                 top = sizes[current[0]]
-                if sizes[i] >= _BIN_FILL * top and (len(current) + 1) * top * top <= _BIN_MAX_ELEMENTS:
+                if sizes[i] >= BIN_FILL * top and (len(current) + 1) * top * top <= BIN_MAX_ELEMENTS:
                     current.append(int(i))
                 else:
                     bins.append(current)
                     current = [int(i)]
             bins.append(current)
             self._bins[algorithm] = (tasks, [
-                _stack(rows, [self.members_[(tasks[i], algorithm)] for i in rows],
+                stack_bin(rows, [self.members_[(tasks[i], algorithm)] for i in rows],
                        [self._prepare((tasks[i], algorithm)) for i in rows]) for rows in bins])
         return self._bins[algorithm]
 
@@ -491,16 +371,16 @@ class SurrogateBank:
         if m == 0 or not len(order):
             return mean, var
         for b, out in self._selection(algorithm, order):
-            chunk = max(1, _CHUNK_ELEMENTS // (m * b.B.shape[1]))
+            chunk = max(1, CHUNK_ELEMENTS // (m * b.B.shape[1]))
             for lo in range(0, len(out), chunk):
                 part = b.take(slice(lo, lo + chunk)) if chunk < len(out) else b
                 rows = out[lo:lo + chunk]
                 mu, v = np.empty((len(rows), m)), np.empty((len(rows), m))
-                _posterior(part, Xc, mu, v)
+                bin_posterior(part, Xc, mu, v)
                 mean[rows], var[rows] = mu, v
         return mean, var
 
-    def _selection(self, algorithm: str, order: np.ndarray) -> list[tuple[_Bin, np.ndarray]]:
+    def _selection(self, algorithm: str, order: np.ndarray) -> list[tuple[Bin, np.ndarray]]:
         """The bins of ``algorithm`` restricted to the members at positions ``order``, each
         with the output rows of its members (a recently used selection is reused)."""
         key = (algorithm, tuple(order.tolist()))
@@ -542,12 +422,12 @@ class SurrogateBank:
         S, m = int(n_samples), len(Xc)
         out = np.empty((len(order), S, m))
         for i, (shift, scale, mu, C) in enumerate(self._factors_at(algorithm, Xc, order)):
-            f = _TRMM(1.0, C, rng.standard_normal((m, S)), lower=1, overwrite_b=1)  # C xi (m, S)
+            f = TRMM(1.0, C, rng.standard_normal((m, S)), lower=1, overwrite_b=1)  # C xi (m, S)
             f += mu[:, None]
             out[i] = shift + scale * f.T
         return out
 
-    def _factors_at(self, algorithm: str, Xc: np.ndarray, order: np.ndarray) -> list[_Factor]:
+    def _factors_at(self, algorithm: str, Xc: np.ndarray, order: np.ndarray) -> list[Factor]:
         """Per member at ``order``: ``(c, s, m + k0 (sigma_a^2 alpha), C)`` at ``Xc`` (sample)."""
         key = (algorithm, Xc.shape, Xc.tobytes(), tuple(order.tolist()))
         hit = self._factors.get(key)
@@ -556,26 +436,26 @@ class SurrogateBank:
                 self._factors.move_to_end(key)
             return hit
         members, m = self.members(algorithm), len(Xc)
-        factors: list[_Factor] = []
+        factors: list[Factor] = []
         keys = [(members[i], algorithm) for i in order]
         n_max = max((len(self.members_[k].alpha) for k in keys), default=1)
-        chunk = max(1, _CHUNK_ELEMENTS // (max(m, 1) * max(n_max, m)))
+        chunk = max(1, CHUNK_ELEMENTS // (max(m, 1) * max(n_max, m)))
         for lo in range(0, len(keys), chunk):
             part = keys[lo:lo + chunk]
-            b = _stack(range(len(part)), [self.members_[k] for k in part], [self._prepare(k) for k in part])
-            k0 = _cross(b, Xc)  # (g, m, n)
+            b = stack_bin(range(len(part)), [self.members_[k] for k in part], [self._prepare(k) for k in part])
+            k0 = cross_kernel(b, Xc)  # (g, m, n)
             mu = (k0 @ b.alpha[:, :, None])[:, :, 0] + b.mean[:, None]
             V = k0 @ b.W  # (L^-1 k*)^T
             A = Xc[None, :, :] * b.ls[:, None, :]
             prior = np.empty((len(part), m, m))
             for g in range(len(part)):
                 cdist(A[g], A[g], "sqeuclidean", out=prior[g])
-            cov = _matern52_r2(prior)
+            cov = matern52_r2(prior)
             cov *= b.amp[:, None, None]
             for g, (task, _) in enumerate(part):
                 # lower triangle of Sigma = sigma_a^2 k0(X*, X*) - (k0 W)(k0 W)^T (BLAS syrk);
                 # potrf reads only the lower triangle
-                sigma = _SYRK(-1.0, V[g], beta=1.0, c=cov[g], lower=1, overwrite_c=1)
+                sigma = SYRK(-1.0, V[g], beta=1.0, c=cov[g], lower=1, overwrite_c=1)
                 try:
                     C, _ = cholesky_jitter(sigma)
                 except SurrogateError as e:
