@@ -34,7 +34,6 @@ import functools
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import numpy as np
@@ -44,13 +43,9 @@ from threadpoolctl import ThreadpoolController
 
 from metabo._typing import Seed, as_generator
 from metabo.exceptions import InputDataError, SurrogateError
+from metabo.surrogates.gp_state import Block, GPHyperparameters, Posterior, PosteriorState
 from metabo.surrogates.kernels import Kernel, get_kernel
-from metabo.surrogates.likelihood import (
-    block_log_likelihood,
-    cholesky_jitter,
-    masked_log_likelihood,
-    unpack_theta,
-)
+from metabo.surrogates.likelihood import block_log_likelihood, cholesky_jitter, masked_log_likelihood, unpack_theta
 from metabo.surrogates.priors import GPPriors
 from metabo.surrogates.slice_sampling import slice_sample
 
@@ -62,8 +57,7 @@ LENGTHSCALE_BOUNDS = (1e-3, 1e3)
 AMPLITUDE_BOUNDS = (1e-3, 1e2)
 NOISE_BOUNDS = (1e-6, 10.0)
 MEAN_BOUNDS = (-10.0, 10.0)
-#: L-BFGS-B tolerances (relative decrease of the negative log posterior): the final run,
-#: and the runs from every start before the best one is polished.
+#: L-BFGS-B tolerances (relative decrease of the negative log posterior): final run, restarts.
 FTOL, FTOL_RESTARTS = 1e-8, 1e-4
 #: A warm start's noise variance is raised to at least this (standardized units).
 WARM_NOISE_MIN = 1e-3
@@ -71,55 +65,6 @@ WARM_NOISE_MIN = 1e-3
 #: n x n factorization (:func:`~metabo.surrogates.likelihood.masked_log_likelihood`);
 #: above it, block by block (O(sum n_g^3) beats O(n^3) once n is large).
 JOINT_MAX_ROWS = 256
-@dataclass(frozen=True)
-class GPHyperparameters:
-    """GP hyperparameters in y's units: ``k = amplitude * k(x, x'; lengthscales)``,
-    noise variance ``noise``, constant mean ``mean``."""
-
-    lengthscales: np.ndarray
-    amplitude: float
-    noise: float
-    mean: float
-
-
-@dataclass
-class _Block:
-    """One group's Cholesky factor of ``K_g + jitter I`` and ``alpha_g``."""
-
-    index: np.ndarray
-    L: np.ndarray
-    alpha: np.ndarray
-    jitter: float
-    Linv: np.ndarray | None = None  # L^-1, computed at the first prediction
-
-    def inverse_factor(self) -> np.ndarray:
-        """``L^-1``: variances by one matrix product (~3x faster than a triangular solve)."""
-        if self.Linv is None:
-            self.Linv = solve_triangular(self.L, np.eye(self.L.shape[0]), lower=True, check_finite=False)
-        return self.Linv
-
-
-@dataclass(frozen=True)
-class PosteriorState:
-    """A fitted one-block GP as arrays, in standardized units (module notation):
-    ``mu(x) = y_shift + y_scale (mean + amplitude k(x, X; l)^T alpha)``,
-    ``v(x) = y_scale^2 (amplitude - ||L^-1 amplitude k(X, x; l)||^2)``."""
-
-    X: np.ndarray
-    L: np.ndarray
-    alpha: np.ndarray
-    lengthscales: np.ndarray
-    amplitude: float
-    noise: float
-    mean: float
-    y_shift: float
-    y_scale: float
-
-
-@dataclass
-class _Posterior:
-    theta: np.ndarray
-    blocks: dict[Any, _Block] = field(default_factory=dict)
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -183,7 +128,7 @@ class GaussianProcess:
         self.blas_threads = blas_threads
         self.seed = seed
         self._kernel = get_kernel(kernel)
-        self._posteriors: list[_Posterior] = []
+        self._posteriors: list[Posterior] = []
         self._controller: ThreadpoolController | None = None
         self._joint_cache: tuple[Any, Any] | None = None
 
@@ -551,18 +496,18 @@ class GaussianProcess:
     def _set_posteriors(self, thetas: list[np.ndarray]) -> None:
         posteriors = []
         for theta in thetas:
-            post = _Posterior(np.asarray(theta, dtype=float).copy())
+            post = Posterior(np.asarray(theta, dtype=float).copy())
             for (label, index), (Xb, zb) in zip(self._index.items(), self._data()):
                 _, _, L, alpha, jitter = block_log_likelihood(self._kernel, post.theta, Xb, zb)
                 if jitter > 0:
                     logger.info("GP block %r of size %d needed jitter %.3g", label, index.size, jitter)
-                post.blocks[label] = _Block(index, L, alpha, jitter)
+                post.blocks[label] = Block(index, L, alpha, jitter)
             posteriors.append(post)
         self._posteriors = posteriors
 
     # -- internals: prediction -------------------------------------------------------
     def _group_posterior(
-        self, post: _Posterior, label: Any, Z: np.ndarray, full_cov: bool
+        self, post: Posterior, label: Any, Z: np.ndarray, full_cov: bool
     ) -> tuple[np.ndarray, np.ndarray]:
         """Mean and variance (or covariance) of f at ``Z`` in standardized units, from
         block ``label`` only (prior if the block has no data)."""
@@ -648,8 +593,8 @@ class GaussianProcess:
                     L[-1, :-1] = l12
                     L[-1, -1] = np.sqrt(l22_sq)
                     alpha = cho_solve((L, True), z[index] - m, check_finite=False)
-                    post.blocks[label] = _Block(index, L, alpha, block.jitter)
+                    post.blocks[label] = Block(index, L, alpha, block.jitter)
                     continue
             _, _, L, alpha, jitter = block_log_likelihood(self._kernel, post.theta, self.X_[index], z[index])
-            post.blocks[label] = _Block(index, L, alpha, jitter)
+            post.blocks[label] = Block(index, L, alpha, jitter)
         return self
