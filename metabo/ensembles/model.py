@@ -49,7 +49,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
-from metabo.data.dataset import Dataset, num_label, feature_frame
+from metabo.data.dataset import Dataset, feature_frame, num_label
 from metabo.ensembles.combine import majority_vote
 from metabo.ensembles.model_cache import cached_payload, file_digest, keep_payload
 from metabo.evaluation.evaluate import class_probabilities, summarize_warnings

@@ -18,8 +18,8 @@ import pyarrow as pa
 
 from metabo.exceptions import InputDataError, UnknownAlgorithmError
 from metabo.kb._sql import SMALL_BATCH, in_list
-from metabo.kb.timestamps import utcnow
 from metabo.kb.canonical import canonical_json, config_id_of_canonical
+from metabo.kb.timestamps import utcnow
 
 if TYPE_CHECKING:
     from metabo.kb.store import KnowledgeBase

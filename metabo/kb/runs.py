@@ -32,8 +32,8 @@ import pyarrow.compute as pc
 
 from metabo.exceptions import InputDataError, UnknownDatasetError
 from metabo.kb._sql import SMALL_BATCH, in_list
-from metabo.kb.timestamps import utcnow
 from metabo.kb.schema import RUN_ID_SQL, RUN_STATUSES, protocol_sql
+from metabo.kb.timestamps import utcnow
 
 if TYPE_CHECKING:
     from metabo.evaluation.evaluate import Evaluation

@@ -32,8 +32,8 @@ from metabo.kb import predictions as _pred
 from metabo.kb import runs as _runs
 from metabo.kb import sessions as _sessions
 from metabo.kb._sql import scalar
-from metabo.kb.timestamps import utcnow
 from metabo.kb.schema import CLUSTER_RUNS, MIGRATIONS, SCHEMA_VERSION, TABLES
+from metabo.kb.timestamps import utcnow
 from metabo.paths import default_kb_path
 
 logger = logging.getLogger(__name__)

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 import ConfigSpace as CS
 
 from metabo.exceptions import InputDataError
+from metabo.space.cash import ALGORITHM
+from metabo.space.conditions import InCondition
 from metabo.space.configspace_io import (
     check_no_forbiddens,
     cond_from_cs,
@@ -22,10 +24,8 @@ from metabo.space.configspace_io import (
     hp_to_cs,
     ordered_hps,
 )
-from metabo.space.values import plain
-from metabo.space.cash import ALGORITHM
-from metabo.space.conditions import InCondition
 from metabo.space.space import SearchSpace
+from metabo.space.values import plain
 
 if TYPE_CHECKING:
     from metabo.space.cash import CASHSpace

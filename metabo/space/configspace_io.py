@@ -21,10 +21,10 @@ from typing import Any
 import ConfigSpace as CS
 
 from metabo.exceptions import InputDataError
-from metabo.space.values import plain
 from metabo.space.conditions import EqualsCondition, InCondition
 from metabo.space.hyperparameters import Categorical, Constant, Float, Hyperparameter, Integer
 from metabo.space.space import SearchSpace
+from metabo.space.values import plain
 
 logger = logging.getLogger(__name__)
 

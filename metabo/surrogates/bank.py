@@ -89,9 +89,21 @@ from metabo.exceptions import (
 )
 from metabo.kb.past import PastRuns
 from metabo.surrogates import bank_cache
-from metabo.surrogates.bank_predict import (BIN_FILL, BIN_MAX_ELEMENTS, CHUNK_ELEMENTS, SYRK, TRMM, Bin, Factor,
-                                            Prepared, bin_posterior, cross_kernel, matern52_r2, stack_bin,
-                                            state_predictor)
+from metabo.surrogates.bank_predict import (
+    BIN_FILL,
+    BIN_MAX_ELEMENTS,
+    CHUNK_ELEMENTS,
+    SYRK,
+    TRMM,
+    Bin,
+    Factor,
+    Prepared,
+    bin_posterior,
+    cross_kernel,
+    matern52_r2,
+    stack_bin,
+    state_predictor,
+)
 from metabo.surrogates.gp import GaussianProcess, PosteriorState
 from metabo.surrogates.likelihood import cholesky_jitter
 from metabo.surrogates.normalization import NORMALIZATIONS, Normalization, normalize
