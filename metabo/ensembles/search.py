@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -108,7 +108,8 @@ def out_of_fold(fold_probas: list[np.ndarray]) -> np.ndarray:
 
 def make_search(method: str, base: Callable[[int], Strategy], y_valid: np.ndarray, n_classes: int, *, budget: int,
                 seed: int, metric: str = "error_rate", ensemble_size: int | None = None, loss: str = "squared_margin",
-                n_replicates: int | None = None, combine: str | None = None, n_init: int | None = None,
+                n_replicates: int | None = None, combine: Literal["vote", "average"] | None = None,
+                n_init: int | None = None,
                 **options: Any) -> EnsembleSearch:
     """The ensemble search ``method`` around ``base`` (defaults: ensemble selection of at
     most 50, EO's m = 12, DivBO's E = 25 and 5 random initial trials, ESMBO's N = floor(M/2))."""

@@ -119,6 +119,7 @@ def to_project(setting: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     hps = dict(setting.get("hyperparameters") or {}) if isinstance(setting, Mapping) else {}
     if name not in PROJECT_ALGORITHMS:
         raise InputDataError(f"not an OBOE setting of a known algorithm: {setting!r}")
+    assert name is not None  # the keys are names
     algorithm = PROJECT_ALGORITHMS[name]
     if "min_samples_split" in hps:  # the trees: rows as floats (oboe_grid)
         split = hps["min_samples_split"]
