@@ -445,7 +445,8 @@ def tune(
                         top, max(r.rows for r in rungs if r.complete), best.number)
             best = opt.history[top]
     choice = None
-    model, refit_error, refit_seconds, model_rows = None, None, None, None
+    model, refit_error, refit_seconds = None, None, None
+    model_rows: Literal["all", "train+valid"] | None = None
     t0 = time.monotonic()
     if refit and best.ok:  # here, on the dataset in memory
         try:  # the selected configuration first: whatever happens next, a model (a second past the
