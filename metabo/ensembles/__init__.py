@@ -1,4 +1,4 @@
-"""Ensembles built from the search (issue 7): post-hoc ensemble selection (Caruana et al.
+"""Ensembles built from the search: post-hoc ensemble selection (Caruana et al.
 2004), ESMBO (Lacoste et al. 2014, Algorithm 2), Ensemble Optimization (EO, thesis ch. 4)
 with its losses (sec. 4.3), DivBO (Shen et al. 2022) with its pairwise diversity and
 diversity surrogate; each search wraps any strategy of the project, warm starts included;

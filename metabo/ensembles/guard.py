@@ -3,8 +3,8 @@ is beyond its noise, and combine by averaged probabilities or by vote, whichever
 better out of sample.
 
 An ensemble chosen on the rows it is scored on looks better than it is: selection picks
-members that fit those rows by chance (issue 20: one overfit MLP won all 12 of ESMBO's
-bootstrap replicates on Mroz). The guard measures the gain of the search's last step on
+members that fit those rows by chance (a single overfit member can win every bootstrap
+replicate; see ``reports/ensembles-v2/README.md``). The guard measures the gain of the search's last step on
 rows that step did not see:
 
 1. Cut the selection rows (the validation part, or the out-of-fold rows of a k-fold

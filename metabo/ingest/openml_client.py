@@ -1,5 +1,5 @@
 """The OpenML client's wrapper, re-exported: it lives in :mod:`metabo.data.openml_client`
-(moved there so that :mod:`metabo.data` imports nothing above it, issue 34)."""
+(so that :mod:`metabo.data` imports nothing above it)."""
 
 from metabo.data.openml_client import (
     DEFAULT_RETRY,

@@ -49,9 +49,8 @@ def past_for(kb: KnowledgeBase, dataset_id: str, space: CASHSpace, *, metric: st
     (:meth:`PastRuns.from_kb`'s ``prefer_cv``). ``other_metrics``:
     also the tasks that recorded only another error rate
     (:func:`~metabo.evaluation.metrics.transfer_metrics`; OBOE's meta-dataset). Off by
-    default: on 20 held-out KEEL tasks, live, adding OBOE's 418 tasks to the 42 of the
-    shipped knowledge base made the default warm start worse at 1 to 10 evaluations
-    (reports/warm/oboe)."""
+    default: tasks scored by another error rate made the default warm start worse, not
+    better (``reports/warm/oboe/``)."""
     from metabo.evaluation.metrics import transfer_metrics
     from metabo.kb.datasets import same_content_dataset_ids
     from metabo.kb.past import PastRuns

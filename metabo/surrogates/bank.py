@@ -11,8 +11,8 @@ and Algorithm 1 line 1, "To each prior task, fit base models S_{k,p} on D_p^k"):
   Gaussian copula ``u = Phi^{-1}(F~_p(y))`` with ``F~_p`` the winsorized empirical CDF of
   task ``p``'s values (Salinas, Shen & Perrone 2020, sec. 3), so that every task, and the
   target normalized the same way (:mod:`metabo.strategies.transfer_ensemble`), has
-  standard normal marginals whatever its error scale; ``"standardize"`` (the earlier
-  behaviour) ``u_i = (y_i - ybar_p) / s_p`` with the task's mean and population std
+  standard normal marginals whatever its error scale; ``"standardize"``
+  ``u_i = (y_i - ybar_p) / s_p`` with the task's mean and population std
   (``s_p = 1`` if constant). The RLGP paper does not say how it scales the base GPs'
   targets; RGPE (Feurer et al. 2018) standardizes each model's own data. One scale per task
   keeps the levels across a task's algorithms (an algorithm that is worse on ``p`` stays
@@ -43,9 +43,8 @@ similar ``n``, zero-padded (a padded point has zero ``alpha`` and zero rows in `
 contributes nothing). A call evaluates chunks of members at once (distances by cdist per
 member, no |a|^2 + |b|^2 - 2ab cancellation; batched BLAS products; the kernel's
 elementwise passes in place), each chunk sized so that its (chunk, M, n) arrays stay in
-cache. Measured on one core with the shipped knowledge base (42 members, n = 50): at
-M = 1000 about 1.3x faster than one batch over all members (17 MB temporaries that leave
-the cache); at M = 100 1.2-1.8x faster than a loop over members (Python overhead).
+cache: one batch over all members builds temporaries that leave the cache, and a loop
+over members pays Python's overhead per member (timings in ``reports/bank/bench_bank.txt``).
 
 Samples (:meth:`SurrogateBank.sample`, RLGP eqs. 3 and 8, "S samples are drawn from the
 GP posterior"): per member, the joint posterior of f at X* in the GP's units,

@@ -33,7 +33,7 @@ class Block:
     Linv: np.ndarray | None = None  # L^-1, computed at the first prediction
 
     def inverse_factor(self) -> np.ndarray:
-        """``L^-1``: variances by one matrix product (~3x faster than a triangular solve)."""
+        """``L^-1``: variances by one matrix product, cheaper than a triangular solve per call."""
         if self.Linv is None:
             self.Linv = solve_triangular(self.L, np.eye(self.L.shape[0]), lower=True, check_finite=False)
         return self.Linv

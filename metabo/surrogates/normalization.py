@@ -13,8 +13,7 @@ base GPs and the target of :mod:`metabo.strategies.transfer_ensemble`).
   instead of the right-continuous ``#{y_i <= y} / n``: tied values share one ``z``, and the
   transform is symmetric (``z(-y) = -z(y)``: the best and the worst value are equally far
   from 0), before the same winsorization. ``n = 1``: ``z = 0``.
-- ``"standardize"``: ``z = (y - mean) / std`` (``std = 1`` for constant values), the
-  earlier behaviour.
+- ``"standardize"``: ``z = (y - mean) / std`` (``std = 1`` for constant values).
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ Classifiers (OpenML's landmarker names and Weka models, with default options):
 - LinearDiscriminantAnalysisErrRate (not an OpenML quality):
   ``LinearDiscriminantAnalysis(solver="lsqr")`` on Zs (no shrinkage; a singular
   within-class covariance, from one-hot columns or constant ones, gets the
-  least-squares minimum-norm solution; 2-3 times faster than the SVD solver).
+  least-squares minimum-norm solution; cheaper than the SVD solver).
 
 All four are NaN for regression, for fewer than two classes, when no class has two
 rows, or when there is no numeric or nominal feature column (free-text columns are not
