@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 
 
 def to_configspace(cash: CASHSpace) -> CS.ConfigurationSpace:
+    """``cash`` as a ConfigSpace: a categorical root ``algorithm``, each algorithm's
+    hyperparameters prefixed ``algorithm:`` and conditioned on it."""
     cs = CS.ConfigurationSpace(name="cash")
     algorithms = list(cash.algorithms)
     root = CS.CategoricalHyperparameter(ALGORITHM, algorithms, default_value=algorithms[0])
@@ -78,6 +80,8 @@ def _is_root_condition(cs_cond: Any, algorithm: str) -> bool:
 
 
 def from_configspace(cs: CS.ConfigurationSpace) -> CASHSpace:
+    """The CASH space a ConfigSpace of :func:`to_configspace`'s form describes; raises
+    InputDataError for any other form."""
     from metabo.space.cash import CASHSpace
 
     check_no_forbiddens(cs)

@@ -77,6 +77,7 @@ class Graph:
         return len(seen) - 1
 
     def topological(self) -> tuple[Any, ...]:
+        """The hyperparameters in an order where every parent comes before its children."""
         return self._topological
 
     def is_active(self, name: str, decided: Mapping[str, Any]) -> bool:
@@ -86,6 +87,8 @@ class Graph:
         return cond is None or (cond.parent in decided and cond.satisfied_by(decided[cond.parent]))
 
     def active(self, config: Mapping[str, Any]) -> set[str]:
+        """The names of the hyperparameters active under ``config`` (conditions decided by the
+        values given)."""
         decided: dict[str, Any] = {}
         active: set[str] = set()
         for hp in self._topological:
@@ -96,9 +99,12 @@ class Graph:
         return active
 
     def unknown(self, name: Any) -> str:
+        """The error message for a name the space does not hold, listing the valid names."""
         return f"space {self.name!r} has no hyperparameter {name!r}; valid names: {list(self.index)}"
 
     def normalize(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        """``config`` checked and normalized: every active hyperparameter present and valid,
+        inactive ones refused, in the space's order."""
         if not isinstance(config, Mapping):
             raise InvalidConfigurationError(
                 f"a configuration of space {self.name!r} must be a mapping, got {type(config).__name__}"
@@ -123,6 +129,7 @@ class Graph:
         return self.ordered(out)
 
     def ordered(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """``values`` in the space's hyperparameter order (names not held left out)."""
         return {hp.name: values[hp.name] for hp in self.hps if hp.name in values}
 
     def complete(self, values: Mapping[str, Any]) -> dict[str, Any]:

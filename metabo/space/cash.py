@@ -63,10 +63,12 @@ class CASHSpace:
     # -- container protocol -------------------------------------------------------
     @property
     def algorithms(self) -> tuple[str, ...]:
+        """The algorithm names, in the space's order."""
         return self._algorithms
 
     @property
     def spaces(self) -> Mapping[str, SearchSpace]:
+        """Each algorithm's search space, read-only."""
         return MappingProxyType(self._spaces)
 
     @property
@@ -114,6 +116,7 @@ class CASHSpace:
         self[algorithm].validate(params)
 
     def normalize(self, algorithm: str, params: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+        """``(algorithm, params)`` with ``params`` normalized by the algorithm's space."""
         return algorithm, self[algorithm].normalize(params)
 
     def sample(self, seed: Seed, n: int = 1) -> list[tuple[str, dict[str, Any]]]:
@@ -219,6 +222,8 @@ class CASHSpace:
 
     # -- encoding -------------------------------------------------------------------
     def encode(self, algorithm: str, params: Mapping[str, Any]) -> np.ndarray:
+        """The configuration as one vector: the algorithm one-hot, its block encoded, the other
+        blocks at their defaults."""
         space = self[algorithm]
         x = np.zeros(self.n_dims)
         x[self._algorithms.index(algorithm)] = 1.0
@@ -227,10 +232,13 @@ class CASHSpace:
         return x
 
     def encode_many(self, configs: Sequence[tuple[str, Mapping[str, Any]]]) -> np.ndarray:
+        """:meth:`encode` of each configuration, as rows of an ``(n, n_dims)`` array."""
         rows = [self.encode(a, p) for a, p in configs]
         return np.array(rows, dtype=float).reshape(len(configs), self.n_dims)
 
     def active_mask(self, algorithm: str, params: Mapping[str, Any]) -> np.ndarray:
+        """Which entries of :meth:`encode`'s vector are active: the one-hot and the algorithm's
+        active hyperparameters."""
         mask = np.zeros(self.n_dims, dtype=bool)
         mask[: len(self._algorithms)] = True
         mask[self._slices[self._check(algorithm)]] = self[algorithm].active_mask(params)
@@ -247,12 +255,14 @@ class CASHSpace:
 
     # -- ConfigSpace and JSON -----------------------------------------------------
     def to_configspace(self) -> ConfigurationSpace:
+        """The space as a ConfigSpace (root ``algorithm``, conditioned ``algorithm:hp`` names)."""
         from metabo.space import _cash_configspace
 
         return _cash_configspace.to_configspace(self)
 
     @classmethod
     def from_configspace(cls, cs: ConfigurationSpace) -> CASHSpace:
+        """The CASH space a ConfigSpace of :meth:`to_configspace`'s form describes."""
         from metabo.space import _cash_configspace
 
         return _cash_configspace.from_configspace(cs)
@@ -268,6 +278,7 @@ class CASHSpace:
 
     @classmethod
     def from_json(cls, text: str) -> CASHSpace:
+        """The CASH space of a serialized ConfigSpace (JSON text)."""
         from metabo.space import configspace_io
 
         return cls.from_configspace(configspace_io.loads(text))

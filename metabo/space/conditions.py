@@ -53,9 +53,11 @@ class EqualsCondition(InCondition):
 
     @property
     def value(self) -> Scalar:
+        """The one parent value that activates the child."""
         return self.values[0]
 
     def renamed(self, *, child: str, parent: str) -> EqualsCondition:
+        """The same condition between renamed ``child`` and ``parent``."""
         return EqualsCondition(child, parent, self.value)
 
 

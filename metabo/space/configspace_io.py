@@ -68,6 +68,8 @@ def hp_from_cs(cs_hp: Any, name: str) -> Hyperparameter:
 
 
 def cond_to_cs(cond: InCondition, child: Any, parent: Any) -> Any:
+    """``cond`` as a ConfigSpace condition between the ConfigSpace hyperparameters ``child`` and
+    ``parent``."""
     if isinstance(cond, EqualsCondition):
         return CS.EqualsCondition(child, parent, cond.value)
     return CS.InCondition(child, parent, list(cond.values))
@@ -93,11 +95,13 @@ def ordered_hps(cs_hps: list[Any]) -> list[Any]:
 
 
 def check_no_forbiddens(cs: CS.ConfigurationSpace) -> None:
+    """Raise InputDataError if ``cs`` has forbidden clauses, which the project's spaces cannot express."""
     if cs.forbidden_clauses:
         raise InputDataError(f"ConfigSpace {cs.name!r}: forbidden clauses are not supported")
 
 
 def to_configspace(space: SearchSpace) -> CS.ConfigurationSpace:
+    """``space`` as a ConfigSpace: the same hyperparameters and conditions."""
     cs = CS.ConfigurationSpace(name=space.name)
     cs_hps = {hp.name: hp_to_cs(hp, hp.name, i) for i, hp in enumerate(space.hyperparameters)}
     cs.add(list(cs_hps.values()))
@@ -106,6 +110,7 @@ def to_configspace(space: SearchSpace) -> CS.ConfigurationSpace:
 
 
 def from_configspace(cs: CS.ConfigurationSpace) -> SearchSpace:
+    """The search space a ConfigSpace describes (no forbidden clauses)."""
     check_no_forbiddens(cs)
     hps = [hp_from_cs(h, h.name) for h in ordered_hps(list(cs.values()))]
     conditions = [cond_from_cs(c, str) for c in cs.conditions]
@@ -118,6 +123,7 @@ def dumps(cs: CS.ConfigurationSpace) -> str:
 
 
 def loads(text: str) -> CS.ConfigurationSpace:
+    """The ConfigSpace serialized in the JSON ``text``; InputDataError if it is not one."""
     try:
         return CS.ConfigurationSpace.from_serialized_dict(json.loads(text))
     except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:

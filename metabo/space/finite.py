@@ -48,6 +48,7 @@ class FiniteCASHSpace(CASHSpace):
         return [c for a in self.algorithms for c in self._candidates[a]]
 
     def candidate_ids(self) -> list[str]:
+        """Every candidate's id, algorithm by algorithm."""
         return [cid for a in self.algorithms for cid in self._ids[a]]
 
     def encoded_candidates(self) -> np.ndarray:
@@ -55,6 +56,7 @@ class FiniteCASHSpace(CASHSpace):
         return np.vstack([self._encoded[a] for a in self.algorithms])
 
     def subset(self, names: Iterable[str]) -> FiniteCASHSpace:
+        """The finite space of the algorithms ``names`` and their candidates only."""
         names = list(names)
         return FiniteCASHSpace(CASHSpace({n: self[n] for n in names}),
                                [c for n in names for c in self._candidates.get(n, [])])
@@ -70,18 +72,22 @@ class FiniteCASHSpace(CASHSpace):
         return out
 
     def sample_encoded(self, seed: Seed, n: int = 1) -> np.ndarray:
+        """``n`` candidates drawn with ``seed``, encoded as rows."""
         return self.encode_many(self.sample(seed, n))
 
     def neighbours(self, algorithm: str, params: Mapping[str, Any], rng: Seed,
                    n_per_numeric: int = 4) -> list[Config]:
+        """No configurations: a finite space has no local moves, only its candidates."""
         return []
 
     def neighbours_encoded(self, x: Any, rng: Seed, n_per_numeric: int = 4, *,
                            other_algorithms: bool = True) -> np.ndarray:
+        """No rows: a finite space has no local moves, only its candidates."""
         return np.empty((0, self.n_dims))
 
     def neighbours_encoded_many(self, X: Any, rng: Seed, n_per_numeric: int = 4, *,
                                 other_algorithms: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """No rows and no parent indices: a finite space has no local moves."""
         return np.empty((0, self.n_dims)), np.empty(0, dtype=np.intp)
 
     def unevaluated(self, evaluated: Iterable[str]) -> tuple[list[Config], np.ndarray]:

@@ -170,11 +170,13 @@ class Float(_Numeric):
         return v
 
     def to_unit(self, value: Any) -> float:
+        """``value`` mapped to [0, 1], linearly on the (log, if log-scaled) range."""
         v = self.normalize(value)
         lo, hi = self._t(self.low), self._t(self.high)
         return min(max((self._t(v) - lo) / (hi - lo), 0.0), 1.0)
 
     def from_unit(self, u: Any) -> float:
+        """The value at ``u`` in [0, 1], the inverse of :meth:`to_unit`, clipped to the range."""
         u = check_unit(u, repr(self.name))
         lo, hi = self._t(self.low), self._t(self.high)
         return min(max(self._t_inv(lo + u * (hi - lo)), self.low), self.high)
@@ -231,12 +233,15 @@ class Integer(_Numeric):
         return self._t(self.low - 0.5), self._t(self.high + 0.5)
 
     def to_unit(self, value: Any) -> float:
+        """``value`` mapped to [0, 1]: the centre of its cell, each integer owning an equal
+        (log, if log-scaled) width."""
         v = self.normalize(value)
         a, b = self._edges()
         centre = 0.5 * (self._t(v - 0.5) + self._t(v + 0.5))
         return min(max((centre - a) / (b - a), 0.0), 1.0)
 
     def from_unit(self, u: Any) -> int:
+        """The integer whose cell holds ``u`` in [0, 1], the inverse of :meth:`to_unit`."""
         u = check_unit(u, repr(self.name))
         a, b = self._edges()
         x = self._t_inv(a + u * (b - a))
@@ -310,18 +315,23 @@ class Categorical:
         )
 
     def normalize(self, value: Any) -> Scalar:
+        """The choice equal to ``value``; InvalidConfigurationError if there is none."""
         return self.choices[self.index(value)]
 
     def validate(self, value: Any) -> None:
+        """Raise InvalidConfigurationError unless ``value`` is one of the choices."""
         self.index(value)
 
     def sample(self, rng: Seed) -> Scalar:
+        """A choice drawn uniformly with ``rng``."""
         return self.choices[int(as_generator(rng).integers(len(self.choices)))]
 
     def to_unit(self, value: Any) -> float:
+        """The centre of ``value``'s cell in [0, 1], each choice owning an equal width."""
         return (self.index(value) + 0.5) / len(self.choices)
 
     def from_unit(self, u: Any) -> Scalar:
+        """The choice whose cell holds ``u`` in [0, 1]."""
         u = check_unit(u, repr(self.name))
         k = len(self.choices)
         return self.choices[min(int(math.floor(u * k)), k - 1)]
@@ -356,9 +366,11 @@ class Constant:
 
     @property
     def default(self) -> Scalar:
+        """The constant value."""
         return self.value
 
     def normalize(self, value: Any) -> Scalar:
+        """The constant, if ``value`` equals it; InvalidConfigurationError otherwise."""
         if not same_scalar(self.value, value):
             raise InvalidConfigurationError(
                 f"hyperparameter {self.name!r} is the constant {self.value!r}, got {value!r}"
@@ -366,26 +378,33 @@ class Constant:
         return self.value
 
     def validate(self, value: Any) -> None:
+        """Raise InvalidConfigurationError unless ``value`` is the constant."""
         self.normalize(value)
 
     def sample(self, rng: Seed) -> Scalar:
+        """The constant (nothing to draw)."""
         return self.value
 
     def to_unit(self, value: Any) -> float:
+        """0.5, after checking that ``value`` is the constant."""
         self.normalize(value)
         return 0.5
 
     def from_unit(self, u: Any) -> Scalar:
+        """The constant, whatever ``u`` in [0, 1]."""
         check_unit(u, repr(self.name))
         return self.value
 
     def snap_unit(self, u: np.ndarray) -> np.ndarray:
+        """0.5 everywhere: the one code of the constant."""
         return np.full(np.shape(u), 0.5)
 
     def neighbour_codes(self, u: float, rng: Seed, *, n: int = 4) -> np.ndarray:
+        """No codes: a constant has no neighbours."""
         return np.empty(0)
 
     def neighbours(self, value: Any, rng: Seed, *, n: int = 4) -> list[Scalar]:
+        """No values: a constant has no neighbours (``value`` checked)."""
         self.normalize(value)
         return []
 

@@ -62,6 +62,7 @@ class SearchSpace:
 
     @property
     def names(self) -> tuple[str, ...]:
+        """The hyperparameter names, in the space's order."""
         return tuple(hp.name for hp in self.hyperparameters)
 
     # -- configurations -----------------------------------------------------------
@@ -99,6 +100,7 @@ class SearchSpace:
         return self._graph.snap(as_generator(seed).random((n, len(self))))
 
     def default_configuration(self) -> dict[str, Any]:
+        """Every active hyperparameter at its default."""
         values: dict[str, Any] = {}
         for hp in self._graph.topological():
             if self._graph.is_active(hp.name, values):
@@ -226,12 +228,14 @@ class SearchSpace:
 
     # -- ConfigSpace and JSON -----------------------------------------------------
     def to_configspace(self) -> ConfigurationSpace:
+        """The space as a ConfigSpace: the same hyperparameters and conditions."""
         from metabo.space import configspace_io
 
         return configspace_io.to_configspace(self)
 
     @classmethod
     def from_configspace(cls, cs: ConfigurationSpace) -> SearchSpace:
+        """The search space a ConfigSpace describes (no forbidden clauses)."""
         from metabo.space import configspace_io
 
         return configspace_io.from_configspace(cs)
@@ -244,6 +248,7 @@ class SearchSpace:
 
     @classmethod
     def from_json(cls, text: str) -> SearchSpace:
+        """The search space of a serialized ConfigSpace (JSON text)."""
         from metabo.space import configspace_io
 
         return cls.from_configspace(configspace_io.loads(text))

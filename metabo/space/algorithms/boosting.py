@@ -56,6 +56,8 @@ class EncodedLabelsClassifier(ClassifierMixin, BaseEstimator):
         self.categorical = categorical
 
     def fit(self, X: Any, y: Any, **fit_params: Any) -> EncodedLabelsClassifier:
+        """Fit the wrapped estimator on the labels encoded as 0..k-1 (categorical columns passed
+        natively); returns self."""
         self.classes_, codes = np.unique(np.asarray(y), return_inverse=True)
         if len(self.classes_) < 2:
             self.estimator_ = None
@@ -98,6 +100,7 @@ class EncodedLabelsClassifier(ClassifierMixin, BaseEstimator):
         return np.asarray(self.estimator_.predict_proba(self._features(X)), dtype=float)
 
     def predict(self, X: Any) -> np.ndarray:
+        """The most probable class per row, in the original labels."""
         return self.classes_[self.predict_proba(X).argmax(axis=1)]
 
 

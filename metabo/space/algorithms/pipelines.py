@@ -78,6 +78,7 @@ class SharePCA(TransformerMixin, BaseEstimator):
         self.random_state = random_state
 
     def fit(self, X: Any, y: Any = None) -> SharePCA:
+        """Fit a PCA keeping ``share`` of the columns (at most the rows); returns self."""
         from sklearn.decomposition import PCA
 
         n, p = np.shape(X)
@@ -86,6 +87,7 @@ class SharePCA(TransformerMixin, BaseEstimator):
         return self
 
     def transform(self, X: Any) -> np.ndarray:
+        """``X`` projected on the fitted principal components."""
         return self.pca_.transform(X)
 
 
@@ -96,12 +98,14 @@ class ShareKBest(TransformerMixin, BaseEstimator):
         self.share = share
 
     def fit(self, X: Any, y: Any = None) -> ShareKBest:
+        """Fit a univariate selection keeping ``share`` of the columns; returns self."""
         from sklearn.feature_selection import SelectKBest
 
         self.select_ = SelectKBest(k=_kept(self.share, np.shape(X)[1])).fit(X, y)
         return self
 
     def transform(self, X: Any) -> np.ndarray:
+        """``X``'s selected columns."""
         return self.select_.transform(X)
 
 

@@ -22,14 +22,17 @@ class DecisionProbaClassifier(ClassifierMixin, BaseEstimator):
         self.estimator = estimator
 
     def fit(self, X: Any, y: Any, **fit_params: Any) -> DecisionProbaClassifier:
+        """Fit a clone of the wrapped estimator; returns self."""
         self.estimator_ = clone(self.estimator).fit(X, y, **fit_params)
         self.classes_ = self.estimator_.classes_
         return self
 
     def predict(self, X: Any) -> np.ndarray:
+        """The wrapped estimator's predicted labels."""
         return self.estimator_.predict(X)
 
     def decision_function(self, X: Any) -> np.ndarray:
+        """The wrapped estimator's decision function."""
         return self.estimator_.decision_function(X)
 
     def predict_proba(self, X: Any) -> np.ndarray:
