@@ -135,6 +135,7 @@ class MetricFolder:
 
     @property
     def name(self) -> str:
+        """The folder's name (the scenario's name)."""
         return self.path.name
 
 
@@ -263,6 +264,7 @@ class AutoSklearnMetadata(MetaDataset):
 
     @property
     def files_dir(self) -> Path:
+        """The folder holding the downloaded meta-data files."""
         return self.root / FILES_DIR
 
     @cached_property
@@ -323,6 +325,8 @@ class AutoSklearnMetadata(MetaDataset):
         return pd.concat(frames).groupby(level=0, sort=True).first()
 
     def datasets(self) -> pd.DataFrame:
+        """One row per dataset seen in the meta-features or the runs, columns
+        :data:`~metabo.metadatasets.base.DATASET_COLUMNS`."""
         features = self._features
         names = set(features.index)
         for runs in self._raw_runs.values():
@@ -354,6 +358,8 @@ class AutoSklearnMetadata(MetaDataset):
         return long.sort_values(["original_id", "name"], ignore_index=True)[list(META_FEATURE_COLUMNS)]
 
     def configurations(self) -> pd.DataFrame:
+        """One row per configuration, columns
+        :data:`~metabo.metadatasets.base.CONFIGURATION_COLUMNS` (a copy)."""
         return self._configurations.copy()
 
     @cached_property
@@ -381,6 +387,8 @@ class AutoSklearnMetadata(MetaDataset):
                             columns=list(CONFIGURATION_COLUMNS))
 
     def algorithms(self) -> list[AlgorithmInfo]:
+        """One algorithm per distinct ``algorithm`` of the configurations (one per classifier of
+        the pipelines)."""
         names = sorted(set(self.configurations()["algorithm"]))
         return [
             AlgorithmInfo(n, "autosklearn",
@@ -390,6 +398,7 @@ class AutoSklearnMetadata(MetaDataset):
         ]
 
     def n_chunks(self) -> int:
+        """How many chunks :meth:`run_chunks` yields: one per scenario folder."""
         return len(self.folders)
 
     def run_chunks(self, start: int = 0) -> Iterator[RunChunk]:

@@ -156,6 +156,8 @@ class PMF(_DeepPipeMetaDataset):
 
     @cached_property
     def openml_ids(self) -> list[int]:
+        """The OpenML id of each dataset, in the matrix's order; InputDataError if not integers,
+        or repeated, or not one per dataset."""
         raw = self.file.load("original_dataset_id")
         try:
             ids = [int(v) for v in raw]
@@ -169,6 +171,8 @@ class PMF(_DeepPipeMetaDataset):
         return [str(i) for i in self.openml_ids]
 
     def datasets(self) -> pd.DataFrame:
+        """One row per dataset (named ``openml-<id>``), columns
+        :data:`~metabo.metadatasets.base.DATASET_COLUMNS`."""
         ids = self.openml_ids
         return pd.DataFrame({
             "original_id": [str(i) for i in ids], "name": [f"openml-{i}" for i in ids],
@@ -184,6 +188,7 @@ class PMF(_DeepPipeMetaDataset):
         return [int(a) for a in stages[0]], [int(a) for a in stages[1]]
 
     def algorithms(self) -> list[AlgorithmInfo]:
+        """One algorithm per estimator block of the pipeline encoding (the source does not name them)."""
         _, estimators = self._blocks()
         return [
             AlgorithmInfo(f"pmf:estimator-{b}", "pmf",
@@ -204,6 +209,7 @@ class PMF(_DeepPipeMetaDataset):
         }
 
     def configurations(self) -> pd.DataFrame:
+        """One row per pipeline, decoded to its algorithm and parameters (JSON)."""
         self.check()
         decoded = [self.decode(i) for i in range(len(self.selectors))]
         return pd.DataFrame({
@@ -311,6 +317,7 @@ class TensorOBOE(_DeepPipeMetaDataset):
 
     @cached_property
     def pipelines(self) -> list[dict[str, Any]]:
+        """Every pipeline of Tensor-OBOE's classification space, in its enumeration order."""
         path = self.root / DATA_DIR / "classification.json"
         try:
             space = json.loads(path.read_text())
@@ -322,6 +329,8 @@ class TensorOBOE(_DeepPipeMetaDataset):
         return [str(i) for i in range(self.n_datasets)]
 
     def datasets(self) -> pd.DataFrame:
+        """One row per dataset of the error tensor, columns
+        :data:`~metabo.metadatasets.base.DATASET_COLUMNS`."""
         ids = self._dataset_original_ids()
         return pd.DataFrame({
             "original_id": ids, "name": ids, "openml_id": pd.array([pd.NA] * len(ids), dtype="Int64"),

@@ -42,6 +42,7 @@ class JsonObjectFile:
         self.spans = self._index()
 
     def close(self) -> None:
+        """Close the memory map of the file."""
         self._mm.close()
 
     def __enter__(self) -> JsonObjectFile:
@@ -99,6 +100,7 @@ class JsonObjectFile:
         return spans
 
     def keys(self) -> list[str]:
+        """The top-level keys of the JSON object, in file order."""
         return list(self.spans)
 
     def _span(self, key: str) -> tuple[int, int]:

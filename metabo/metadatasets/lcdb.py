@@ -177,6 +177,7 @@ class LCDB(MetaDataset):
 
     @property
     def chunking(self) -> str:
+        """How runs are cut into chunks: ``bytes=<chunk_bytes>`` of the curve files."""
         return f"bytes={self.chunk_bytes}"
 
     # ------------------------------------------------------------------ header
@@ -243,6 +244,8 @@ class LCDB(MetaDataset):
         return len(self._plan())
 
     def run_chunks(self, start: int = 0) -> Iterator[RunChunk]:
+        """Chunks ``start, start + 1, ...`` of the learning-curve runs, read from the curve
+        files byte range by byte range."""
         plan = self._plan()
         blocks = self._file_blocks()
         part_bytes = self._part_bytes

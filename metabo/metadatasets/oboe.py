@@ -325,9 +325,12 @@ class OBOE(MetaDataset):
     # ------------------------------------------------------------------ runs
     @property
     def chunking(self) -> str:
+        """How runs are cut into chunks: ``rows=<rows_per_chunk>`` of the error matrix."""
         return f"rows={self.rows_per_chunk}"
 
     def n_chunks(self) -> int:
+        """How many chunks :meth:`run_chunks` yields: the error matrix's rows in chunks of
+        ``rows_per_chunk``."""
         return math.ceil(len(self.errors) / self.rows_per_chunk)
 
     def run_chunks(self, start: int = 0) -> Iterator[RunChunk]:
