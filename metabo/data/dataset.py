@@ -161,14 +161,17 @@ class Dataset:
     # ------------------------------------------------------------------ properties
     @property
     def n_instances(self) -> int:
+        """The number of rows."""
         return int(len(self.X))
 
     @property
     def n_features(self) -> int:
+        """The number of feature columns."""
         return int(self.X.shape[1])
 
     @property
     def n_classes(self) -> int:
+        """The number of distinct labels of a classification task; 0 for regression."""
         return int(self.y.nunique()) if self.task == "classification" else 0
 
     @property

@@ -47,6 +47,7 @@ class PyPIArtifact:
 
     @property
     def requirement(self) -> str:
+        """The pinned requirement ``project==version``."""
         return f"{self.project}=={self.version}"
 
     @property
@@ -56,6 +57,7 @@ class PyPIArtifact:
 
     @property
     def is_wheel(self) -> bool:
+        """Whether the file is a wheel (else a source distribution)."""
         return self.filename.endswith(".whl")
 
 

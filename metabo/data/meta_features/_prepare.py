@@ -48,14 +48,17 @@ class Prepared:
 
     @property
     def n(self) -> int:
+        """The number of rows."""
         return int(self.X.shape[0])
 
     @property
     def d(self) -> int:
+        """The number of feature columns."""
         return int(self.X.shape[1])
 
     @property
     def is_classification(self) -> bool:
+        """Whether the task is classification."""
         return self.task == "classification"
 
     def class_codes(self) -> np.ndarray:

@@ -95,6 +95,9 @@ def binned_codes(prep: Prepared) -> list[np.ndarray]:
 
 
 def information_features(prep: Prepared) -> dict[str, float]:
+    """The entropy and mutual-information features (:data:`NAMES`, module docstring): the class
+    entropy, OpenML's attribute means and their ``binned_`` variants; NaN where a numeric target
+    leaves them undefined."""
     y = prep.class_codes() if prep.is_classification else None
     class_entropy = entropy_bits(y) if y is not None else float("nan")
     out = {"ClassEntropy": class_entropy}

@@ -95,6 +95,8 @@ def attribute_matrix(prep: Prepared) -> tuple[np.ndarray, tuple[int, ...]]:
 def landmarker_features(
     prep: Prepared, Z: np.ndarray, Zs: np.ndarray, *, seed: Seed
 ) -> dict[str, float]:
+    """The landmarkers (:data:`NAMES`, module docstring) of ``prep`` from its encodings ``Z``
+    and ``Zs``, with folds drawn by ``seed``; all NaN for regression or without feature columns."""
     undefined = {name: float("nan") for name in NAMES}
     if not prep.is_classification or Z.shape[1] == 0:
         return undefined

@@ -53,6 +53,8 @@ class MixedNaiveBayes(ClassifierMixin, BaseEstimator):
         self.n_levels = n_levels
 
     def fit(self, M: np.ndarray, y: np.ndarray) -> MixedNaiveBayes:
+        """Fit the class priors, a frequency table per nominal column and a normal per numeric
+        column; returns self."""
         M = self._check(M)
         self.classes_, codes = np.unique(np.asarray(y), return_inverse=True)
         K, n = len(self.classes_), len(codes)
@@ -87,6 +89,7 @@ class MixedNaiveBayes(ClassifierMixin, BaseEstimator):
         return joint
 
     def predict(self, M: np.ndarray) -> np.ndarray:
+        """The class of highest joint log-probability per row."""
         return self.classes_[np.argmax(self.predict_log_joint(M), axis=1)]
 
     def _check(self, M: np.ndarray) -> np.ndarray:

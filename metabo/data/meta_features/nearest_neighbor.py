@@ -52,12 +52,15 @@ class WekaNearestNeighbor(ClassifierMixin, BaseEstimator):
         self.n_levels = n_levels
 
     def fit(self, M: np.ndarray, y: np.ndarray) -> WekaNearestNeighbor:
+        """Store the training rows and their class votes; returns self."""
         self.M_ = self._check(M)
         self.classes_, codes = np.unique(np.asarray(y), return_inverse=True)
         self.votes_ = np.eye(len(self.classes_))[codes]  # n_train x K
         return self
 
     def predict(self, M: np.ndarray) -> np.ndarray:
+        """The class of each row's nearest training row (numeric columns scaled to [0, 1] over
+        both sets, Weka's distance)."""
         M = self._check(M)
         numeric = np.array([levels == 0 for levels in self.n_levels], dtype=bool)
         both = np.vstack([self.M_[:, numeric], M[:, numeric]])

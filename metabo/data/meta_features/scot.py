@@ -59,6 +59,8 @@ def scot_count_features(prep: Prepared) -> dict[str, float]:
 
 
 def scot_features(prep: Prepared, Zs: np.ndarray) -> dict[str, float]:
+    """The SCoT features (:data:`NAMES`): the counts of :func:`scot_count_features` and the PCA
+    features of ``Zs``."""
     out = scot_count_features(prep)
     out.update(_pca_features(Zs))
     return {name: out[name] for name in NAMES}

@@ -41,6 +41,8 @@ NAMES: tuple[str, ...] = (
 
 
 def simple_features(prep: Prepared) -> dict[str, float]:
+    """OpenML's simple features of ``prep`` (:data:`NAMES`): counts of rows, attributes by kind,
+    classes, missing values, and their ratios."""
     X, y = prep.X, prep.y
     n, d = prep.n, prep.d
     clf = prep.is_classification

@@ -71,6 +71,8 @@ def column_moments(x: np.ndarray) -> tuple[float, float, float, float]:
 
 
 def statistical_features(prep: Prepared) -> dict[str, float]:
+    """The statistical features of ``prep`` (:data:`NAMES`): moments of the numeric columns (and
+    a numeric target), by kind."""
     columns = [prep.X[c].to_numpy(np.float64) for c in prep.numeric]
     if not prep.is_classification:
         columns.append(prep.y.to_numpy(np.float64))
