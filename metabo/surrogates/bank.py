@@ -291,10 +291,12 @@ class SurrogateBank:
     # ------------------------------------------------------------------ views
     @property
     def tasks(self) -> tuple[str, ...]:
+        """The tasks the members were fitted on, sorted, each once."""
         return self._tasks
 
     @property
     def algorithms(self) -> tuple[str, ...]:
+        """The algorithms of the members, sorted, each once."""
         return self._algorithms
 
     def members(self, algorithm: str) -> tuple[str, ...]:

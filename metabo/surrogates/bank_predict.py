@@ -78,6 +78,8 @@ class Prepared:
 
     @classmethod
     def of(cls, s: PosteriorState) -> Prepared:
+        """The precomputed form of the posterior ``s``: scaled lengthscales and inputs,
+        ``amplitude * alpha`` and ``amplitude * L^-T``."""
         ls = SQRT5 / np.asarray(s.lengthscales, dtype=float)
         Linv = solve_triangular(s.L, np.eye(len(s.alpha)), lower=True, check_finite=False)  # L^-1 (LAPACK trtrs)
         return cls(ls, s.X * ls, s.amplitude * s.alpha, np.ascontiguousarray(s.amplitude * Linv.T))
@@ -98,6 +100,7 @@ class Bin:
     scale: np.ndarray  # (G,) s
 
     def take(self, pick: np.ndarray | slice) -> Bin:
+        """The bin of the members ``pick`` only."""
         return Bin(*(getattr(self, f)[pick] for f in self.__dataclass_fields__))
 
 
@@ -107,6 +110,8 @@ Factor = tuple[float, float, np.ndarray, np.ndarray]
 
 
 def stack_bin(rows: Sequence[int], states: Sequence[PosteriorState], prepared: Sequence[Prepared]) -> Bin:
+    """The members ``rows`` stacked into one bin, zero-padded to the largest ``n`` (a padded
+    point contributes nothing)."""
     n = max(len(s.alpha) for s in states)
     G, d = len(states), states[0].X.shape[1]
     B, alpha, W = np.zeros((G, n, d)), np.zeros((G, n)), np.zeros((G, n, n))

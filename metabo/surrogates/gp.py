@@ -238,6 +238,7 @@ class GaussianProcess:
 
     @property
     def lengthscales_(self) -> np.ndarray:
+        """The fitted lengthscales, one per input dimension."""
         return self.hyperparameters_.lengthscales
 
     @property
@@ -252,6 +253,7 @@ class GaussianProcess:
 
     @property
     def mean_(self) -> float:
+        """The fitted constant mean, in y's units."""
         return self.hyperparameters_.mean
 
     @property

@@ -96,6 +96,7 @@ class Matern52(Kernel):
         return (5.0 / 3.0) * (1.0 + s) * np.exp(-s)
 
     def gram(self, X: np.ndarray, lengthscales: np.ndarray) -> tuple[np.ndarray, Callable[[np.ndarray], np.ndarray]]:
+        """``K = k(X, X)`` and ``M -> grad_contract(X, l, K, M)``, sharing the distances."""
         s = cdist(X / lengthscales, X / lengthscales, "sqeuclidean")
         np.sqrt(s, out=s)
         s *= _SQRT5
@@ -115,9 +116,11 @@ class Matern52(Kernel):
         return K, contract
 
     def grad_contract(self, X: np.ndarray, lengthscales: np.ndarray, K: np.ndarray, M: np.ndarray) -> np.ndarray:
+        """``g_k = sum_ij M_ij dK_ij / dlog l_k`` for symmetric ``M`` (n, n); ``K = k(X, X)``."""
         return _sq_contract(M * self._g(X, lengthscales), X, lengthscales)
 
     def gradient(self, X: np.ndarray, lengthscales: np.ndarray) -> np.ndarray:
+        """The (n, n, d) tensor ``dk(X_i, X_j) / dlog l_k``."""
         D = ((X[:, None, :] - X[None, :, :]) / lengthscales) ** 2
         return self._g(X, lengthscales)[:, :, None] * D
 
@@ -137,9 +140,11 @@ class Matern12(Kernel):
             return np.where(r > 0.0, K / r, 0.0)  # D_k = 0 wherever r = 0
 
     def grad_contract(self, X: np.ndarray, lengthscales: np.ndarray, K: np.ndarray, M: np.ndarray) -> np.ndarray:
+        """``g_k = sum_ij M_ij dK_ij / dlog l_k`` for symmetric ``M`` (n, n); ``K = k(X, X)``."""
         return _sq_contract(M * self._g(X, lengthscales, K), X, lengthscales)
 
     def gradient(self, X: np.ndarray, lengthscales: np.ndarray) -> np.ndarray:
+        """The (n, n, d) tensor ``dk(X_i, X_j) / dlog l_k``."""
         D = ((X[:, None, :] - X[None, :, :]) / lengthscales) ** 2
         return self._g(X, lengthscales, self(X, X, lengthscales))[:, :, None] * D
 
@@ -153,11 +158,13 @@ class Laplace(Kernel):
         return np.exp(-cdist(A / lengthscales, B / lengthscales, "cityblock"))
 
     def grad_contract(self, X: np.ndarray, lengthscales: np.ndarray, K: np.ndarray, M: np.ndarray) -> np.ndarray:
+        """``g_k = sum_ij M_ij dK_ij / dlog l_k`` for symmetric ``M`` (n, n); ``K = k(X, X)``."""
         G = M * K
         A = X / lengthscales
         return np.array([np.sum(G * np.abs(A[:, k, None] - A[None, :, k])) for k in range(X.shape[1])])
 
     def gradient(self, X: np.ndarray, lengthscales: np.ndarray) -> np.ndarray:
+        """The (n, n, d) tensor ``dk(X_i, X_j) / dlog l_k``."""
         A = X / lengthscales
         return self(X, X, lengthscales)[:, :, None] * np.abs(A[:, None, :] - A[None, :, :])
 
@@ -173,9 +180,11 @@ class SquaredExponential(Kernel):
         return np.exp(K, out=K)
 
     def grad_contract(self, X: np.ndarray, lengthscales: np.ndarray, K: np.ndarray, M: np.ndarray) -> np.ndarray:
+        """``g_k = sum_ij M_ij dK_ij / dlog l_k`` for symmetric ``M`` (n, n); ``K = k(X, X)``."""
         return _sq_contract(M * K, X, lengthscales)
 
     def gradient(self, X: np.ndarray, lengthscales: np.ndarray) -> np.ndarray:
+        """The (n, n, d) tensor ``dk(X_i, X_j) / dlog l_k``."""
         D = ((X[:, None, :] - X[None, :, :]) / lengthscales) ** 2
         return self(X, X, lengthscales)[:, :, None] * D
 
