@@ -93,6 +93,7 @@ class Evaluation:
 
     @property
     def ok(self) -> bool:
+        """Whether the evaluation succeeded (``status == "ok"``)."""
         return self.status == "ok"
 
 

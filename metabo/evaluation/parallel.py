@@ -76,6 +76,7 @@ class TaskResult:
 
     @property
     def ok(self) -> bool:
+        """Whether the task ran without an error."""
         return self.error is None
 
 

@@ -42,13 +42,19 @@ class PreprocessingNeeds(Protocol):
     the specs are frozen dataclasses)."""
 
     @property
-    def needs_scaling(self) -> bool: ...
+    def needs_scaling(self) -> bool:
+        """Whether the numeric columns are standardized for the algorithm."""
+        ...
 
     @property
-    def encoding(self) -> str: ...
+    def encoding(self) -> str:
+        """How nominal columns are encoded: ``"onehot"``, ``"ordinal"`` or ``"native"``."""
+        ...
 
     @property
-    def handles_missing(self) -> bool: ...
+    def handles_missing(self) -> bool:
+        """Whether the algorithm takes missing values itself (else they are imputed)."""
+        ...
 
 
 @dataclass(frozen=True)

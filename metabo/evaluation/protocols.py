@@ -85,6 +85,7 @@ class Split:
 
     @property
     def n_train(self) -> int:
+        """The number of training rows."""
         return int(len(self.train_idx))
 
 
@@ -93,9 +94,13 @@ class EvaluationProtocol(Protocol):
     """What :func:`metabo.evaluation.evaluate.evaluate` needs of a protocol."""
 
     @property
-    def max_train(self) -> int | None: ...  # read-only: the protocols are frozen dataclasses
+    def max_train(self) -> int | None:
+        """The cap on training rows, or None for no cap."""
+        ...  # read-only: the protocols are frozen dataclasses
 
-    def splits(self, dataset: Dataset, seed: int) -> list[Split]: ...
+    def splits(self, dataset: Dataset, seed: int) -> list[Split]:
+        """The splits of ``dataset`` drawn with ``seed``, the same for the same seed."""
+        ...
 
 
 # ---------------------------------------------------------------------- helpers
@@ -251,6 +256,8 @@ class Holdout:
         return text + ("" if self.max_eval is None else f", max_eval={self.max_eval!r}") + ")"
 
     def splits(self, dataset: Dataset, seed: int) -> list[Split]:
+        """The one train/valid(/test) split of ``dataset`` drawn with ``seed``, each part capped
+        as the protocol says."""
         seed = _check_seed(seed)
         codes = class_codes(dataset)
         rng = np.random.default_rng(seed)
@@ -279,6 +286,7 @@ class KFold:
         _check_max_train(self, self.max_train)
 
     def splits(self, dataset: Dataset, seed: int) -> list[Split]:
+        """The ``k`` folds of ``dataset`` drawn with ``seed`` (after holding out the test part, if any)."""
         seed = _check_seed(seed)
         codes = class_codes(dataset)
         rng = np.random.default_rng(seed)
@@ -318,6 +326,8 @@ class ReshuffledHoldout:
         return replace(self, iteration=iteration)
 
     def splits(self, dataset: Dataset, seed: int) -> list[Split]:
+        """The train/valid split of ``dataset`` for the protocol's ``iteration`` (redrawn per
+        iteration), after holding out the test part, if any, drawn with ``seed``."""
         seed = _check_seed(seed)
         codes = class_codes(dataset)
         rows, test = np.arange(len(codes)), None
@@ -347,9 +357,12 @@ class RefitOnTrainValid:
 
     @property
     def max_train(self) -> int | None:
+        """The base protocol's cap on training rows."""
         return self.base.max_train
 
     def splits(self, dataset: Dataset, seed: int) -> list[Split]:
+        """The base protocol's splits with the validation rows added to the training rows;
+        InputDataError if one has no test part."""
         out = []
         for s in self.base.splits(dataset, seed):
             if s.test_idx is None or len(s.test_idx) == 0:
