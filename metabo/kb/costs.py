@@ -114,6 +114,8 @@ class FitCosts:
 
     @classmethod
     def from_records(cls, records: pd.DataFrame) -> FitCosts:
+        """The costs of ``records`` (as :func:`recorded_fit_seconds` returns them), their
+        exponents fitted once."""
         frame = _usable(records)
         return cls(frame, _exponents(frame) if not frame.empty else {})
 
@@ -142,6 +144,7 @@ class FitCosts:
 
     @property
     def empty(self) -> bool:
+        """Whether no usable record was given."""
         return self.records.empty
 
     def predict(self, n_rows: int, n_features: int | None = None) -> dict[str, float]:
@@ -207,6 +210,7 @@ class RowsScaling:
 
     @classmethod
     def from_records(cls, records: pd.DataFrame) -> RowsScaling:
+        """The rows scaling with the exponents fitted on ``records``."""
         return FitCosts.from_records(records).scaling
 
     def __call__(self, algorithm: str, n: float, m: float) -> float:
@@ -221,10 +225,14 @@ class CompletedTrial(Protocol):
     (:class:`metabo.optimizer.history.TrialRecord`)."""
 
     @property
-    def config_id(self) -> str: ...
+    def config_id(self) -> str:
+        """The trial's configuration id."""
+        ...
 
     @property
-    def fit_seconds(self) -> float | None: ...
+    def fit_seconds(self) -> float | None:
+        """The trial's recorded fit seconds, or None if not recorded."""
+        ...
 
 
 class TrialHistory(Protocol):
@@ -232,7 +240,9 @@ class TrialHistory(Protocol):
     (:class:`metabo.optimizer.history.History`, which this package does not import: it is above it)."""
 
     @property
-    def completed(self) -> Sequence[CompletedTrial]: ...
+    def completed(self) -> Sequence[CompletedTrial]:
+        """The search's completed trials."""
+        ...
 
 
 def observed_scale(history: TrialHistory, predicted: Mapping[str, float]) -> float:

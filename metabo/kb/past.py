@@ -66,10 +66,12 @@ class PastRuns:
 
     @property
     def tasks(self) -> tuple[str, ...]:
+        """The tasks with runs, sorted, each once."""
         return tuple(sorted({t for t, _ in self.groups}))
 
     @property
     def algorithms(self) -> tuple[str, ...]:
+        """The algorithms with runs, sorted, each once."""
         return tuple(sorted({a for _, a in self.groups}))
 
     def __getitem__(self, key: tuple[str, str]) -> TaskAlgorithmRuns:
@@ -79,6 +81,7 @@ class PastRuns:
         return key in self.groups
 
     def n_runs(self) -> int:
+        """The number of runs over all (task, algorithm) groups."""
         return sum(len(g) for g in self.groups.values())
 
     def task_runs(self, task: str) -> dict[str, TaskAlgorithmRuns]:

@@ -50,6 +50,7 @@ def add_predictions(kb: KnowledgeBase, run_id: str, array: np.ndarray, *, split:
 
 
 def get_predictions(kb: KnowledgeBase, run_id: str, *, split: str = "valid") -> np.ndarray:
+    """The stored predictions of run ``run_id`` on ``split``; InputDataError if none are stored."""
     row = kb.connection.execute(
         "SELECT n_rows, n_cols, data FROM predictions WHERE run_id = ? AND split = ?", [run_id, split]
     ).fetchone()

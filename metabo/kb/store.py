@@ -304,6 +304,8 @@ class KnowledgeBase:
         _pred.add_predictions(self, run_id, array, split=split)
 
     def get_predictions(self, run_id: str, *, split: str = "valid") -> np.ndarray:
+        """The stored predictions of run ``run_id`` on ``split``
+        (:func:`metabo.kb.predictions.get_predictions`)."""
         return _pred.get_predictions(self, run_id, split=split)
 
     # ------------------------------------------------------------------ sessions, state
