@@ -52,6 +52,7 @@ class TimeBudget:
             raise InputDataError(f"time_budget must be a positive number of seconds, got {self.seconds!r}")
 
     def elapsed(self) -> float:
+        """Seconds since the budget started (monotonic clock)."""
         return time.monotonic() - self.start
 
     def left(self) -> float:

@@ -72,14 +72,17 @@ class TrialRecord:
 
     @property
     def trial(self) -> Trial:
+        """The trial this record is of (number, algorithm, params, config id)."""
         return Trial(self.number, self.algorithm, dict(self.params), self.config_id)
 
     @property
     def complete(self) -> bool:
+        """Whether the trial has been told its result."""
         return self.state == "complete"
 
     @property
     def ok(self) -> bool:
+        """Whether the trial's evaluation succeeded."""
         return self.status == "ok"
 
     def to_json(self) -> dict[str, Any]:
@@ -90,6 +93,7 @@ class TrialRecord:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> TrialRecord:
+        """The record of :meth:`to_json`'s mapping (a null value read as NaN)."""
         data = dict(data)
         data["value"] = math.nan if data.get("value") is None else float(data["value"])
         return cls(**data)
@@ -119,10 +123,12 @@ class History:
 
     @property
     def completed(self) -> list[TrialRecord]:
+        """The completed trials, in order."""
         return [r for r in self._records if r.complete]
 
     @property
     def pending(self) -> list[TrialRecord]:
+        """The trials asked and not yet told, in order."""
         return [r for r in self._records if not r.complete]
 
     @property

@@ -186,6 +186,7 @@ class Optimizer:
     # ---------------------------------------------------------------- ask / tell
     @property
     def history(self) -> History:
+        """The search's history: every trial asked so far."""
         return self._history
 
     def ask(self, config: tuple[str, Mapping[str, Any]] | None = None) -> Trial:

@@ -28,7 +28,9 @@ class Strategy(Protocol):
 
     name: str
 
-    def suggest(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Config: ...
+    def suggest(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Config:
+        """The next configuration ``(algorithm, params)`` to evaluate, given ``history``."""
+        ...
 
 
 @runtime_checkable
@@ -36,7 +38,10 @@ class PosteriorModel(Protocol):
     """A model of the objective's posterior mean at evaluated configurations (thesis 3.4
     selection): a strategy's own surrogate, or one fitted for the selection alone."""
 
-    def posterior_mean(self, history: History, space: CASHSpace, configs: Sequence[Config]) -> np.ndarray: ...
+    def posterior_mean(self, history: History, space: CASHSpace, configs: Sequence[Config]) -> np.ndarray:
+        """The posterior mean of the objective at ``configs`` given ``history``, one value per
+        configuration."""
+        ...
 
 
 __all__ = ["Config", "PosteriorModel", "Strategy"]
