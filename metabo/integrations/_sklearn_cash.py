@@ -44,15 +44,18 @@ class CASHClassifier(ClassifierMixin, BaseEstimator):
         return validate_data(self, X, reset=reset, dtype="numeric", ensure_all_finite="allow-nan")
 
     def fit(self, X: Any, y: Any) -> CASHClassifier:
+        """Fit the ensemble of the chosen members on ``X``, ``y``; returns self."""
         X = self._checked(X, reset=True)
         self.model_ = EnsembleModel(self.members, self.weights, combine=self.combine, seed=self.seed).fit(X, y)
         self.classes_ = self.model_.classes_
         return self
 
     def predict_proba(self, X: Any) -> np.ndarray:
+        """The ensemble's class probabilities for ``X`` (columns in ``classes_``'s order)."""
         check_is_fitted(self, "model_")
         return self.model_.predict_proba(self._checked(X, reset=False))
 
     def predict(self, X: Any) -> np.ndarray:
+        """The ensemble's predicted class per row of ``X``."""
         check_is_fitted(self, "model_")
         return self.model_.predict(self._checked(X, reset=False))

@@ -96,6 +96,7 @@ class WarmStartSampler(BaseSampler):
 
     @property
     def n_warm(self) -> int:
+        """How many warm configurations there are: the first trials take them, in order."""
         return len(self.warm)
 
     @classmethod
@@ -171,10 +172,13 @@ class WarmStartSampler(BaseSampler):
 
     # -- the sampler contract ---------------------------------------------------------
     def infer_relative_search_space(self, study: Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
+        """The fallback sampler's relative search space."""
         return self.then.infer_relative_search_space(study, trial)
 
     def sample_relative(self, study: Study, trial: FrozenTrial,
                         search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
+        """The warm values of ``search_space``'s parameters for a warm trial (those its
+        distributions hold), the fallback sampler's for the rest."""
         self._check(study)
         warm = {}
         for name, distribution in search_space.items():
@@ -186,6 +190,7 @@ class WarmStartSampler(BaseSampler):
 
     def sample_independent(self, study: Study, trial: FrozenTrial, param_name: str,
                            param_distribution: BaseDistribution) -> Any:
+        """The warm configuration's value of ``param_name`` for a warm trial, else the fallback sampler's."""
         self._check(study)
         value = self._warm_value(trial, param_name, param_distribution)
         if value is _MISSING:
@@ -193,12 +198,15 @@ class WarmStartSampler(BaseSampler):
         return value
 
     def before_trial(self, study: Study, trial: FrozenTrial) -> None:
+        """Pass on to the fallback sampler."""
         self.then.before_trial(study, trial)
 
     def after_trial(self, study: Study, trial: FrozenTrial, state: TrialState, values: Sequence[float] | None) -> None:
+        """Pass on to the fallback sampler."""
         self.then.after_trial(study, trial, state, values)
 
     def reseed_rng(self) -> None:
+        """Reseed the fallback sampler."""
         self.then.reseed_rng()
 
     def _check(self, study: Study) -> None:
