@@ -95,6 +95,9 @@ class ModelCache:
 
 def make_gp(conditional: bool, kernel: str, noise: float | None, n_restarts: int,
             priors: GPPriors | None = None) -> Callable[[int], Any]:
+    """A factory ``seed -> GP``: a conditional GP (per-algorithm,
+    :class:`~metabo.surrogates.conditional.ConditionalGP`) or a plain one, with the given
+    kernel, noise, restarts and priors."""
     def make(seed: int) -> Any:
         if conditional:
             from metabo.surrogates.conditional import ConditionalGP

@@ -122,6 +122,8 @@ class OBOESelection:
         return x @ Y
 
     def suggest(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Config:
+        """The next design configuration not yet asked; after the design, the unasked candidate
+        of lowest predicted error; random if every candidate was asked."""
         m, _, design = self.model(space)
         asked = history.config_ids
         for j in design:

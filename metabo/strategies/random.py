@@ -25,6 +25,7 @@ class RandomSearch:
         return f"RandomSearch(max_tries={self.max_tries})"
 
     def suggest(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Config:
+        """A configuration drawn uniformly, not yet asked (up to ``max_tries`` draws)."""
         return random_configuration(space, rng, history.config_ids, max_tries=self.max_tries)
 
 

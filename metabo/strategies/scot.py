@@ -395,6 +395,7 @@ class GlobalDefault:
         return f"GlobalDefault(tasks={len(self.past.tasks)})"
 
     def suggest(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Config:
+        """The global default of the past tasks first; once asked, random configurations."""
         if self._default is None or self._default[0] is not space:
             self._default = (space, global_default(self.past, space))
         config = self._default[1]

@@ -398,6 +398,7 @@ class WeightedGPEnsembles:
 
     # ------------------------------------------------------------------ suggest
     def suggest(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Config:
+        """The next configuration by the weighted ensemble's acquisition, with BLAS threads as configured."""
         with self._blas_context():
             return self._suggest(history, space, rng)
 
