@@ -55,6 +55,7 @@ class GuardDecision:
 
     @property
     def summary(self) -> str:
+        """One line: what was kept, how it combines, and the cross-validated gain with its standard error."""
         return (f"{self.kept} ({self.combine}): cross-validated gain {self.gain:+.4f} +- {self.se:.4f} over the "
                 f"single best")
 

@@ -56,14 +56,17 @@ class EnsembleChoice:
 
     @property
     def kept(self) -> str:
+        """What the guard kept: ``"ensemble"`` or ``"single"``."""
         return self.decision.kept
 
     @property
     def weights(self) -> dict[int, float]:
+        """The members' weights, by trial number."""
         return self.decision.weights
 
     @property
     def combine(self) -> str:
+        """How the members' predictions combine: by averaged probabilities or by vote."""
         return self.decision.combine
 
 

@@ -164,6 +164,7 @@ class PostHocSelection(EnsembleSearch):
                 f"base={self.base!r})")
 
     def suggest(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Config:
+        """The wrapped strategy's suggestion (the selection runs after the search)."""
         return self.base.suggest(history, space, rng)
 
     def ensemble(self) -> dict[int, float]:
