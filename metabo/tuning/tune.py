@@ -162,10 +162,12 @@ class TuneResult:
 
     @property
     def algorithm(self) -> str:
+        """The best trial's algorithm."""
         return self.best.algorithm
 
     @property
     def params(self) -> dict[str, Any]:
+        """The best trial's hyperparameters (a copy)."""
         return dict(self.best.params)
 
     @property
