@@ -24,6 +24,7 @@ class MetricMapping:
     offset: float = 0.0
 
     def convert(self, value: float) -> float:
+        """The stored value of OpenML's ``value``: ``sign * value + offset``."""
         return self.sign * value + self.offset
 
 
