@@ -71,9 +71,8 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def _blas_limited(method: _F) -> _F:
-    """Run ``method`` with BLAS limited to ``self.blas_threads`` threads: GP fits are many
-    small factorizations, for which one thread is several times faster than a pool (and
-    does not fight other processes for the cores)."""
+    """Run ``method`` with BLAS limited to ``self.blas_threads`` threads: GP fits are many small
+    factorizations, for which one thread beats a pool (and leaves the cores to other processes)."""
 
     @functools.wraps(method)
     def wrapper(self: GaussianProcess, *args: Any, **kwargs: Any) -> Any:
@@ -148,9 +147,8 @@ class GaussianProcess:
     # -- public API ------------------------------------------------------------------
     def fit(self, X: Any, y: Any, *, hyperparameters: GPHyperparameters | None = None,
             theta: Any = None) -> GaussianProcess:
-        """Fit to ``X`` (n, d), ``y`` (n,); with ``hyperparameters`` (y's units) or ``theta``
-        (the standardized units of :attr:`theta_`: another GP's, carried over to these
-        targets), no optimization."""
+        """Fit to ``X`` (n, d), ``y`` (n,); with ``hyperparameters`` (y's units) or ``theta`` (the
+        standardized units of :attr:`theta_`: another GP's, carried over to these targets), no optimization."""
         if hyperparameters is not None and theta is not None:
             raise InputDataError("give hyperparameters or theta, not both")
         return self._fit(X, y, None, hyperparameters, theta)
