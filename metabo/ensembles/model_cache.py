@@ -3,8 +3,8 @@ prediction from a skops file costs an unpickle, not skops' audit, after the firs
 
 Loading a skops file builds every object through skops' audit (seconds for an ensemble of
 boosted trees) after importing ``skops.io``, which lists every scikit-learn estimator: a
-prediction on a few hundred rows took over three times as long as importing scikit-learn,
-LightGBM and pandas. So the payload of a skops file that was checked (loaded through skops,
+prediction then costs far more than importing scikit-learn, LightGBM and pandas (timings in
+``reports/predict-time/``). So the payload of a skops file that was checked (loaded through skops,
 or written by :meth:`~metabo.ensembles.model.EnsembleModel.save` from a payload this process
 built) is kept as a joblib pickle in ``<home>/cache/models/<sha256 of the file>.joblib``,
 with ``<same>.tag``, the HMAC-SHA256 (RFC 2104) of the file's digest and the pickle's bytes
