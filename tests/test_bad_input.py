@@ -114,6 +114,7 @@ CLI_CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case, argv, words", CLI_CASES, ids=[c[0] for c in CLI_CASES])
 def test_the_command_line_refuses_in_one_line_and_stores_nothing(world, capsys, case, argv, words):
     root, kb = world

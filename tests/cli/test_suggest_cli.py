@@ -80,6 +80,7 @@ def test_transfer_prints_ranks_portfolio_similarity_and_a_heatmap(shipped, capsy
     assert code == 0 and len(data["portfolio"]) == 5 and -1 <= data["similar_pairs"][0]["tau"] <= 1
 
 
+@pytest.mark.slow
 def test_warm_vs_cold_demo_tunes_both_over_seeds_and_stores_every_session(shipped, capsys, tmp_path):
     from metabo.cli.warm_start_demo import warm_vs_cold
 

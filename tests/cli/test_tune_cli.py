@@ -127,6 +127,7 @@ def test_resume_counts_from_the_stored_trials_and_a_new_run_points_to_the_interr
     assert "session first: 3 trials" in out and "3/3" in err and "0/3" not in err
 
 
+@pytest.mark.slow
 def test_the_model_files_writer_is_loaded_after_the_opening_and_before_the_search(tmp_path):
     """skops (about a second to import) is not on the way to the first model: in a fresh
     process, it is not loaded when the opening trial starts and is loaded by the time the

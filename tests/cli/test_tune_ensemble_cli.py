@@ -75,6 +75,7 @@ def test_ensemble_refuses_a_reshuffled_protocol_and_a_used_session(tmp_path, cap
     assert "session 's' exists" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_the_default_model_says_what_the_post_hoc_ensemble_kept(tmp_path, capsys):
     """By default iris (150 rows) is searched on 5-fold out-of-fold predictions, and what
     the post-hoc ensemble kept is printed: its members with their cross-validated gain, or

@@ -62,6 +62,7 @@ def _round_trip(model: EnsembleModel, path: Path, X_new: pd.DataFrame) -> Ensemb
     return each
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algorithm", SPACE.algorithms)
 def test_every_algorithm_round_trips_through_skops(algorithm, tiny, tmp_path):
     X, y, X_new = tiny

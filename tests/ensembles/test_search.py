@@ -70,6 +70,7 @@ def div_by_hand(probas: list[np.ndarray]) -> float:
     return float(np.mean(pairs)) if pairs else 0.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", list(OPTIONS))
 @pytest.mark.parametrize("name", ["cancer", "wine"])
 def test_errors_weights_and_diversity_are_those_of_the_final_ensemble(results, method, name):
@@ -104,11 +105,13 @@ def test_errors_weights_and_diversity_are_those_of_the_final_ensemble(results, m
     assert r.model is None and r.refit_test_error is None
 
 
+@pytest.mark.slow
 def test_divbo_builds_a_diverse_ensemble_beyond_its_random_start(results):
     r = results[("divbo", "wine")]
     assert len(r.weights) >= 2 and r.diversity > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["esmbo", "divbo", "eo"])
 def test_same_seed_same_search(wine, method):
     a, b = (tune_ensemble(wine, method=method, budget=7, space=SPACE, seed=3, **OPTIONS[method]) for _ in range(2))
@@ -180,6 +183,7 @@ def test_bad_input(tmp_path, wine):
                           meta_features=False)
 
 
+@pytest.mark.slow
 def test_esmbo_with_one_replicate_on_the_validation_set_is_smbo_and_its_arg_min(cancer):
     r = tune_ensemble(cancer, method="esmbo", budget=8, space=SPACE, strategy="gp", seed=5, n_replicates=1,
                       bootstrap=False, combine="average", **HOLDOUT)

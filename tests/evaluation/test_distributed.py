@@ -51,6 +51,7 @@ def _trials(result) -> list[tuple]:
     return [(r.number, r.algorithm, r.config_id, r.status, r.value, r.test_value) for r in result.history]
 
 
+@pytest.mark.slow
 def test_build_on_dask_stores_the_runs_a_sequential_build_stores(tmp_path, scheduler):
     reports = {}
     for backend, address in (("sequential", None), ("dask", scheduler)):
@@ -63,6 +64,7 @@ def test_build_on_dask_stores_the_runs_a_sequential_build_stores(tmp_path, sched
     assert len(runs) > 6 and runs == _runs(tmp_path / "sequential.duckdb")
 
 
+@pytest.mark.slow
 def test_tune_on_dask_gives_the_history_of_loky(scheduler):
     space = default_cash_space(ALGORITHMS)
     common = {"budget": 5, "space": space, "strategy": "random", "seed": 3, "n_jobs": 2}
@@ -73,6 +75,7 @@ def test_tune_on_dask_gives_the_history_of_loky(scheduler):
     assert len({r.config_id for r in on_dask.history}) == 5
 
 
+@pytest.mark.slow
 def test_a_local_dask_cluster_is_started_and_closed_when_no_scheduler_is_given():
     params = sample_configurations("decision_tree", 2, 0)
     tasks = [EvalTask("iris", "sklearn:iris", "decision_tree", p, time_limit=30.0, tag=i) for i, p in enumerate(params)]
@@ -85,6 +88,7 @@ def test_a_local_dask_cluster_is_started_and_closed_when_no_scheduler_is_given()
     assert client.status == "closed"
 
 
+@pytest.mark.slow
 def test_cli_build_and_tune_on_a_dask_scheduler(tmp_path, scheduler, capsys):
     kb = str(tmp_path / "kb.duckdb")
     assert main(["kb", "init", kb]) == 0  # --kb names an existing store

@@ -310,7 +310,7 @@ def test_fits_run_within_the_thread_limit(mixed, time_limit):
 
 
 @pytest.mark.parametrize("numeric_only", [False, True])
-@pytest.mark.parametrize("algorithm", ["logreg", "tree", "hgb"])
+@pytest.mark.parametrize("algorithm", ["logreg", "tree", pytest.param("hgb", marks=pytest.mark.slow)])
 def test_preprocessing_once_per_split_gives_what_the_whole_pipeline_gives(algorithm, numeric_only, mixed):
     """evaluate fits each split's preprocessing once (kept on the dataset) and the
     estimator on its output: the probabilities equal those of the pipeline fitted whole

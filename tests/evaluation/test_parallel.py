@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 from sklearn.linear_model import LogisticRegression
 from sklearn.tree import DecisionTreeClassifier
 
@@ -40,6 +41,7 @@ def _values(results):
     }
 
 
+@pytest.mark.slow
 def test_two_workers_give_the_same_results_as_one(mixed):
     tasks = _tasks(mixed)
     seen = []

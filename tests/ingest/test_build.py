@@ -64,6 +64,7 @@ def test_an_algorithm_added_later_joins_the_build_and_only_its_configurations_ru
         assert set(before) <= set(kb.query("SELECT run_id FROM runs")["run_id"])  # nothing measured again
 
 
+@pytest.mark.slow
 def test_build_on_tunes_protocol_measures_each_dataset_as_tune_would_in_round_robin_order(tmp_path):
     from metabo.evaluation.protocols import protocol_label, search_protocol
 

@@ -112,6 +112,7 @@ def test_a_port_that_never_reads_ends_within_the_deadline(ingest, kb):
     assert elapsed < BOUND
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("endpoint", ["evaluationmeasure/list", "setup/list", "data/61"])
 def test_any_hanging_endpoint_ends_within_the_deadline(ingest, kb, server, snapshot, endpoint):
     before = snapshot(kb)

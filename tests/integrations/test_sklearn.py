@@ -32,6 +32,7 @@ def tree_search(**kw: object) -> MetaSearchCV:
     return MetaSearchCV(DecisionTreeClassifier(random_state=0), TREE_SPACE, **kw)  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 @parametrize_with_checks([
     MetaSearchCV(DecisionTreeClassifier(random_state=0), {"max_depth": randint(1, 6)}, n_iter=2, cv=2,
                  random_state=0),
@@ -113,6 +114,7 @@ def test_trials_recorded_in_the_knowledge_base(tmp_path):
     np.testing.assert_allclose(sorted(runs["value"]), expected)
 
 
+@pytest.mark.slow
 def test_warm_start_begins_with_the_nearest_tasks_best_configurations(tmp_path):
     """A tiny knowledge base built by two searches; a knn warm start on a third dataset
     first evaluates those searches' best configurations (auto-sklearn's design)."""
@@ -133,6 +135,7 @@ def test_warm_start_begins_with_the_nearest_tasks_best_configurations(tmp_path):
     assert cold.cv_results_["params"][0]["C"] not in first
 
 
+@pytest.mark.slow
 def test_a_users_estimator_reads_and_adds_to_the_runs_of_its_registered_algorithm(tmp_path):
     """LogisticRegression is the project's ``logistic_regression``: a knn warm start reads
     the runs ``tune`` stored for it on other tasks (it raised "no other task with runs

@@ -54,6 +54,7 @@ def test_the_features_scale_the_prediction_by_their_exponent():
     assert predicted_fit_seconds(frame, 200)["c0"] == pytest.approx(1e-3 * 200 * 4 ** 0.5)  # median task: d = 4
 
 
+@pytest.mark.slow
 def test_held_out_tasks_fit_seconds_are_predicted_within_a_factor_two():
     """Each task of the shipped knowledge base held out in turn: most of its configurations'
     recorded fit seconds are within a factor 2 of what the other tasks predict, without bias

@@ -54,6 +54,7 @@ rows = st.builds(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None)
 @given(batch=st.lists(rows, min_size=1, max_size=20))
 def test_batch_row_by_row_and_large_batch_store_the_same_runs(batch):

@@ -226,6 +226,7 @@ def test_a_corrupt_chunk_stores_nothing_of_it(tmp_path: Path) -> None:
         assert kb.get_state(state_key("tensor-oboe"))["next_chunk"] == 1
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.name != "posix", reason="SIGKILL")
 def test_killed_ingestion_then_rerun_completes_it(tmp_path: Path) -> None:
     with KnowledgeBase(tmp_path / "whole.duckdb") as kb:

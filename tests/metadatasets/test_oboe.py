@@ -76,6 +76,7 @@ def test_configurations_are_the_project_points_the_headers_map_to() -> None:
                      "linear_svm"]
 
 
+@pytest.mark.slow
 def test_every_one_of_the_219_settings_is_a_point_that_builds_and_fits() -> None:
     """The mapping's coverage: all of OBOE's grid, each fitted on a small 3-class problem."""
     import warnings
@@ -240,6 +241,7 @@ def test_a_bad_chunk_stores_nothing_of_it_and_keeps_the_chunks_before(tmp_path: 
         assert kb.query("SELECT count(*) AS n FROM runs")["n"][0] == 4 * N_COLUMNS
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.name != "posix", reason="SIGKILL")
 def test_killed_ingestion_then_rerun_completes_it(tmp_path: Path) -> None:
     with KnowledgeBase(tmp_path / "whole.duckdb") as kb:

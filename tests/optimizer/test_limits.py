@@ -74,6 +74,7 @@ def _search_ensemble(kb: KnowledgeBase, session_id: str) -> None:
                       strategy="random", kb=kb, cv=None, meta_features=False, session_id=session_id)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("search", [_search_alone, _search_ensemble], ids=["tune", "tune_ensemble"])
 def test_a_trial_without_a_time_limit_is_killed_at_its_default_limit(search, monkeypatch, tmp_path):
     monkeypatch.setattr(limits, "BASE_SECONDS", 1.0)

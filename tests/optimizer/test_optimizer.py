@@ -158,6 +158,7 @@ def test_posterior_mean_selects_an_evaluated_configuration(quad, make):
         opt.best(select="median")  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("status", ["crash", "timeout", "memout"])
 @pytest.mark.parametrize("value, test_value", [(0.3, None), (None, 0.3), (2.05e16, None)])
 def test_a_failed_trial_told_with_a_value_is_refused_and_stays_pending(kb_path, dataset_id, small_cash, status, value,

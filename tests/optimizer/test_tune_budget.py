@@ -52,6 +52,7 @@ def test_time_budget_arithmetic():
         (FINAL_FIT_MARGIN * 0.5 * 80 / 64 + 0.1) / 5)
 
 
+@pytest.mark.slow
 def test_a_slow_trial_is_cut_at_the_time_budget_and_nothing_is_lost(tmp_path, iris_frame, monkeypatch):
     """knn is made to sleep two minutes; with a 6 s budget its first trial is killed and
     recorded as a timeout, the fast trials before it are kept, and the model is the best
@@ -167,6 +168,7 @@ def test_a_dataframe_and_its_csv_give_the_same_session(tmp_path, iris_frame):
         tune(iris_frame, budget=1, space=space)
 
 
+@pytest.mark.slow
 def test_max_train_subsamples_the_search_and_the_model_trains_on_every_row(tmp_path, iris_frame):
     space = default_cash_space(["knn"])
     with KnowledgeBase(tmp_path / "kb.duckdb") as kb:
@@ -197,6 +199,7 @@ class _SlowToAsk:
         return self.inner.suggest(history, space, rng)
 
 
+@pytest.mark.slow
 def test_the_search_leaves_time_for_its_own_asking_and_the_final_model(iris_frame):
     """A trial's limit is what is left after the reserve and the search's own seconds around
     the batch before: with a strategy that takes 1.5 s to ask, the last trial is not started
@@ -238,6 +241,7 @@ def test_the_deadline_ends_a_library_that_turns_its_alarm_into_an_error_of_its_o
             raise ValueError("a failure of the work itself")
 
 
+@pytest.mark.slow
 def test_a_slow_ensemble_guard_is_not_asked_where_it_would_run_past_the_budget(iris_frame, monkeypatch):
     """The reserve asks the ensemble guard whether to keep time for an ensemble's members
     when they would stop the search, near the budget's end; on a large library its
@@ -260,6 +264,7 @@ def test_a_slow_ensemble_guard_is_not_asked_where_it_would_run_past_the_budget(i
     assert result.model is not None and result.total_seconds < 8.0 + 0.5, result.total_seconds
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("opening", [True, False])
 def test_a_budget_spent_while_storing_the_data_ends_with_the_opening_model(tmp_path, iris_frame, monkeypatch,
                                                                           opening):

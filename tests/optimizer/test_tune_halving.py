@@ -22,6 +22,7 @@ def large() -> pd.DataFrame:
     return pd.DataFrame(X, columns=[f"x{j}" for j in range(6)]).assign(target=y)
 
 
+@pytest.mark.slow
 def test_a_large_table_is_searched_on_the_first_rung_and_decided_on_a_larger_one(large):
     result = tune(large, target="target", budget=7, space=SPACE, strategy="random", seed=0)
     assert [r.rows for r in result.rungs] == [2000, 6000]
@@ -43,6 +44,7 @@ def test_halving_none_and_small_tables_search_on_every_training_row(large):
         tune(large, target="target", budget=3, space=SPACE, halving="yes")
 
 
+@pytest.mark.slow
 def test_the_search_runs_on_the_first_rung_rows(large, tmp_path):
     from metabo.kb import KnowledgeBase
 
@@ -55,6 +57,7 @@ def test_the_search_runs_on_the_first_rung_rows(large, tmp_path):
     assert np.isfinite([v for r in result.rungs for v in r.values.values()]).all()
 
 
+@pytest.mark.slow
 def test_the_rungs_trials_predict_a_capped_sample_of_the_held_out_rows(large, tmp_path, monkeypatch):
     """On a large table a trial's predictions are capped (Holdout.max_eval = EVAL_ROWS): the
     stored predictions have at most that many rows, the runs say so in their protocol, and

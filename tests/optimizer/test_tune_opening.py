@@ -51,6 +51,7 @@ def test_the_strategy_sees_the_opening_in_its_history(iris):
     assert [r.config_id for r in with_opening.history][1:] == [r.config_id for r in without.history][1:]
 
 
+@pytest.mark.slow
 def test_no_opening_without_a_time_budget_without_lightgbm_or_on_a_resumed_session(kb_path, iris):
     space = default_cash_space(["lightgbm", "knn"])
     plain = tune(iris, budget=2, space=space, strategy="random", seed=1, ensemble="none")

@@ -48,6 +48,7 @@ def test_one_job_is_the_sequential_run():
     assert _trials(result.history) == _sequential(4, 5)
 
 
+@pytest.mark.slow
 def test_batches_of_two_are_distinct_told_in_order_and_cut_to_the_budget():
     told = []
     result = tune("sklearn:iris", budget=5, space=SPACE, strategy=_gp(), seed=5, n_jobs=2,
@@ -70,6 +71,7 @@ def _kill_after(number: int):
     return progress
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:1 tasks have been successfully executed:UserWarning")  # the kill drops one
 def test_a_run_killed_mid_batch_resumes_into_the_uninterrupted_history(tmp_path):
     common = {"space": SPACE, "seed": 1, "n_jobs": 2, "meta_features": False}

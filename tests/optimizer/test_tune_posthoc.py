@@ -24,6 +24,7 @@ def kept():
     return tune("sklearn:breast_cancer", **KW)
 
 
+@pytest.mark.slow
 def test_the_ensemble_kept_is_the_model_and_its_refit_error_is_its_own(kept):
     data = load_dataset("sklearn:breast_cancer")
     choice = kept.ensemble
@@ -40,6 +41,7 @@ def test_the_ensemble_kept_is_the_model_and_its_refit_error_is_its_own(kept):
     np.testing.assert_allclose(kept.model.predict_proba(data.X), everything.predict_proba(data.X))
 
 
+@pytest.mark.slow
 def test_ensemble_none_returns_the_selection_alone(kept):
     alone = tune("sklearn:breast_cancer", **KW, ensemble="none")
     assert alone.ensemble is None and alone.ensemble_note == ""
@@ -53,6 +55,7 @@ def test_a_reshuffled_protocol_says_why_there_is_no_ensemble():
     assert len(result.model.members_) == 1
 
 
+@pytest.mark.slow
 def test_no_time_for_the_members_keeps_the_selection(kept):
     from metabo.tuning.final import _ensemble_model
     from metabo.tuning.session import prepare

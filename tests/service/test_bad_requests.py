@@ -161,6 +161,7 @@ def told_study(client, study):
     return study
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, method, path, body, code, words", CASES, ids=[c[0] for c in CASES])
 def test_a_bad_request_gets_a_4xx_with_a_message_and_changes_nothing(client, told_study, snap, name, method, path,
                                                                       body, code, words):

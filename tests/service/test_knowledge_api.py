@@ -21,6 +21,7 @@ def wdbc(shipped):
     return shipped, {n: (None if v != v else float(v)) for n, v in zip(frame["name"], frame["value"], strict=True)}
 
 
+@pytest.mark.slow
 def test_suggestions_and_nearest_tasks_are_the_librarys(wdbc, serve_app):
     path, meta = wdbc
     finite = {k: v for k, v in meta.items() if v is not None}

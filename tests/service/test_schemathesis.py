@@ -85,6 +85,7 @@ def run_schemathesis(client: TestClient, token: str | None) -> tuple[set[str], i
     return operations, cases, [f"{n} x {line}" for line, n in sorted(failures.items())]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("token", [None, "s3cret"], ids=["no token", "token"])
 def test_schemathesis_finds_no_failure_on_any_operation(kb_path, serve_app, token):
     with serve_app(kb_path, token) as client:

@@ -154,6 +154,7 @@ def test_dimensions():
     }  # fmt: skip
 
 
+@pytest.mark.slow
 @FAST
 @given(name=st.sampled_from(NAMES), seed=st.integers(0, 2**32 - 1))
 def test_sampled_configs_validate_round_trip_build_fit_and_predict(data, name, seed):
@@ -174,6 +175,7 @@ def test_sampled_configs_validate_round_trip_build_fit_and_predict(data, name, s
     assert list(estimator.classes_) == [0, 1, 2]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_default_configuration_builds_seeded_single_threaded_estimators(data, name):
     X, y = data
