@@ -40,7 +40,7 @@ import tempfile
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import joblib
 import numpy as np
@@ -148,7 +148,7 @@ def resolve_members(
         raise InputDataError(f"ensemble weights must be finite, >= 0 and of positive sum, got {w.tolist()}")
     w = w / w.sum()
     merged: dict[str, tuple[tuple[str, dict[str, Any]], float]] = {}
-    for (a, p), wj in zip(members, w):
+    for (a, p), wj in zip(cast(list[tuple[str, dict[str, Any]]], members), w):  # the copies made above
         key = config_id(a, p)
         merged[key] = (merged[key][0], merged[key][1] + wj) if key in merged else ((a, p), wj)
     distinct = [m for m, _ in merged.values()]
@@ -258,7 +258,7 @@ class EnsembleModel(ClassifierMixin, BaseEstimator):
     def _codes(self, P: np.ndarray) -> np.ndarray:
         """(n,) class indices from the members' probabilities ``P`` (m, n, K), by ``combine``."""
         if self.combine == "vote":
-            return majority_vote(P.argmax(axis=2), len(self.classes_), self.weights_)
+            return majority_vote(P.argmax(axis=2), len(self.classes_), cast(Sequence[float], self.weights_))
         return np.tensordot(self.weights_, P, axes=1).argmax(axis=1)
 
     def predict_proba(self, X: Any) -> np.ndarray:
@@ -343,7 +343,7 @@ class EnsembleModel(ClassifierMixin, BaseEstimator):
         digest = getattr(self, "_unkept_digest", None)
         if digest is not None:
             keep_payload(digest, self._payload())
-            self._unkept_digest = None
+            self._unkept_digest: str | None = None
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], *, trusted: bool = False, keep: bool = True) -> EnsembleModel:
@@ -437,6 +437,7 @@ def refit_test_error(
     dataset.require_clean()
     fn = get_metric(metric)
     split = RefitOnTrainValid(protocol).splits(dataset, seed)[0]
+    assert split.test_idx is not None  # RefitOnTrainValid.splits checks there is one
     rows = np.setdiff1d(np.arange(dataset.n_instances), split.test_idx)
     model = EnsembleModel(members, weights, combine, seed).fit_dataset(dataset, rows)
     P = model._member_probas(dataset.X.iloc[split.test_idx])

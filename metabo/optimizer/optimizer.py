@@ -40,7 +40,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 
@@ -313,6 +313,6 @@ class Optimizer:
                                      "a conditional GP)")
             model = self.strategy
         mean = model.posterior_mean(
-            self._history, self.space, [(r.algorithm, r.params) for r in ok]
+            self._history, self.space, [(r.algorithm, cast(dict[str, Any], r.params)) for r in ok]
         )
         return ok[int(np.argmin(mean))]

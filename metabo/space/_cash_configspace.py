@@ -9,7 +9,7 @@ since ConfigSpace activates a child only when its parent is active.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import ConfigSpace as CS
 
@@ -87,7 +87,7 @@ def from_configspace(cs: CS.ConfigurationSpace) -> CASHSpace:
     check_no_forbiddens(cs)
     if ALGORITHM not in cs or type(cs[ALGORITHM]) is not CS.CategoricalHyperparameter:
         raise InputDataError(f"a CASH ConfigSpace needs a categorical root hyperparameter {ALGORITHM!r}")
-    algorithms = [plain(c) for c in cs[ALGORITHM].choices]
+    algorithms = [plain(c) for c in cast(CS.CategoricalHyperparameter, cs[ALGORITHM]).choices]
     known = set(algorithms)
     hps: dict[str, list[Any]] = defaultdict(list)
     for cs_hp in ordered_hps([h for h in cs.values() if h.name != ALGORITHM]):
@@ -115,7 +115,7 @@ def from_configspace(cs: CS.ConfigurationSpace) -> CASHSpace:
         raise InputDataError(f"ConfigSpace hyperparameters {orphans} are not conditioned on {ALGORITHM!r}")
     return CASHSpace(
         {
-            a: SearchSpace(a, [hp_from_cs(h, _split(h.name, known)[1]) for h in hps[a]], conditions[a])
+            a: SearchSpace(a, tuple(hp_from_cs(h, _split(h.name, known)[1]) for h in hps[a]), tuple(conditions[a]))
             for a in algorithms
         }
     )

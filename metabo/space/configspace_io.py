@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import ConfigSpace as CS
@@ -33,7 +33,7 @@ ORDER_KEY = "metabo_index"
 
 def hp_to_cs(hp: Hyperparameter, name: str, index: int) -> Any:
     """Our hyperparameter as a ConfigSpace one named ``name``."""
-    meta = {ORDER_KEY: index}
+    meta: dict[Hashable, Any] = {ORDER_KEY: index}
     if isinstance(hp, Float):
         return CS.UniformFloatHyperparameter(
             name, hp.low, hp.high, default_value=hp.default, log=hp.log, meta=meta
@@ -114,7 +114,7 @@ def from_configspace(cs: CS.ConfigurationSpace) -> SearchSpace:
     check_no_forbiddens(cs)
     hps = [hp_from_cs(h, h.name) for h in ordered_hps(list(cs.values()))]
     conditions = [cond_from_cs(c, str) for c in cs.conditions]
-    return SearchSpace(cs.name or "space", hps, conditions)
+    return SearchSpace(cs.name or "space", tuple(hps), tuple(conditions))
 
 
 def dumps(cs: CS.ConfigurationSpace) -> str:

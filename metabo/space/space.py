@@ -208,6 +208,7 @@ class SearchSpace:
                 if not active[k, i]:
                     continue
                 if (k, i) in snapped:
+                    assert isinstance(hp, (Float, Integer))  # draws hold numeric coordinates only
                     codes = hp.codes_from_snapped(float(X[k, i]), snapped[k, i], n=n_per_numeric)
                 else:
                     codes = hp.neighbour_codes(float(X[k, i]), None, n=n_per_numeric)

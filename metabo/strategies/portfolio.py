@@ -130,9 +130,9 @@ class RegretMatrix:
                         if cid not in column:
                             column[cid] = len(configs)
                             configs.append((a, p))
-                    cid = normalized[key]
-                    if cid is not None:
-                        cells.append((i, column[cid], float(value)))
+                    canonical = normalized[key]
+                    if canonical is not None:
+                        cells.append((i, column[canonical], float(value)))
         if not cells:
             raise InputDataError(f"no past run of the algorithms {list(space.algorithms)} is valid in the space: "
                                  "nothing to build a portfolio from")

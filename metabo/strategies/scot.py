@@ -60,7 +60,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
@@ -94,7 +94,7 @@ class FeatureScaler:
     def __init__(self, reference: pd.DataFrame, names: Sequence[str] | None = PAPER_FEATURES) -> None:
         cols = list(reference.columns) if names is None else [n for n in names if n in reference.columns]
         values = reference[cols].to_numpy(dtype=float) if cols else np.empty((len(reference), 0))
-        seen = np.isfinite(values).any(axis=0) if len(values) else np.zeros(len(cols), dtype=bool)
+        seen = cast(np.ndarray, np.isfinite(values).any(axis=0)) if len(values) else np.zeros(len(cols), dtype=bool)
         dropped = sorted(set(names or cols) - {c for c, s in zip(cols, seen) if s})
         if dropped:
             logger.info("SCoT: no reference task has feature(s) %s; left out", dropped)

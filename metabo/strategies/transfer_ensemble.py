@@ -86,7 +86,7 @@ import inspect
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 
@@ -325,9 +325,9 @@ class WeightedGPEnsembles:
         weight_seed = int(rng.integers(2**31 - 1))
         if self.scope == "task":
             if per_alg:
-                base = sum(b for b, _, _ in per_alg.values())
+                base = cast(np.ndarray, sum(b for b, _, _ in per_alg.values()))  # per_alg is not empty
                 targets_ = [t for _, t, _ in per_alg.values() if t is not None]
-                target = sum(targets_) if targets_ else np.zeros(self.n_samples)
+                target = cast(np.ndarray, sum(targets_)) if targets_ else np.zeros(self.n_samples)
                 w = ensemble_weights(base, target, sum(p for _, _, p in per_alg.values()), weighting=self.weighting,
                                      dilution=self.dilution, seed=weight_seed)
                 if self.target_floor is not None:  # the target task's evidence: all its observations
