@@ -80,6 +80,7 @@ _TRANSIENT: tuple[type[BaseException], ...] = (
     OpenMLHashException,
     _Unavailable,
 )
+_SERVER_OR_TRANSIENT: tuple[type[BaseException], ...] = (OpenMLServerError, *_TRANSIENT)
 # What the client raises when a response body is not what it expects.
 _MALFORMED: tuple[type[BaseException], ...] = (
     ExpatError, KeyError, ValueError, TypeError, AssertionError, IndexError, AttributeError,
@@ -277,7 +278,7 @@ def call_openml(
                         f"OpenML endpoint {endpoint} answered error {e.code}: {e.message}"
                     ) from e
                 last = e
-            except (OpenMLServerError, *_TRANSIENT) as e:
+            except _SERVER_OR_TRANSIENT as e:
                 if not _is_transient(e):
                     raise OpenMLResponseError(
                         f"OpenML endpoint {endpoint} sent an unexpected response: {_short(e)}"

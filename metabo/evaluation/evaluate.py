@@ -46,7 +46,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 import pandas as pd
@@ -349,8 +349,8 @@ def evaluate(
             if not isinstance(outcome, Ok):
                 message = late_messages.get(i, outcome.message)
                 logger.info("%s %s fold %d: %s", algorithm, params, split.fold, message)
-                done[position] = _failed(algorithm, params, split, outcome.status, message, outcome.seconds,
-                                         metric_fns)
+                done[position] = _failed(algorithm, params, split, cast(Status, outcome.status), message,
+                                         outcome.seconds, metric_fns)
                 continue
             fitted: _Fitted = outcome.value
             test = None

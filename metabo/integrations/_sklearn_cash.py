@@ -10,14 +10,14 @@ impute) or a numeric array; nominal data goes in a DataFrame.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-from metabo.ensembles.model import EnsembleModel
+from metabo.ensembles.model import Combine, EnsembleModel
 
 
 class CASHClassifier(ClassifierMixin, BaseEstimator):
@@ -46,7 +46,8 @@ class CASHClassifier(ClassifierMixin, BaseEstimator):
     def fit(self, X: Any, y: Any) -> CASHClassifier:
         """Fit the ensemble of the chosen members on ``X``, ``y``; returns self."""
         X = self._checked(X, reset=True)
-        self.model_ = EnsembleModel(self.members, self.weights, combine=self.combine, seed=self.seed).fit(X, y)
+        self.model_ = EnsembleModel(self.members, self.weights, combine=cast(Combine, self.combine),
+                                    seed=self.seed).fit(X, y)
         self.classes_ = self.model_.classes_
         return self
 

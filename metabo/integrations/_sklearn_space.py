@@ -128,8 +128,9 @@ def _hyperparameter(param: Any, values: Any) -> tuple[Hyperparameter, dict[str, 
             )
         cls, log = kind
         low, high = values.support()
-        cast = float if cls is Float else int
-        return cls(param, cast(low), cast(high), log=log), {}
+        if cls is Float:
+            return Float(param, float(low), float(high), log=log), {}
+        return Integer(param, int(low), int(high), log=log), {}
     if isinstance(values, (str, bytes, Mapping)) or not hasattr(values, "__iter__"):
         raise InputDataError(f"{param}: expected a list of values or a scipy.stats distribution, got {values!r} "
                              "(a single value is a one-element list)")

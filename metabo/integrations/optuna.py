@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
@@ -159,8 +159,8 @@ class WarmStartSampler(BaseSampler):
             if isinstance(source, PastRuns):
                 knn = KNNWarmStart(source.only(algorithms=space.algorithms), meta_features, k=k)
             elif dataset_id is not None:
-                knn = resolve_strategy("knn", source, source.resolve_dataset(dataset_id), space, metric=metric,
-                                       options={"k": k})[2](0)
+                knn = cast(KNNWarmStart, resolve_strategy("knn", source, source.resolve_dataset(dataset_id), space,
+                                                          metric=metric, options={"k": k})[2](0))
             else:
                 past = PastRuns.from_kb(source, metric=metric, algorithms=list(space.algorithms))
                 knn = KNNWarmStart(past, meta_features, k=k)
@@ -276,7 +276,8 @@ def _hyperparameter(name: str, d: BaseDistribution) -> Hyperparameter:
 
     if isinstance(d, CategoricalDistribution):
         return Categorical(name, tuple(range(len(d.choices))))
-    if _stepped(d):
+    if isinstance(d, (IntDistribution, FloatDistribution)) and _stepped(d):
+        assert d.step is not None  # _stepped: it has a step
         return Integer(name, 0, int(round((d.high - d.low) / d.step)))
     if isinstance(d, IntDistribution):
         return Integer(name, d.low, d.high, log=d.log)
@@ -289,7 +290,8 @@ def _to_project(value: Any, d: BaseDistribution) -> Any:
     x = d.to_internal_repr(value)
     if isinstance(d, CategoricalDistribution):
         return int(x)
-    if _stepped(d):
+    if isinstance(d, (IntDistribution, FloatDistribution)) and _stepped(d):
+        assert d.step is not None  # _stepped: it has a step
         return int(round((x - d.low) / d.step))
     return int(x) if isinstance(d, IntDistribution) else float(x)
 
@@ -297,6 +299,7 @@ def _to_project(value: Any, d: BaseDistribution) -> Any:
 def _to_optuna(value: Any, d: BaseDistribution) -> Any:
     if isinstance(d, CategoricalDistribution):
         return d.choices[value]
+    assert isinstance(d, (IntDistribution, FloatDistribution))  # the others _hyperparameter refuses
     x = d.low + value * d.step if _stepped(d) else value
     return int(x) if isinstance(d, IntDistribution) else float(min(x, d.high))
 
@@ -338,6 +341,7 @@ class _GPBOSampler(BaseSampler):
             params = {n: _to_project(t.params[n], d) for n, d in search_space.items()}
             outcome: dict[str, Any] = {}  # a running trial is pending: told the constant lie below
             if t.state == TrialState.COMPLETE:
+                assert t.value is not None  # a complete single-objective trial has its value
                 outcome = {"state": "complete", "value": sign * float(t.value), "status": "ok"}
             elif t.state == TrialState.FAIL:
                 outcome = {"state": "complete", "status": "crash"}

@@ -226,7 +226,7 @@ def _pick_protocols(counts: pd.DataFrame, prefer_cv: int | str | None) -> dict[s
         n_rows = part["n_rows"].iloc[0]
         preferred = None if pd.isna(n_rows) else protocol_label(search_protocol(prefer_cv, int(n_rows)))
         have = part.sort_values(["n", "protocol"], ascending=[False, True])["protocol"].tolist()
-        out[str(task)] = preferred if preferred in have else have[0]
+        out[str(task)] = preferred if preferred is not None and preferred in have else have[0]
     return out
 
 

@@ -199,6 +199,7 @@ class InferredSpace:
 def _block(algorithm: str, name: str, lst: _ListLayout, params: Mapping[str, Any]) -> tuple[_Coordinate, ...]:
     sel = None if lst.selector is None else _key(params[lst.selector])
     if sel not in lst.blocks:
+        assert lst.selector is not None  # without one, _infer stores the one block under None
         raise InvalidConfigurationError(
             f"{algorithm}: no recorded {name} for {lst.selector} = {params[lst.selector]!r}")
     return lst.blocks[sel]

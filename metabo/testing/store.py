@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 from metabo.kb.schema import TABLES
@@ -17,5 +18,5 @@ def snapshot(kb: KnowledgeBase) -> dict[str, list[tuple[Any, ...]]]:
 
 def snapshot_file(path: str | os.PathLike[str]) -> dict[str, list[tuple[Any, ...]]]:
     """:func:`snapshot` of the store at ``path``, opened read-only."""
-    with KnowledgeBase(path, read_only=True) as kb:
+    with KnowledgeBase(Path(path), read_only=True) as kb:
         return snapshot(kb)
