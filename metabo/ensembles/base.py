@@ -11,12 +11,17 @@ evaluates, tells the optimizer, then calls ``observe(number, valid_proba)``, or
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
 from metabo.ensembles.combine import combined_codes, weighted_average
 from metabo.exceptions import InputDataError
+
+if TYPE_CHECKING:
+    from metabo.optimizer.history import History
+    from metabo.optimizer.strategy import Config
+    from metabo.space.cash import CASHSpace
 
 Combine = Literal["vote", "average"]
 
@@ -33,6 +38,11 @@ class EnsembleSearch:
             raise InputDataError("y_valid must be a non-empty 1-D array of class codes 0..K-1")
         self.n_classes = int(self.y.max()) + 1 if n_classes is None else int(n_classes)
         self.probas: dict[int, np.ndarray] = {}  # trial number -> (n, K) validation probabilities
+
+    def suggest(self, history: History, space: CASHSpace, rng: np.random.Generator) -> Config:
+        """The next configuration: each search's own (the strategy contract,
+        :class:`~metabo.optimizer.strategy.Strategy`)."""
+        raise NotImplementedError(f"{type(self).__name__} does not suggest")
 
     def observe(self, number: int, valid_proba: np.ndarray | None) -> None:
         """Trial ``number``'s validation probabilities (None: the trial failed)."""

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from metabo.ensembles.base import EnsembleSearch
+from metabo.ensembles.base import Combine, EnsembleSearch
 from metabo.ensembles.combine import combined_codes, per_example_losses, weighted_average
 from metabo.evaluation.metrics import get_metric
 from metabo.exceptions import InputDataError
@@ -47,7 +47,7 @@ class GuardDecision:
     """What the guard kept and why (module docstring)."""
 
     kept: str  # "ensemble" or "single"
-    combine: str
+    combine: Combine
     weights: dict[int, float]
     gain: float  # cross-validated mean loss reduction of the ensemble against the single best
     se: float  # its standard error
@@ -109,7 +109,7 @@ def guarded_ensemble(search: EnsembleSearch, *, metric: str = "error_rate", n_fo
 
     s = flat(single_losses)
     cv = {"single": float(s.mean())} | {c: float(flat(v).mean()) for c, v in per_rule.items()}
-    rule = min(combines, key=lambda c: (cv[c], c != search.combine))
+    rule: Combine = "vote" if min(combines, key=lambda c: (cv[c], c != search.combine)) == "vote" else "average"
     d = s - flat(per_rule[rule])
     gain = float(d.mean())
     se = float(d.std(ddof=1) / math.sqrt(len(d))) if len(d) > 1 else math.inf

@@ -310,6 +310,9 @@ def tune(
         opening = clock is not None and isinstance(space, CASHSpace) and OPENING[0] in space.algorithms and (
             kb is None or session_id is None or get_session(kb, session_id) is None)
     if opening:
+        if not isinstance(space, CASHSpace):
+            raise InputDataError("the opening trial is a LightGBM configuration of a CASH space: pass opening=False "
+                                 "with a single algorithm's space")
         opened = _open(setup, space, seed=seed, clock=clock, time_limit=time_limit, memory_limit_mb=memory_limit_mb,
                        keep_predictions=keep_predictions)
     with deadline(clock), kb.transaction() if kb is not None else contextlib.nullcontext():
@@ -388,7 +391,7 @@ def tune(
         asked[:] = [(time.monotonic() - began, key[0])]
     if clock is not None and refit:
 
-        def scored_fit(record: TrialRecord) -> float:
+        def scored_fit(record: TrialRecord | None) -> float:
             return final_fit_seconds(record, train_rows=train_rows, final_rows=refit_rows, fits=fits, scaling=scaling)
 
         def reserve() -> float:
