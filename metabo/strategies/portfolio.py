@@ -41,7 +41,11 @@ so one seen on few tasks cannot win by its absences. With ``distinct`` (default)
 is of an algorithm not tried yet while one with recorded configurations is left: the
 algorithm choice matters most early, and a cold search's random design owes its strength
 at a few evaluations to spanning algorithms; here each algorithm is represented by its
-best-covering configuration instead of a random one. Design trials after the portfolio's
+best-covering configuration instead of a random one. The first ``n_spread`` portfolio picks are
+made so; the later ones by the column model (:mod:`metabo.strategies.column_model`): the new
+task's row of the matrix as a conditional Gaussian given its results so far, the next pick
+the recorded configuration of largest expected improvement under it (held-out tasks of the
+lookup benchmark, ``reports/warm/column-model``). Design trials after the portfolio's
 are uniform configurations of algorithms not tried yet (for instance ones the past never
 ran). The first pick (no evidence) is the configuration with the lowest prior-weighted
 regret; the weights move towards the tasks that order the new one's results alike.
@@ -241,6 +245,9 @@ class PortfolioWarmStart:
         meta_features: the new task's meta-features (None or empty: uniform prior weights).
         n_portfolio: design trials taken from the portfolio.
         n_design: design trials in all (the ones after the portfolio's: untried algorithms).
+        n_spread: portfolio picks by greatest gain (of distinct algorithms with ``distinct``);
+            the rest of the portfolio's by the column model (``n_spread >= n_portfolio``:
+            every pick by gain).
         distinct: each portfolio pick of an algorithm not tried yet (while one is left).
         beta: evidence temperature of the task weights (``log w += beta n tau``).
         n_transfer_starts: portfolio configurations the GP's local search also starts from.
@@ -260,17 +267,19 @@ class PortfolioWarmStart:
     name = "warm"
 
     def __init__(self, past: PastRuns, meta_features: Mapping[str, float] | pd.Series | None = None, *,
-                 n_portfolio: int = 8, n_design: int = 8, distinct: bool = True, beta: float = 1.0,
+                 n_portfolio: int = 10, n_design: int = 10, n_spread: int = 2, distinct: bool = True,
+                 beta: float = 1.0,
                  n_transfer_starts: int = 5, then: GPBO | Any | None = None,
                  costs: Mapping[str, float] | None = None, max_cost: float | None = None, seed: int = 0) -> None:
-        if min(n_portfolio, n_design, n_transfer_starts, beta) < 0:
-            raise InputDataError("n_portfolio, n_design, n_transfer_starts and beta must be >= 0")
+        if min(n_portfolio, n_design, n_spread, n_transfer_starts, beta) < 0:
+            raise InputDataError("n_portfolio, n_design, n_spread, n_transfer_starts and beta must be >= 0")
         if not past.tasks:
             raise InputDataError("no past task to warm-start from")
         from metabo.strategies.gp import GPBO
 
         self.past, self.n_portfolio, self.n_design, self.beta = past, n_portfolio, max(n_design, n_portfolio), beta
         self.n_transfer_starts, self.seed, self.distinct = n_transfer_starts, seed, distinct
+        self.n_spread = n_spread
         if max_cost is not None and not max_cost > 0:
             raise InputDataError(f"max_cost must be a positive number of seconds, got {max_cost!r}")
         self.costs, self.max_cost = (None if costs is None else dict(costs)), max_cost
@@ -279,10 +288,11 @@ class PortfolioWarmStart:
             str(k): float(v) for k, v in dict(meta_features).items() if v == v}
         self.then = then if then is not None else GPBO(n_init=0, seed=seed)
         self._matrix: tuple[CASHSpace, RegretMatrix, np.ndarray] | None = None
+        self._scores: tuple[RegretMatrix, np.ndarray] | None = None
 
     def __repr__(self) -> str:
         return (f"PortfolioWarmStart(tasks={len(self.past.tasks)}, n_portfolio={self.n_portfolio}, "
-                f"n_design={self.n_design}, beta={self.beta}, "
+                f"n_design={self.n_design}, n_spread={self.n_spread}, beta={self.beta}, "
                 f"n_transfer_starts={self.n_transfer_starts}, then={self.then!r}, seed={self.seed})")
 
     # ------------------------------------------------------------------ transfer
@@ -370,6 +380,40 @@ class PortfolioWarmStart:
         j = int(np.argmax(gain))
         return j if np.isfinite(gain[j]) and gain[j] > 0 else None
 
+    def _column_pick(self, history: History, space: CASHSpace) -> int | None:
+        """The unasked affordable column of largest expected improvement under the column
+        model (:mod:`metabo.strategies.column_model`) given the completed trials at recorded
+        configurations; None with fewer than two of them or nothing left to ask."""
+        from metabo.acquisition.ei import log_expected_improvement
+        from metabo.strategies.column_model import column_posterior
+
+        m, _ = self.matrix(space)
+        index = {cid: j for j, cid in enumerate(m.ids)}
+        y = history.y
+        seen: dict[int, float] = {}
+        for i, r in enumerate(history.completed):
+            j = index.get(r.config_id, -1)
+            if j >= 0 and j not in seen:
+                seen[j] = float(y[i])
+        open_ = self.affordable(history, space) & np.array([cid not in history.config_ids for cid in m.ids])
+        if len(seen) < 2 or not open_.any():
+            return None
+        mean, var, best = column_posterior(self.scores(space), self.weights(history, space),
+                                           np.array(list(seen)), np.array(list(seen.values())))
+        score = np.where(open_, log_expected_improvement(mean, var, best), -np.inf)
+        j = int(np.argmax(score))
+        return j if np.isfinite(score[j]) else None
+
+    def scores(self, space: CASHSpace) -> np.ndarray:
+        """The past tasks' normal scores of the regret matrix (built once per space,
+        :func:`metabo.strategies.column_model.normal_scores`)."""
+        m, _ = self.matrix(space)
+        if self._scores is None or self._scores[0] is not m:
+            from metabo.strategies.column_model import normal_scores
+
+            self._scores = (m, normal_scores(m.Q))
+        return self._scores[1]
+
     def portfolio(self, space: CASHSpace, n: int | None = None) -> list[Config]:
         """The static portfolio: the first ``n`` (default ``n_portfolio``) greedy picks under
         the prior weights alone, as if every pick's result were still unknown (for tools
@@ -402,7 +446,9 @@ class PortfolioWarmStart:
             if rng is None:  # asked whether the design goes on (acquisition): it does
                 return ("", {})
             return self._explore(history, space, rng)
-        j = self._pick(m, self.gains(history, space), {r.algorithm for r in own}, len(own))
+        j = self._column_pick(history, space) if len(own) >= self.n_spread else None
+        if j is None:
+            j = self._pick(m, self.gains(history, space), {r.algorithm for r in own}, len(own))
         if j is None:
             return None
         a, p = m.configs[j]

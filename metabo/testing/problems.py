@@ -9,6 +9,7 @@ import pandas as pd
 
 from metabo.kb.canonical import config_id
 from metabo.kb.past import PastRuns
+from metabo.optimizer.history import History, TrialRecord
 from metabo.space.cash import CASHSpace
 from metabo.space.hyperparameters import Categorical, Float, Integer
 from metabo.space.space import SearchSpace
@@ -88,5 +89,21 @@ def recorded_past(values: Mapping[str, Sequence[float]], meta_features: Mapping[
     return PastRuns.from_frame(frame, meta_features=meta)
 
 
-__all__ = ["TWO_ALGORITHM_CONFIGS", "Objective", "noise_objective", "quadratic_problem", "recorded_past", "shared_past",
-           "two_algorithm_problem"]
+def history_of(space: CASHSpace, told: Sequence[tuple[tuple[str, dict], float]]) -> History:
+    """A history of completed trials at ``told``'s configurations (normalized in ``space``)
+    with its values, in order."""
+    h = History()
+    for i, ((a, p), v) in enumerate(told):
+        a, p = space.normalize(a, p)
+        h.add(TrialRecord(number=i, algorithm=a, params=p, config_id=config_id(a, p), state="complete", value=v,
+                          status="ok"))
+    return h
+
+
+def matrix_column(ids: Sequence[str], space: CASHSpace, config: tuple[str, dict]) -> int:
+    """The column of ``config`` (normalized in ``space``) among a regret matrix's ``ids``."""
+    return list(ids).index(config_id(*space.normalize(*config)))
+
+
+__all__ = ["TWO_ALGORITHM_CONFIGS", "Objective", "history_of", "matrix_column", "noise_objective", "quadratic_problem",
+           "recorded_past", "shared_past", "two_algorithm_problem"]

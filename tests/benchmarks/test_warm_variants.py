@@ -12,38 +12,29 @@ from benchmarks.warm_variants import PortfolioVariant, balance_sources, prior_we
 from metabo.exceptions import InputDataError
 from metabo.kb.canonical import config_id
 from metabo.kb.past import PastRuns
-from metabo.optimizer.history import History, TrialRecord
+from metabo.optimizer.history import History
 from metabo.space.cash import CASHSpace
 from metabo.space.hyperparameters import Float
 from metabo.space.space import SearchSpace
 from metabo.strategies import portfolio
-from metabo.strategies.portfolio import PortfolioWarmStart, RegretMatrix
-from metabo.testing.problems import TWO_ALGORITHM_CONFIGS, recorded_past, two_algorithm_problem
+from metabo.strategies.portfolio import PortfolioWarmStart
+from metabo.testing.problems import (
+    TWO_ALGORITHM_CONFIGS,
+    history_of,
+    matrix_column,
+    recorded_past,
+    two_algorithm_problem,
+)
 
 A1, A2, B1, B2 = TWO_ALGORITHM_CONFIGS
 
 
-def past_runs(values: dict[str, list[float]], mf: dict[str, float] | None = None) -> PastRuns:
-    return recorded_past(values, mf)
-
-
-def history_of(space: CASHSpace, told: list[tuple[tuple[str, dict], float]]) -> History:
-    h = History()
-    for i, ((a, p), v) in enumerate(told):
-        a, p = space.normalize(a, p)
-        h.add(TrialRecord(number=i, algorithm=a, params=p, config_id=config_id(a, p), state="complete", value=v,
-                          status="ok"))
-    return h
-
-
-def column(m: RegretMatrix, space: CASHSpace, config: tuple[str, dict]) -> int:
-    return m.ids.index(config_id(*space.normalize(*config)))
 
 
 def test_without_options_the_variant_is_the_default_and_warm_start_builds_it_only_with_one():
     space, objective = two_algorithm_problem()
-    past = past_runs({"t0": [0.1, 0.5, 0.6, 0.3], "t1": [0.2, 0.5, 0.1, 0.3], "t2": [0.9, 0.5, 0.4, 0.1]},
-                     mf={"t0": 0.0, "t1": 1.0, "t2": 3.0})
+    past = recorded_past({"t0": [0.1, 0.5, 0.6, 0.3], "t1": [0.2, 0.5, 0.1, 0.3], "t2": [0.9, 0.5, 0.4, 0.1]},
+                     meta_features={"t0": 0.0, "t1": 1.0, "t2": 3.0})
     from metabo.optimizer import Optimizer
 
     def run(strategy) -> list:
@@ -68,7 +59,7 @@ def test_without_options_the_variant_is_the_default_and_warm_start_builds_it_onl
 def test_the_benchmarks_warm_at_options_build_the_variant():
     from benchmarks.warm_bench import make_method
 
-    past = past_runs({"t0": [0.1, 0.5, 0.6, 0.3], "t1": [0.2, 0.5, 0.1, 0.3]})
+    past = recorded_past({"t0": [0.1, 0.5, 0.6, 0.3], "t1": [0.2, 0.5, 0.1, 0.3]})
     assert type(make_method("warm@beta=2", past, {}, 0, None, "t", [])) is PortfolioWarmStart
     s = make_method("warm@n_distinct=6@prior_mean=true", past, {}, 0, None, "t", [])
     assert type(s) is PortfolioVariant and s.n_distinct == 6 and s.prior_mean is True
@@ -76,7 +67,7 @@ def test_the_benchmarks_warm_at_options_build_the_variant():
 
 def test_unknown_prior_weighs_a_task_without_a_distance():
     values = {t: [0.1, 0.2, 0.3, 0.4] for t in ("t0", "t1", "t2", "t3")}
-    past = past_runs(values)
+    past = recorded_past(values)
     # t3 is known by "f" alone (as an OpenML task known by its size), and matches the target on it exactly
     mf = pd.DataFrame({"f": [0.0, 1.0, 3.0, 0.0], "g": [0.0, 1.0, 3.0, np.nan], "h": [0.0, 1.0, 3.0, np.nan]},
                       index=["t0", "t1", "t2", "t3"])
@@ -102,7 +93,7 @@ def test_unknown_prior_weighs_a_task_without_a_distance():
 def test_n_distinct_lets_the_later_picks_return_to_an_algorithm_already_tried():
     space, _ = two_algorithm_problem()
     # A1 is best on t0, A2 on t1; after A1, A2 gains most (t1's regret from 1/2 to 0), B2 less (to 1/4)
-    past = past_runs({"t0": [0.1, 0.3, 0.5, 0.5], "t1": [0.3, 0.1, 0.5, 0.2]})
+    past = recorded_past({"t0": [0.1, 0.3, 0.5, 0.5], "t1": [0.3, 0.1, 0.5, 0.2]})
     rng = np.random.default_rng(0)
     after_a1 = history_of(space, [(A1, 0.2)])
     everywhere = PortfolioVariant(past, n_portfolio=2, n_design=2)
@@ -116,8 +107,8 @@ def test_n_distinct_lets_the_later_picks_return_to_an_algorithm_already_tried():
 
 
 def test_bandwidth_k_is_the_distance_of_the_kth_nearest_task():
-    past = past_runs({"t0": [0.1, 0.2, 0.3, 0.4], "t1": [0.4, 0.3, 0.2, 0.1], "t2": [0.1, 0.1, 0.2, 0.3]},
-                     mf={"t0": 0.0, "t1": 1.0, "t2": 3.0})
+    past = recorded_past({"t0": [0.1, 0.2, 0.3, 0.4], "t1": [0.4, 0.3, 0.2, 0.1], "t2": [0.1, 0.1, 0.2, 0.3]},
+                     meta_features={"t0": 0.0, "t1": 1.0, "t2": 3.0})
     tasks = ("t0", "t1", "t2")
     median = prior_weights(past, tasks, {"f": 0.0})
     assert prior_weights(past, tasks, {"f": 0.0}, bandwidth_k=2) == pytest.approx(median)  # the 2nd of 3 is the median
@@ -134,7 +125,7 @@ def test_balanced_sources_hold_equal_shares_and_keep_the_order_within_each():
     assert w[[0, 5]].sum() == pytest.approx(0.5) and w[1:5].sum() == pytest.approx(0.5)
     assert w[0] == pytest.approx(2 * w[5]) and w[1] == pytest.approx(w[4])
     assert balance_sources(np.array([0.5, 0.5]), ["a", "a"]) == pytest.approx([0.5, 0.5])
-    past = past_runs({"t0": [0.1, 0.2, 0.3, 0.4], "t1": [0.4, 0.3, 0.2, 0.1], "t2": [0.1, 0.1, 0.2, 0.3]})
+    past = recorded_past({"t0": [0.1, 0.2, 0.3, 0.4], "t1": [0.4, 0.3, 0.2, 0.1], "t2": [0.1, 0.1, 0.2, 0.3]})
     past = PastRuns(past.metric, past.groups, past.meta_features, {"t0": "session", "t1": "oboe", "t2": "oboe"})
     assert prior_weights(past, ("t0", "t1", "t2"), None, "equal") == pytest.approx([0.5, 0.25, 0.25])
     assert prior_weights(past, ("t0", "t1", "t2"), None) == pytest.approx([1 / 3] * 3)
@@ -144,16 +135,16 @@ def test_balanced_sources_hold_equal_shares_and_keep_the_order_within_each():
 
 def test_transfer_mean_averages_the_nearest_recorded_configurations_regret():
     space, _ = two_algorithm_problem()
-    past = past_runs({"t0": [0.1, 0.5, 0.6, 0.3], "t1": [0.2, 0.5, 0.1, 0.3]})
+    past = recorded_past({"t0": [0.1, 0.5, 0.6, 0.3], "t1": [0.2, 0.5, 0.1, 0.3]})
     s = PortfolioVariant(past, prior_mean=True)
     s.n_neighbours = 1
     m, _ = s.matrix(space)
     mean = s.transfer_mean(History(), space)
     for c in (A1, A2, B1, B2):
-        j = column(m, space, c)
+        j = matrix_column(m.ids, space, c)
         assert mean(space.encode_many([c]))[0] == pytest.approx(m.Q[:, j].mean())  # uniform weights, itself nearest
     far = ("a", {"u": 0.25, "k": "l1"})  # nearest recorded: A1
-    assert mean(space.encode_many([far]))[0] == pytest.approx(m.Q[:, column(m, space, A1)].mean())
+    assert mean(space.encode_many([far]))[0] == pytest.approx(m.Q[:, matrix_column(m.ids, space, A1)].mean())
 
 
 def test_prior_mean_makes_an_untried_algorithm_that_did_well_in_the_past_more_promising():

@@ -23,38 +23,29 @@ from metabo.strategies.portfolio import (
     prior_weights,
     rank_agreement,
 )
-from metabo.testing.problems import TWO_ALGORITHM_CONFIGS, recorded_past, two_algorithm_problem
+from metabo.testing.problems import (
+    TWO_ALGORITHM_CONFIGS,
+    history_of,
+    matrix_column,
+    recorded_past,
+    two_algorithm_problem,
+)
 
 # configurations: a(u=.2), a(u=.8), b(v=.5, n=5), b(v=.1, n=1)
 A1, A2, B1, B2 = TWO_ALGORITHM_CONFIGS
 
 
-def past_runs(values: dict[str, list[float]], mf: dict[str, float] | None = None) -> PastRuns:
-    return recorded_past(values, mf)
-
-
-def history_of(space: CASHSpace, told: list[tuple[tuple[str, dict], float]]) -> History:
-    h = History()
-    for i, ((a, p), v) in enumerate(told):
-        a, p = space.normalize(a, p)
-        h.add(TrialRecord(number=i, algorithm=a, params=p, config_id=config_id(a, p), state="complete", value=v,
-                               status="ok"))
-    return h
-
-
-def column(m: RegretMatrix, space: CASHSpace, config: tuple[str, dict]) -> int:
-    return m.ids.index(config_id(*space.normalize(*config)))
 
 
 def test_regret_matrix_is_each_tasks_min_max_normalized_values():
     space, _ = two_algorithm_problem()
-    past = past_runs({"t0": [0.1, 0.3, 0.5, 0.2], "t1": [0.4, 0.4, 0.4, 0.4], "t2": [0.9, np.nan, 0.1, 0.5]})
+    past = recorded_past({"t0": [0.1, 0.3, 0.5, 0.2], "t1": [0.4, 0.4, 0.4, 0.4], "t2": [0.9, np.nan, 0.1, 0.5]})
     m = RegretMatrix.from_past(past, space)
     assert m.tasks == ("t0", "t1", "t2") and m.Q.shape == (3, 4)
-    q0 = [m.Q[0, column(m, space, c)] for c in (A1, A2, B1, B2)]
+    q0 = [m.Q[0, matrix_column(m.ids, space, c)] for c in (A1, A2, B1, B2)]
     assert q0 == pytest.approx([0.0, 0.5, 1.0, 0.25])
     assert np.all(m.Q[1] == 0)  # a task whose values are all equal: regret 0 everywhere
-    assert np.isnan(m.Q[2, column(m, space, A2)]) and m.Q[2, column(m, space, B1)] == 0
+    assert np.isnan(m.Q[2, matrix_column(m.ids, space, A2)]) and m.Q[2, matrix_column(m.ids, space, B1)] == 0
 
 
 def test_rank_agreement_is_kendalls_tau_over_the_targets_pairs():
@@ -67,7 +58,7 @@ def test_rank_agreement_is_kendalls_tau_over_the_targets_pairs():
 def test_first_pick_is_the_lowest_mean_regret_and_the_next_covers_what_it_left():
     space, _ = two_algorithm_problem()
     # A1 is best on t0, t1 (mean regret 1/6); B2 is best on t2, where A1 is half way
-    past = past_runs({"t0": [0.1, 0.5, 0.6, 0.3], "t1": [0.1, 0.5, 0.6, 0.3], "t2": [0.3, 0.5, 0.4, 0.1]})
+    past = recorded_past({"t0": [0.1, 0.5, 0.6, 0.3], "t1": [0.1, 0.5, 0.6, 0.3], "t2": [0.3, 0.5, 0.4, 0.1]})
     s = PortfolioWarmStart(past, n_portfolio=2, n_design=2)
     m, _ = s.matrix(space)
     g = s.gains(History(), space)
@@ -84,7 +75,7 @@ def test_a_trial_the_portfolio_did_not_choose_takes_no_pick_and_leaves_its_algor
     """tune's opening (a configuration the past never recorded) comes first: the portfolio
     still makes its n_portfolio picks, the first of them of the opening's algorithm."""
     space, _ = two_algorithm_problem()
-    past = past_runs({"t0": [0.1, 0.5, 0.6, 0.3], "t1": [0.1, 0.5, 0.6, 0.3], "t2": [0.3, 0.5, 0.4, 0.1]})
+    past = recorded_past({"t0": [0.1, 0.5, 0.6, 0.3], "t1": [0.1, 0.5, 0.6, 0.3], "t2": [0.3, 0.5, 0.4, 0.1]})
     s = PortfolioWarmStart(past, n_portfolio=2, n_design=2)
     rng = np.random.default_rng(0)
     opening = ("a", {"u": 0.5, "k": "l1"})  # of A1's algorithm, not recorded
@@ -98,7 +89,7 @@ def test_a_trial_the_portfolio_did_not_choose_takes_no_pick_and_leaves_its_algor
 
 def test_weights_move_to_the_tasks_that_order_the_target_alike():
     space, _ = two_algorithm_problem()
-    past = past_runs({"t0": [0.1, 0.2, 0.3, 0.4], "t1": [0.4, 0.3, 0.2, 0.1]}, mf={"t0": 0.0, "t1": 1.0})
+    past = recorded_past({"t0": [0.1, 0.2, 0.3, 0.4], "t1": [0.4, 0.3, 0.2, 0.1]}, meta_features={"t0": 0.0, "t1": 1.0})
     s = PortfolioWarmStart(past, {"f": 0.0})
     w0 = s.weights(History(), space)
     assert w0[0] > w0[1]  # prior: nearer in meta-features
@@ -109,8 +100,8 @@ def test_weights_move_to_the_tasks_that_order_the_target_alike():
 
 
 def test_prior_weights_uniform_without_meta_features_and_exponential_in_distance():
-    past = past_runs({"t0": [0.1, 0.2, 0.3, 0.4], "t1": [0.4, 0.3, 0.2, 0.1], "t2": [0.1, 0.1, 0.2, 0.3]},
-                     mf={"t0": 0.0, "t1": 1.0, "t2": 3.0})
+    past = recorded_past({"t0": [0.1, 0.2, 0.3, 0.4], "t1": [0.4, 0.3, 0.2, 0.1], "t2": [0.1, 0.1, 0.2, 0.3]},
+                     meta_features={"t0": 0.0, "t1": 1.0, "t2": 3.0})
     assert prior_weights(past, ("t0", "t1", "t2"), None) == pytest.approx([1 / 3] * 3)
     w = prior_weights(past, ("t0", "t1", "t2"), {"f": 0.0})
     assert w[0] > w[1] > w[2] and w.sum() == pytest.approx(1)
@@ -119,7 +110,7 @@ def test_prior_weights_uniform_without_meta_features_and_exponential_in_distance
 
 def test_a_task_described_by_few_shared_features_gets_the_median_weight():
     values = {t: [0.1, 0.2, 0.3, 0.4] for t in ("t0", "t1", "t2", "t3")}
-    past = past_runs(values)
+    past = recorded_past(values)
     # t3 is known by "f" alone (as an OpenML task known by its size), and matches the target on it exactly
     mf = pd.DataFrame({"f": [0.0, 1.0, 3.0, 0.0], "g": [0.0, 1.0, 3.0, np.nan], "h": [0.0, 1.0, 3.0, np.nan]},
                       index=["t0", "t1", "t2", "t3"])
@@ -137,7 +128,7 @@ def test_a_thinly_covered_task_counts_in_proportion_to_its_coverage():
     assert coverage_weights(np.full((3, 5), 0.3)) == pytest.approx([1.0] * 3)  # a dense build: unchanged
     # in the strategy's prior: t2 recorded 1 of the 4 configurations (a short session), so half its weight
     space, _ = two_algorithm_problem()
-    past = past_runs({"t0": [0.1, 0.2, 0.3, 0.4], "t1": [0.4, 0.3, 0.2, 0.1],
+    past = recorded_past({"t0": [0.1, 0.2, 0.3, 0.4], "t1": [0.4, 0.3, 0.2, 0.1],
                       "t2": [0.1, np.nan, np.nan, np.nan]})
     _, w0 = PortfolioWarmStart(past).matrix(space)
     assert w0 == pytest.approx(np.array([1.0, 1.0, 0.5]) / 2.5)
@@ -145,7 +136,7 @@ def test_a_thinly_covered_task_counts_in_proportion_to_its_coverage():
 
 def test_design_then_search_runs_to_budget_without_repeats_and_is_seeded():
     space, objective = two_algorithm_problem()
-    past = past_runs({"t0": [0.1, 0.5, 0.6, 0.3], "t1": [0.2, 0.5, 0.1, 0.3], "t2": [0.9, 0.5, 0.4, 0.1]})
+    past = recorded_past({"t0": [0.1, 0.5, 0.6, 0.3], "t1": [0.2, 0.5, 0.1, 0.3], "t2": [0.9, 0.5, 0.4, 0.1]})
 
     def run(seed: int) -> list[tuple[str, dict]]:
         opt = Optimizer(space, PortfolioWarmStart(past, n_portfolio=2, n_design=4, seed=seed), seed=seed)
@@ -166,7 +157,7 @@ def test_another_search_phase_is_asked_after_the_design():
     from metabo.strategies.random import RandomSearch
 
     space, objective = two_algorithm_problem()
-    past = past_runs({"t0": [0.1, 0.5, 0.6, 0.3], "t1": [0.2, 0.5, 0.1, 0.3]})
+    past = recorded_past({"t0": [0.1, 0.5, 0.6, 0.3], "t1": [0.2, 0.5, 0.1, 0.3]})
     calls: list[int] = []
 
     class Counting(RandomSearch):
@@ -184,7 +175,7 @@ def test_another_search_phase_is_asked_after_the_design():
 def test_design_explores_an_algorithm_the_past_never_ran():
     space, objective = two_algorithm_problem()
     wide = CASHSpace({**{a: space[a] for a in space.algorithms}, "c": SearchSpace("c", (Float("w", 0.0, 1.0),))})
-    past = past_runs({"t0": [0.1, 0.5, 0.6, 0.3], "t1": [0.2, 0.5, 0.1, 0.3]})
+    past = recorded_past({"t0": [0.1, 0.5, 0.6, 0.3], "t1": [0.2, 0.5, 0.1, 0.3]})
     opt = Optimizer(wide, PortfolioWarmStart(past, n_portfolio=2, n_design=5, seed=0), seed=0)
     algorithms = []
     for _ in range(5):
@@ -217,7 +208,7 @@ def test_gp_search_starts_from_the_transferred_configurations(monkeypatch):
 
 
 def test_bad_arguments_are_refused():
-    past = past_runs({"t0": [0.1, 0.5, 0.6, 0.3]})
+    past = recorded_past({"t0": [0.1, 0.5, 0.6, 0.3]})
     with pytest.raises(InputDataError):
         PortfolioWarmStart(past, n_design=-1)
     with pytest.raises(InputDataError):
@@ -234,14 +225,14 @@ def test_a_cost_limit_keeps_the_portfolio_to_configurations_that_can_finish():
     max_cost 10 s the first pick is the next best affordable one. Once a trial shows fits
     take a quarter of the prediction, A1 (9 s rescaled) is affordable again."""
     space, _ = two_algorithm_problem()
-    past = past_runs({"t0": [0.1, 0.5, 0.6, 0.3], "t1": [0.1, 0.5, 0.6, 0.3], "t2": [0.3, 0.5, 0.4, 0.1]})
+    past = recorded_past({"t0": [0.1, 0.5, 0.6, 0.3], "t1": [0.1, 0.5, 0.6, 0.3], "t2": [0.3, 0.5, 0.4, 0.1]})
     costs = {config_id(*A1): 36.0, config_id(*A2): 1.0, config_id(*B1): 1.0, config_id(*B2): 5.0}
     rng = np.random.default_rng(0)
     free = PortfolioWarmStart(past, n_portfolio=2, n_design=2)
     capped = PortfolioWarmStart(past, n_portfolio=2, n_design=2, costs=costs, max_cost=10.0)
     assert free.suggest(History(), space, rng) == space.normalize(*A1)
     assert capped.suggest(History(), space, rng) == space.normalize(*B2)
-    assert not capped.affordable(History(), space)[column(capped.matrix(space)[0], space, A1)]
+    assert not capped.affordable(History(), space)[matrix_column(capped.matrix(space)[0].ids, space, A1)]
     b2 = space.normalize(*B2)
     faster = History()
     faster.add(TrialRecord(number=0, algorithm=b2[0], params=b2[1], config_id=config_id(*b2), state="complete",
