@@ -12,8 +12,7 @@ The public entry points, imported lazily so that ``import metabo`` stays cheap:
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from metabo._lazy import lazy_getattr
 
 __version__ = "0.1.0"
 
@@ -31,7 +30,4 @@ _EXPORTS = {
 __all__ = ["__version__", *_EXPORTS]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'metabo' has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _EXPORTS)

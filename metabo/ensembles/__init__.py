@@ -10,8 +10,9 @@ The names below load their module on first use (PEP 562), so that loading a mode
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from metabo._lazy import lazy_getattr
 
 # eager: the function ``diversity`` shares its module's name, and the module's first import
 # would otherwise put the module where the function is expected
@@ -104,13 +105,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _WHERE:
-        where = _WHERE[name]
-        value = getattr(importlib.import_module(where if "." in where else f"metabo.ensembles.{where}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'metabo.ensembles' has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _WHERE)
 
 
 def __dir__() -> list[str]:

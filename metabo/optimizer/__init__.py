@@ -12,9 +12,8 @@ found here, looked up by name when first asked for, so that existing imports kee
 working; nothing here imports them.
 """
 
-import importlib
-from typing import Any
 
+from metabo._lazy import lazy_getattr
 from metabo.optimizer.history import History, Trial, TrialRecord
 from metabo.optimizer.optimizer import Optimizer
 
@@ -24,10 +23,7 @@ _ELSEWHERE = {"tune": "metabo.tuning.tune", "TuneResult": "metabo.tuning.tune", 
               "Strategy": "metabo.strategies", "make_strategy": "metabo.strategies"}
 
 
-def __getattr__(name: str) -> Any:
-    if name in _ELSEWHERE:
-        return getattr(importlib.import_module(_ELSEWHERE[name]), name)
-    raise AttributeError(f"module 'metabo.optimizer' has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _ELSEWHERE)
 
 __all__ = [
     "GPBO",

@@ -265,10 +265,9 @@ class StudyManager:
         with self._open(study_id) as (_, opt):
             if not any(r.ok for r in opt.history.completed):
                 raise NoResultError(f"study {study_id!r} has no successful trial yet")
-            from metabo.strategies import posterior_model
+            from metabo.strategies import selection_model
 
-            return opt.best(select, model=posterior_model(opt.strategy, seed=opt.seed) if select == "posterior_mean"
-                            else None)
+            return opt.best(select, model=selection_model(opt.strategy, select, seed=opt.seed))
 
     def ensemble(self, study_id: str, labels: Sequence[int], *, ensemble_size: int = 50, seed: int = 0
                  ) -> dict[str, Any]:

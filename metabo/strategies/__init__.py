@@ -5,7 +5,7 @@
 - :mod:`~metabo.strategies.gp`: :class:`GPBO` over the joint CASH space (conditional or
   dense kernel); :mod:`~metabo.strategies.gp_per_algorithm`: :class:`PerAlgorithmGPBO`.
 - :mod:`~metabo.strategies.registry`: :func:`make_strategy` (by CLI name) and
-  :func:`posterior_model`.
+  :func:`posterior_model` (and :func:`selection_model`, the model of a selection rule).
 """
 
 from metabo.strategies.base import (
@@ -17,7 +17,7 @@ from metabo.strategies.base import (
 from metabo.strategies.gp import GPBO
 from metabo.strategies.gp_per_algorithm import PerAlgorithmGPBO
 from metabo.strategies.random import RandomSearch
-from metabo.strategies.registry import make_strategy, posterior_model
+from metabo.strategies.registry import make_strategy, posterior_model, selection_model
 
 __all__ = [
     "GPBO",
@@ -28,5 +28,6 @@ __all__ = [
     "Strategy",
     "make_strategy",
     "posterior_model",
+    "selection_model",
     "random_configuration",
 ]

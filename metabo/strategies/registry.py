@@ -19,6 +19,12 @@ def posterior_model(strategy: Strategy, *, seed: int = 0) -> PosteriorModel:
     return GPBO(kernel="conditional", seed=seed)
 
 
+def selection_model(strategy: Strategy, select: str, *, seed: int = 0) -> PosteriorModel | None:
+    """The model :meth:`metabo.optimizer.Optimizer.best` selects with under ``select``:
+    :func:`posterior_model` for ``posterior_mean``, None (the observed values) otherwise."""
+    return posterior_model(strategy, seed=seed) if select == "posterior_mean" else None
+
+
 def make_strategy(name: str, *, seed: int = 0, **kw: Any) -> Strategy:
     """A strategy by its CLI name: ``random``, ``gp``, ``gp-dense``, ``gp-per-algorithm``."""
     if name == "random":
@@ -32,4 +38,4 @@ def make_strategy(name: str, *, seed: int = 0, **kw: Any) -> Strategy:
     raise InputDataError(f"unknown strategy {name!r}; use one of {', '.join(COLD_STRATEGIES)}")
 
 
-__all__ = ["make_strategy", "posterior_model"]
+__all__ = ["make_strategy", "posterior_model", "selection_model"]

@@ -86,7 +86,7 @@ from metabo.optimizer.history import History, TrialRecord
 from metabo.optimizer.optimizer import Select, get_session
 from metabo.space.cash import CASHSpace
 from metabo.space.space import SearchSpace
-from metabo.strategies import Strategy, posterior_model
+from metabo.strategies import Strategy, selection_model
 from metabo.strategies.names import AUTO
 from metabo.tuning.final import (
     ENSEMBLE_RESERVE,
@@ -439,7 +439,7 @@ def tune(
     except TimeBudgetExceeded as e:  # e.g. in a strategy's ask: the trials told so far stand
         logger.warning("search stopped: %s", e)
     opt.finish()
-    best = opt.best(select, model=posterior_model(opt.strategy, seed=seed) if select == "posterior_mean" else None)
+    best = opt.best(select, model=selection_model(opt.strategy, select, seed=seed))
     rungs: list[Rung] = []
     if setup.rungs and best.ok:
         rungs = _promote(opt, setup, seed=seed, clock=clock, time_limit=time_limit, default_limit=limit,

@@ -2,7 +2,7 @@
 
 The order, lowest first; a package may import packages of its own level or below:
 
-1. ``exceptions``, ``_typing``, ``paths`` (modules)
+1. ``exceptions``, ``_typing``, ``paths``, ``_lazy`` (modules)
 2. ``data``
 3. ``space``
 4. ``evaluation``
@@ -39,7 +39,7 @@ PACKAGE = Path(metabo.__file__).resolve().parent
 
 #: lowest first; a package may import its own level and the levels below
 LEVELS: list[set[str]] = [
-    {"exceptions", "_typing", "paths"},
+    {"exceptions", "_typing", "paths", "_lazy"},
     {"data"},
     {"space"},
     {"evaluation"},

@@ -125,3 +125,12 @@ def test_warped_models_are_extended_between_refits_from_scratch(quad, warping):
 def test_unknown_warping_is_refused():
     with pytest.raises(InputDataError):
         GPBO(warping="log")
+
+
+def test_selection_model_is_the_strategys_posterior_for_posterior_mean_and_none_for_argmin():
+    from metabo.strategies import GPBO, RandomSearch, selection_model
+
+    gp, rs = GPBO(seed=0), RandomSearch()
+    assert selection_model(gp, "posterior_mean") is gp
+    assert isinstance(selection_model(rs, "posterior_mean", seed=3), GPBO)
+    assert selection_model(gp, "argmin") is None and selection_model(rs, "argmin") is None
