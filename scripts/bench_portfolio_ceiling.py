@@ -9,11 +9,17 @@ the knowledge it picks from; its own records are only looked up). Regret is norm
 the live report normalizes it (the least and largest error of any live run or record of the
 task), so the rows compare with cold GP-BO's live curve from ``--live-runs``.
 
+With ``--tasks all`` every task of the store is held out in turn (regret normalized over its
+records). Each method after the first is compared with the first, task by task: wins, ties
+and losses and the Wilcoxon signed-rank p at each budget.
+
 Printed per number of rounds of the build kept as knowledge (the first ``r`` configurations
 of every algorithm, by when they were first measured): the mean regret after 1, 3, 5 and 10
 picks of each variant, and the oracle (the best configuration the store recorded on the
 task, among the kept ones): what a perfect choice among the knowledge would reach. A
-method name ending in ``#uniform`` is given no meta-features (uniform prior task weights).
+method name ending in ``#uniform`` is given no meta-features (uniform prior task weights);
+``hindsight[@temperature=T]`` is the reference :class:`_Hindsight` (task weights from the
+held-out task's whole row, which no method can know).
 
     python scripts/bench_portfolio_ceiling.py --kb /tmp/kb.duckdb --rounds 3 5 7 10 \\
         --methods warm warm@distinct=false --live-runs reports/warm/live-tune/live_runs.jsonl
@@ -46,6 +52,9 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, nargs="+", default=[0], help="0: every configuration")
     ap.add_argument("--methods", nargs="+", default=["warm"])
     ap.add_argument("--n", type=int, default=10)
+    ap.add_argument("--tasks", choices=["live", "all"], default="live",
+                    help="held-out tasks: the live runs' (regret normalized with their runs too), or every task of "
+                         "the store (normalized over its records only; no cold row)")
     args = ap.parse_args()
 
     protocols = measured_protocols("tune")
@@ -64,7 +73,7 @@ def main() -> None:
     for r in live:
         v = [x for x in r["values"] if x == x]
         lo[r["task"]], hi[r["task"]] = min(lo[r["task"]], *v), max(hi[r["task"]], *v)
-    tasks = sorted(lo)
+    tasks = sorted(lo) if args.tasks == "live" else sorted(every.tasks)
     for t in tasks:
         v = [x for g in every.task_runs(t).values() for x in g.values]
         lo[t], hi[t] = min(lo[t], *v), max(hi[t], *v)
@@ -73,11 +82,12 @@ def main() -> None:
         return (np.minimum.accumulate(values) - lo[t]) / (hi[t] - lo[t])
 
     ks = [k for k in (1, 3, 5, 8, 10, 15, 20) if k <= args.n]
-    cold = np.array([np.mean([regret(r["task"], r["values"][:args.n]) for r in live
-                              if r["task"] == t and r["method"] == "gp"], axis=0) for t in tasks])
     print(f"{len(tasks)} held-out tasks; mean normalized regret after k evaluations")
     print(f"{'knowledge':>22s} {'method':30s} " + " ".join(f"{'@' + str(k):>6s}" for k in ks))
-    print(f"{'':>22s} {'cold GP-BO (live)':30s} " + " ".join(f"{cold[:, k - 1].mean():6.3f}" for k in ks))
+    if args.tasks == "live":
+        cold = np.array([np.mean([regret(r["task"], r["values"][:args.n]) for r in live
+                                  if r["task"] == t and r["method"] == "gp"], axis=0) for t in tasks])
+        print(f"{'':>22s} {'cold GP-BO (live)':30s} " + " ".join(f"{cold[:, k - 1].mean():6.3f}" for k in ks))
     for rounds in args.rounds:
         if rounds:
             kept = set(first.loc[first["round"] <= rounds, "config_id"])
@@ -103,13 +113,58 @@ def main() -> None:
             for t in tasks:
                 past = past_all.without({t, *groups.get(t, ())})
                 target = LookupTask.from_past(every, t, space)
-                strategy = warm_start(past, {} if uniform else meta_of(every, t), seed=0,
-                                      **{"n_portfolio": args.n, "n_design": args.n, **method_options(name)})
+                options = {"n_portfolio": args.n, "n_design": args.n, **method_options(name)}
+                if name.startswith("hindsight"):
+                    options.pop("hindsight", None)
+                    strategy = _Hindsight(target, past, {}, seed=0, n_spread=args.n, **options)
+                else:
+                    strategy = warm_start(past, {} if uniform else meta_of(every, t), seed=0, **options)
                 values, _, _ = _play(target, strategy, args.n)
                 curves.append(regret(t, values))
             c = np.array(curves)
             print(f"{label:>22s} {method:30s} " + " ".join(f"{c[:, k - 1].mean():6.3f}" for k in ks))
+            if method == args.methods[0]:
+                first = c
+            else:
+                print(f"{'':>22s} {'  vs ' + args.methods[0] + ': W/T/L p':30s} " + " ".join(
+                    _versus(first[:, k - 1], c[:, k - 1]) for k in ks))
         print(f"{label:>22s} {'oracle (best recorded)':30s} " + " ".join(f"{np.mean(oracle):6.3f}" for _ in ks))
+
+
+class _Hindsight:
+    """A reference no method can be: the default's portfolio picks by gain, with task
+    weights from each past task's Spearman correlation with the held-out task's *whole*
+    recorded row, ``w_p ∝ exp(temperature rho_p)`` (``hindsight@temperature=T``, default 20),
+    instead of meta-features and the results so far: how far perfect knowledge of which past
+    tasks are alike would take the portfolio."""
+
+    def __new__(cls, target, past, meta, *, temperature: float = 20.0, **options):  # noqa: ANN001, ANN204
+        from scipy.stats import spearmanr
+
+        from metabo.strategies.portfolio import PortfolioWarmStart
+
+        class Strategy(PortfolioWarmStart):
+            def weights(self, history, space):  # noqa: ANN001, ANN202
+                m, _ = self.matrix(space)
+                own = np.array([target.values.get(cid, np.nan) for cid in m.ids])
+                rho = []
+                for row in m.Q:
+                    both = np.isfinite(row) & np.isfinite(own)
+                    rho.append(spearmanr(row[both], own[both])[0] if both.sum() > 2 else 0.0)
+                logw = temperature * np.nan_to_num(np.array(rho))
+                w = np.exp(logw - logw.max())
+                return w / w.sum()
+
+        return Strategy(past, meta, **options)
+
+
+def _versus(a: np.ndarray, b: np.ndarray) -> str:
+    """Tasks where ``b`` is below / level with / above ``a``, and the Wilcoxon signed-rank p."""
+    from scipy.stats import wilcoxon
+
+    d = a - b
+    p = wilcoxon(a, b).pvalue if np.any(d != 0) else 1.0
+    return f"{(d > 0).sum()}/{(d == 0).sum()}/{(d < 0).sum()} {p:.3f}"
 
 
 def _play(target, strategy, n):  # noqa: ANN001, ANN202
