@@ -90,6 +90,9 @@ class Evaluation:
     test: Mapping[str, float] | None = None
     valid_proba: np.ndarray | None = field(default=None, repr=False)
     test_proba: np.ndarray | None = field(default=None, repr=False)
+    #: seconds the split's preprocessing took when it was first computed (later trials on
+    #: the same split reuse it, :func:`prepared_split`): what a refit on new rows pays again
+    prepare_seconds: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -154,6 +157,7 @@ class _Prepared:
     valid: np.ndarray
     test: np.ndarray | None
     warnings: tuple[str, ...]
+    seconds: float = 0.0  # to fit the preprocessing and transform the split's rows
 
     @property
     def nbytes(self) -> int:
@@ -164,6 +168,7 @@ def _prepare(spec: Any, dataset: Dataset, split: Split) -> _Prepared:
     """The preprocessing of ``spec``'s needs fitted on ``split``'s training rows, applied to
     its training, validation and test rows: what the pipeline's first step would compute,
     the same for every configuration of algorithms with the same needs."""
+    start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         pre = make_preprocessor(spec, dataset)
@@ -179,7 +184,7 @@ def _prepare(spec: Any, dataset: Dataset, split: Split) -> _Prepared:
         valid = np.asarray(pre.transform(rows(split.valid_idx)))
         test = None if split.test_idx is None else np.asarray(pre.transform(rows(split.test_idx)))
     summary = summarize_warnings(caught)
-    return _Prepared(train, valid, test, () if summary is None else (summary,))
+    return _Prepared(train, valid, test, () if summary is None else (summary,), time.perf_counter() - start)
 
 
 def prepared_split(spec: Any, dataset: Dataset, split: Split) -> _Prepared:
@@ -364,6 +369,7 @@ def evaluate(
                 valid=_scores(metric_fns, codes[split.valid_idx], fitted.valid_proba), test=test,
                 valid_proba=fitted.valid_proba if keep_predictions else None,
                 test_proba=fitted.test_proba if keep_predictions else None,
+                prepare_seconds=runnable[i][2].seconds,
             )
     return [done[position] for position in sorted(done)]
 

@@ -125,12 +125,16 @@ def final_fit_seconds(best: TrialRecord | None, *, train_rows: int, final_rows: 
     ``best.fit_seconds`` together: scaled by ``scaling(algorithm, train_rows, final_rows)``
     (:class:`~metabo.kb.costs.RowsScaling`, from the knowledge base's recorded fit times;
     default: linear in the rows), at least 1, times :data:`FINAL_FIT_MARGIN` (0 before any
-    successful trial)."""
+    successful trial). The trial's preprocessing seconds (``best.prepare_seconds``, summed
+    over its splits like the fit's) are added, scaled linearly in the rows: the final fit
+    preprocesses its rows again, which on a wide table costs more than the estimator."""
     if best is None or best.fit_seconds is None or not math.isfinite(best.fit_seconds):
         return 0.0
     train_rows = max(train_rows, 1)
     scale = final_rows / train_rows if scaling is None else scaling(best.algorithm, train_rows, final_rows)
-    return (FINAL_FIT_MARGIN * best.fit_seconds * max(scale, 1.0) + (best.predict_seconds or 0.0)) / max(fits, 1)
+    prepare = best.prepare_seconds if best.prepare_seconds is not None and math.isfinite(best.prepare_seconds) else 0.0
+    fit = best.fit_seconds * max(scale, 1.0) + prepare * max(final_rows / train_rows, 1.0)
+    return (FINAL_FIT_MARGIN * fit + (best.predict_seconds or 0.0)) / max(fits, 1)
 
 
 __all__ = ["DEADLINE_GRACE", "FINAL_FIT_MARGIN", "MIN_TRIAL_SECONDS", "TimeBudget", "deadline", "final_fit_seconds"]

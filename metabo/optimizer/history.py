@@ -69,6 +69,8 @@ class TrialRecord:
     predict_seconds: float | None = None
     suggest_seconds: float | None = None
     message: str | None = None
+    #: the preprocessing's seconds of the trial's splits (:attr:`Evaluation.prepare_seconds`)
+    prepare_seconds: float | None = None
 
     @property
     def trial(self) -> Trial:

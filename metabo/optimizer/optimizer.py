@@ -229,13 +229,15 @@ class Optimizer:
         predict_seconds: float | None = None,
         message: str | None = None,
         evaluations: Iterable[Evaluation] | None = None,
+        prepare_seconds: float | None = None,
     ) -> TrialRecord:
         """Report the outcome of a pending trial; record it (module docstring).
 
         ``value`` must be finite when ``status`` is ``ok``; a failed trial (``crash``,
         ``timeout``, ``memout``) has no value: None/NaN (a number is refused, as the
         service refuses it, rather than stored beside the failure). ``evaluations``: the trial's
-        evaluations, recorded as they are instead of the single metric row.
+        evaluations, recorded as they are instead of the single metric row. ``prepare_seconds``:
+        its preprocessing's seconds (kept with the trial, for the final fit's reserve).
         """
         number = trial.number if isinstance(trial, Trial) else int(trial)
         if not 0 <= number < len(self._history):
@@ -252,6 +254,7 @@ class Optimizer:
             "value": value, "status": status,
             "test_value": None if test_value is None or not math.isfinite(test_value) else float(test_value),
             "fit_seconds": fit_seconds, "predict_seconds": predict_seconds, "message": message,
+            "prepare_seconds": prepare_seconds,
         }
         done = replace(record, state="complete", **outcome)
         if self.kb is not None:

@@ -29,21 +29,23 @@ logger = logging.getLogger(__name__)
 
 
 def _outcome(evaluations: list[Evaluation], metric: str) -> dict[str, Any]:
-    """The told value (mean over splits), status, test value and timings of a trial."""
+    """The told value (mean over splits), status, test value and timings of a trial (each
+    summed over its splits)."""
     failed = [ev for ev in evaluations if not ev.ok]
     fit = float(np.nansum([ev.fit_seconds for ev in evaluations]))
     predict = float(np.nansum([ev.predict_seconds for ev in evaluations]))
+    prepare = float(np.nansum([ev.prepare_seconds for ev in evaluations]))
     if failed:
         return {"value": math.nan, "status": failed[0].status, "message": failed[0].message,
-                "fit_seconds": fit, "predict_seconds": None}
+                "fit_seconds": fit, "predict_seconds": None, "prepare_seconds": prepare}
     valid = [ev.valid.get(metric, math.nan) for ev in evaluations]
     if not evaluations or not all(math.isfinite(v) for v in valid):
         return {"value": math.nan, "status": "crash", "message": f"{metric} is undefined on the validation part",
-                "fit_seconds": fit, "predict_seconds": predict}
+                "fit_seconds": fit, "predict_seconds": predict, "prepare_seconds": prepare}
     tests = [ev.test.get(metric, math.nan) if ev.test else math.nan for ev in evaluations]
     test = float(np.mean(tests)) if all(math.isfinite(t) for t in tests) else None
     return {"value": float(np.mean(valid)), "status": "ok", "test_value": test, "message": evaluations[0].message,
-            "fit_seconds": fit, "predict_seconds": predict}
+            "fit_seconds": fit, "predict_seconds": predict, "prepare_seconds": prepare}
 
 
 def run_trials(

@@ -50,6 +50,26 @@ def test_time_budget_arithmetic():
     # a 5-fold trial's seconds are its five fits together: the final fit is one of them, scaled
     assert final_fit_seconds(best, train_rows=64, final_rows=80, fits=5) == pytest.approx(
         (FINAL_FIT_MARGIN * 0.5 * 80 / 64 + 0.1) / 5)
+    # the preprocessing is done again on the final rows: its seconds are reserved too, linear
+    # in the rows whatever the estimator's scaling
+    wide = TrialRecord(0, "knn", {}, "c", fit_seconds=0.5, predict_seconds=0.1, prepare_seconds=2.0)
+    assert final_fit_seconds(wide, train_rows=64, final_rows=80, fits=5, scaling=lambda a, n, m: 3.0) == (
+        pytest.approx((FINAL_FIT_MARGIN * (0.5 * 3.0 + 2.0 * 80 / 64) + 0.1) / 5))
+
+
+def test_a_trials_preprocessing_seconds_reach_its_record():
+    from metabo.data.loaders import load_dataset
+    from metabo.evaluation.evaluate import evaluate
+    from metabo.evaluation.protocols import KFold
+    from metabo.tuning.trials import _outcome
+
+    data = load_dataset("sklearn:iris")
+    evs = evaluate("knn", {"n_neighbors": 3, "weights": "uniform", "p": 2}, data, protocol=KFold(k=3))
+    assert all(ev.ok and ev.prepare_seconds > 0 for ev in evs)
+    # the rows of a split are prepared once and reused: the next trial reports the same seconds
+    again = evaluate("knn", {"n_neighbors": 5, "weights": "uniform", "p": 2}, data, protocol=KFold(k=3))
+    assert [ev.prepare_seconds for ev in again] == [ev.prepare_seconds for ev in evs]
+    assert _outcome(evs, "error_rate")["prepare_seconds"] == pytest.approx(sum(ev.prepare_seconds for ev in evs))
 
 
 @pytest.mark.slow
