@@ -22,6 +22,8 @@ Tools (:data:`TOOLS`):
   default strategy, then ``metabo predict M TEST`` (timed apart, ``predict_seconds``: the
   budget is the tune command's).
 - ``metabo-gp``: the same with ``--strategy gp`` (cold GP-BO).
+- ``metabo-gp-single``: ``--strategy gp --ensemble none``: cold GP-BO and the best
+  configuration alone, the tool without the knowledge base in either the search or the model.
 - ``metabo-single``: the default with ``--ensemble none`` (the best configuration alone,
   never the post-hoc ensemble).
 - ``metabo-no-opening``: the default with ``--opening none`` (no opening LightGBM: the
@@ -75,8 +77,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-TOOLS = ("metabo", "metabo-gp", "metabo-single", "metabo-no-opening", "flaml", "autogluon", "autogluon-best",
-         "optuna")
+TOOLS = ("metabo", "metabo-gp", "metabo-gp-single", "metabo-single", "metabo-no-opening", "flaml", "autogluon",
+         "autogluon-best", "optuna")
 #: The tools that run in a virtual environment of their own: what pip installs there (FLAML's
 #: zero-shot start imports ``packaging``, which flaml[automl] does not require) and the
 #: import that says it is installed.
@@ -270,17 +272,17 @@ def run_tool(tool: str, train: Path, test: Path, work: Path, *, budget: float, s
     pred = work / "pred.csv"
     hard = 3 * budget + 60  # a hung tool is killed; its run counts as failed and overrun
     info: dict[str, Any] = {"trials": None, "first_model": None, "predict_seconds": None, "version": None}
-    if tool in ("metabo", "metabo-gp", "metabo-single", "metabo-no-opening"):
+    if tool in ("metabo", "metabo-gp", "metabo-gp-single", "metabo-single", "metabo-no-opening"):
         if kb is None:
             raise InputDataError(f"{tool} needs the held-out knowledge base (kb=)")
         model = work / "model.skops"
         cmd = [sys.executable, "-m", "metabo.cli.main", "tune", str(train), "--target", TARGET, "--time-budget",
                str(budget), "--save-model", str(model), "--kb", str(kb), "--seed", str(seed)]
-        if tool == "metabo-gp":
+        if tool in ("metabo-gp", "metabo-gp-single"):
             cmd += ["--strategy", "gp"]
-        elif tool == "metabo-single":
+        if tool in ("metabo-single", "metabo-gp-single"):
             cmd += ["--ensemble", "none"]
-        elif tool == "metabo-no-opening":
+        if tool == "metabo-no-opening":
             cmd += ["--opening", "none"]
         seconds, code, log, peak = _run(cmd, timeout=hard, cwd=work)
         info.update(parse_metabo_log(log), version=_version("metabo"))

@@ -3,7 +3,7 @@ against FLAML and Optuna's TPE, on datasets held out from the knowledge base
 (protocol and tools: benchmarks.automl).
 
     python scripts/bench_automl.py run [--datasets 20] [--seeds 2] [--budgets 30 120]
-        [--tools metabo,metabo-gp,metabo-single,flaml,autogluon,autogluon-best,optuna] [--parallel 2]
+        [--tools metabo,metabo-gp,metabo-gp-single,metabo-single,flaml,autogluon,autogluon-best,optuna] [--parallel 2]
         [--max-rows 5000] [--min-rows 0] [--out reports/automl]
     python scripts/bench_automl.py report [--out reports/automl]
 

@@ -289,3 +289,25 @@ def test_each_peer_runs_its_runner_in_its_own_environment(tmp_path):
         automl.peer_command("autogluon-best", *args, budget=30.0, seed=1, peer_python={"flaml": "x"})
     with pytest.raises(InputDataError, match="not a peer tool"):
         automl.peer_command("metabo", *args, budget=30.0, seed=1)
+
+
+@pytest.mark.parametrize("tool, extra", [("metabo", []), ("metabo-gp", ["--strategy", "gp"]),
+                                         ("metabo-single", ["--ensemble", "none"]),
+                                         ("metabo-gp-single", ["--strategy", "gp", "--ensemble", "none"]),
+                                         ("metabo-no-opening", ["--opening", "none"])])
+def test_each_metabo_tool_is_tune_with_its_own_options(tool, extra, tmp_path, monkeypatch):
+    from benchmarks import automl
+
+    seen = []
+
+    def fake_run(cmd, *, timeout, cwd):  # noqa: ANN001, ANN202 - the command, not a run
+        seen.append(list(cmd))
+        return 1.0, 1, "", None
+
+    monkeypatch.setattr(automl, "_run", fake_run)
+    automl.run_tool(tool, tmp_path / "train.csv", tmp_path / "test.csv", tmp_path, budget=30, seed=1,
+                    kb=tmp_path / "kb.duckdb")
+    cmd = seen[0]
+    assert cmd[cmd.index("tune") - 1:][:2] == ["metabo.cli.main", "tune"]
+    tail = cmd[cmd.index("--seed") + 2:]
+    assert tail == extra
