@@ -475,11 +475,14 @@ def as_fitted_kinds(frame: pd.DataFrame, kinds: dict[str, str]) -> pd.DataFrame:
     :class:`InputDataError` naming the column.
     """
     out = frame.copy()
+    dtypes = dict(zip(out.columns.tolist(), out.dtypes.tolist()))  # once: a column read per name is slow
     for c, kind in kinds.items():
-        if c not in out.columns:
+        if c not in dtypes:
             continue
+        numeric = isinstance(dtypes[c], np.dtype) and dtypes[c].kind in "fiu"
+        if (kind == "nominal") != numeric:
+            continue  # already of its fitted kind
         col = out[c]
-        numeric = isinstance(col.dtype, np.dtype) and col.dtype.kind in "fiu"
         if kind == "nominal" and numeric:
             out[c] = col.map(lambda v: v if pd.isna(v) else num_label(v)).astype("category")
         elif kind == "numeric" and not numeric:

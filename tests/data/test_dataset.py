@@ -187,3 +187,21 @@ def test_a_large_table_is_fingerprinted_by_its_values_bits_with_the_same_invaria
     other_category = frame.copy()
     other_category.loc[0, "c"] = "w"
     assert len({base, fp(changed), fp(swapped), fp(relabelled), fp(other_category)}) == 5
+
+
+def test_feature_frame_passes_a_feature_frame_through_and_converts_anything_else():
+    import numpy as np
+    import pandas as pd
+
+    from metabo.data.dataset import feature_frame
+
+    ready = pd.DataFrame({"a": [1.0, 2.0], "b": pd.Categorical(["x", "y"])}, index=[7, 9])
+    out = feature_frame(ready)
+    assert out is not ready and out.equals(ready) and list(out.index) == [7, 9]
+    out["a"] = 0.0  # a new frame: the caller's is left alone
+    assert ready["a"].tolist() == [1.0, 2.0]
+    # integer columns, non-string names and an array are converted as Dataset.from_frame does
+    mixed = feature_frame(pd.DataFrame({0: [1, 2], "b": [0.5, 1.5]}))
+    assert mixed.columns.tolist() == ["0", "b"] and mixed.dtypes.tolist() == [np.float64, np.float64]
+    assert feature_frame(np.eye(2)).columns.tolist() == ["0", "1"]
+

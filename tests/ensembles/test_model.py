@@ -270,3 +270,17 @@ def test_the_fitted_kinds_name_the_columns_taken_by_position(tmp_path: Path):
     loaded = EnsembleModel.load(tmp_path / "m.skops")
     assert fitted_kinds(loaded) == fitted_kinds(model)
     np.testing.assert_array_equal(loaded.predict_proba(data.X[["a", "code", "z"]]), model.predict_proba(data.X))
+
+
+def test_as_fitted_kinds_converts_only_the_columns_of_another_kind():
+    import numpy as np
+    import pandas as pd
+
+    from metabo.ensembles.model import as_fitted_kinds
+
+    frame = pd.DataFrame({"n": [1.0, 2.0], "t": ["3", "?"], "c": [1.0, 2.0]})
+    out = as_fitted_kinds(frame, {"n": "numeric", "t": "numeric", "c": "nominal", "absent": "numeric"})
+    assert out["n"].tolist() == [1.0, 2.0]
+    assert out["t"].dtype == np.float64 and out["t"].iloc[0] == 3.0 and np.isnan(out["t"].iloc[1])
+    assert isinstance(out["c"].dtype, pd.CategoricalDtype) and out["c"].astype(str).tolist() == ["1", "2"]
+    assert frame["t"].tolist() == ["3", "?"]  # the input is not changed
