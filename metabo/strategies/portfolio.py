@@ -237,6 +237,16 @@ def rank_agreement(Q: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.nd
     return tau, pairs
 
 
+def _recorded_results(m: RegretMatrix, history: History) -> tuple[np.ndarray, np.ndarray]:
+    """The columns of ``m`` the completed trials asked, in order, and their values
+    (:attr:`History.y`: failures at the worst observed value); trials at configurations the
+    matrix does not record are left out."""
+    index = {cid: j for j, cid in enumerate(m.ids)}
+    cols = np.array([index.get(r.config_id, -1) for r in history.completed], dtype=int)
+    keep = cols >= 0
+    return cols[keep], history.y[keep]
+
+
 class PortfolioWarmStart:
     """Adaptive greedy portfolio from the past tasks, then GP-BO (module docstring).
 
@@ -337,16 +347,12 @@ class PortfolioWarmStart:
     def weights(self, history: History, space: CASHSpace) -> np.ndarray:
         """``w_p`` after the target's completed trials at recorded configurations."""
         m, w0 = self.matrix(space)
-        index = {cid: j for j, cid in enumerate(m.ids)}
-        done = history.completed
-        y = history.y
-        cols = [index.get(r.config_id, -1) for r in done]
-        keep = [i for i, j in enumerate(cols) if j >= 0]
-        if len(keep) < 2 or self.beta == 0:
+        cols, values = _recorded_results(m, history)
+        if len(cols) < 2 or self.beta == 0:
             return w0
-        tau, _ = rank_agreement(m.Q[:, [cols[i] for i in keep]], y[keep])
+        tau, _ = rank_agreement(m.Q[:, cols], values)
         with np.errstate(divide="ignore"):  # a zero prior weight stays zero
-            logw = np.log(w0) + self.beta * len(keep) * tau
+            logw = np.log(w0) + self.beta * len(cols) * tau
         w = np.exp(logw - logw.max())
         return w / w.sum()
 
@@ -388,18 +394,12 @@ class PortfolioWarmStart:
         from metabo.strategies.column_model import column_posterior
 
         m, _ = self.matrix(space)
-        index = {cid: j for j, cid in enumerate(m.ids)}
-        y = history.y
-        seen: dict[int, float] = {}
-        for i, r in enumerate(history.completed):
-            j = index.get(r.config_id, -1)
-            if j >= 0 and j not in seen:
-                seen[j] = float(y[i])
-        open_ = self.affordable(history, space) & np.array([cid not in history.config_ids for cid in m.ids])
-        if len(seen) < 2 or not open_.any():
+        cols, values = _recorded_results(m, history)
+        cols, first = np.unique(cols, return_index=True)  # a column told twice: its first result
+        open_ = self.affordable(history, space) & np.array([cid not in history for cid in m.ids], dtype=bool)
+        if len(cols) < 2 or not open_.any():
             return None
-        mean, var, best = column_posterior(self.scores(space), self.weights(history, space),
-                                           np.array(list(seen)), np.array(list(seen.values())))
+        mean, var, best = column_posterior(self.scores(space), self.weights(history, space), cols, values[first])
         score = np.where(open_, log_expected_improvement(mean, var, best), -np.inf)
         j = int(np.argmax(score))
         return j if np.isfinite(score[j]) else None
