@@ -36,6 +36,8 @@ from pathlib import Path
 import _repo  # noqa: F401 - first: the repository's root on sys.path, for benchmarks/ (not installed)
 import numpy as np
 
+from metabo.strategies.portfolio import PortfolioWarmStart
+
 
 def main() -> None:
     from benchmarks.lookup import LookupTask
@@ -131,31 +133,29 @@ def main() -> None:
         print(f"{label:>22s} {'oracle (best recorded)':30s} " + " ".join(f"{np.mean(oracle):6.3f}" for _ in ks))
 
 
-class _Hindsight:
+class _Hindsight(PortfolioWarmStart):
     """A reference no method can be: the default's portfolio picks by gain, with task
     weights from each past task's Spearman correlation with the held-out task's *whole*
     recorded row, ``w_p ∝ exp(temperature rho_p)`` (``hindsight@temperature=T``, default 20),
     instead of meta-features and the results so far: how far perfect knowledge of which past
     tasks are alike would take the portfolio."""
 
-    def __new__(cls, target, past, meta, *, temperature: float = 20.0, **options):  # noqa: ANN001, ANN204
+    def __init__(self, target, past, meta, *, temperature: float = 20.0, **options):  # noqa: ANN001, ANN204
+        super().__init__(past, meta, **options)
+        self.target, self.temperature = target, temperature
+
+    def weights(self, history, space):  # noqa: ANN001, ANN201
         from scipy.stats import spearmanr
 
-        from metabo.strategies.portfolio import PortfolioWarmStart
-
-        class Strategy(PortfolioWarmStart):
-            def weights(self, history, space):  # noqa: ANN001, ANN202
-                m, _ = self.matrix(space)
-                own = np.array([target.values.get(cid, np.nan) for cid in m.ids])
-                rho = []
-                for row in m.Q:
-                    both = np.isfinite(row) & np.isfinite(own)
-                    rho.append(spearmanr(row[both], own[both])[0] if both.sum() > 2 else 0.0)
-                logw = temperature * np.nan_to_num(np.array(rho))
-                w = np.exp(logw - logw.max())
-                return w / w.sum()
-
-        return Strategy(past, meta, **options)
+        m, _ = self.matrix(space)
+        own = np.array([self.target.values.get(cid, np.nan) for cid in m.ids])
+        rho = []
+        for row in m.Q:
+            both = np.isfinite(row) & np.isfinite(own)
+            rho.append(spearmanr(row[both], own[both])[0] if both.sum() > 2 else 0.0)
+        logw = self.temperature * np.nan_to_num(np.array(rho))
+        w = np.exp(logw - logw.max())
+        return w / w.sum()
 
 
 def _versus(a: np.ndarray, b: np.ndarray) -> str:
