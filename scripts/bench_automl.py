@@ -4,7 +4,8 @@ against FLAML and Optuna's TPE, on datasets held out from the knowledge base
 
     python scripts/bench_automl.py run [--datasets 20] [--seeds 2] [--budgets 30 120]
         [--tools metabo,metabo-gp,metabo-gp-single,metabo-single,flaml,autogluon,autogluon-best,optuna] [--parallel 2]
-        [--max-rows 5000] [--min-rows 0] [--out reports/automl]
+        [--max-rows 5000] [--min-rows 0] [--extra keel:ring keel:imbalanced/page-blocks0 ...]
+        [--out reports/automl]
     python scripts/bench_automl.py report [--out reports/automl]
 
 Results are appended to <out>/runs.jsonl, one line per (dataset, seed, budget, tool), so
@@ -72,6 +73,11 @@ def trainable(spec: str):
     return loaded.trainable
 
 
+def slug(task: str) -> str:
+    """``task`` as a file name (an extra dataset's spec holds ':' and '/')."""
+    return task.replace("/", "_").replace(":", "_")
+
+
 def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -87,6 +93,15 @@ def run(args: argparse.Namespace) -> int:
                                  max_instances=args.max_rows or None, min_instances=args.min_rows)
         specs = {t: dataset_spec(kb, t) for t in chosen}
         info = {t: kb.get_dataset(t) for t in chosen}
+        for spec in args.extra or []:  # outside the store: held out by content, if the store has it
+            data = trainable(spec)
+            same = kb.query("SELECT dataset_id FROM datasets WHERE fingerprint = ?", [data.fingerprint])["dataset_id"]
+            task = same.iloc[0] if len(same) else spec
+            if task in specs:
+                continue
+            chosen.append(task)
+            specs[task] = spec
+            info[task] = {"n_instances": data.n_instances, "n_features": data.n_features, "n_classes": data.n_classes}
     print(f"{len(specs)} datasets (rows, features, classes):")
     for t in sorted(chosen, key=lambda t: info[t]["n_instances"]):
         print(f"  {specs[t]:28s} {info[t]['n_instances']:6d} {info[t]['n_features']:4d} {info[t]['n_classes']:3d}")
@@ -105,14 +120,18 @@ def run(args: argparse.Namespace) -> int:
     for job in todo:  # the held-out stores and the split files, once each
         task, seed = job["task"], job["seed"]
         if task not in held and job["tool"].startswith("metabo"):
-            copy = scratch / f"{task}.duckdb"
-            held[task] = copy, automl.held_out_kb(kb_file, copy, task)
+            copy = scratch / f"{slug(task)}.duckdb"
+            if task in tasks:
+                held[task] = copy, automl.held_out_kb(kb_file, copy, task)
+            else:  # a dataset the store does not hold: the whole store is the past
+                shutil.copyfile(kb_file, copy)
+                held[task] = copy, []
         if (task, seed) not in cells:
-            cells[task, seed] = automl.write_cell(trainable(job["dataset"]), seed, scratch / f"{task}-{seed}")
+            cells[task, seed] = automl.write_cell(trainable(job["dataset"]), seed, scratch / f"{slug(task)}-{seed}")
 
     def one(job):
         task, seed, budget, tool = job["task"], job["seed"], job["budget"], job["tool"]
-        cell = scratch / f"{task}-{seed}"
+        cell = scratch / f"{slug(task)}-{seed}"
         work = Path(tempfile.mkdtemp(dir=cell, prefix=f"{tool}-{budget:g}-"))
         own_kb, removed = None, None
         if tool.startswith("metabo"):  # each run writes its session: its own store, no lock shared
@@ -166,6 +185,9 @@ def main() -> int:
     p.add_argument("--max-rows", type=int, default=5000,
                    help="draw among tasks of at most this many rows (0: no limit)")
     p.add_argument("--min-rows", type=int, default=0, help="draw among tasks of at least this many rows")
+    p.add_argument("--extra", nargs="+", help="datasets outside the knowledge base as well (loader specs such as "
+                   "keel:ring or keel:imbalanced/page-blocks0; one the store holds by content is held out as "
+                   "its tasks are)")
     p.add_argument("--seeds", type=int, default=2)
     p.add_argument("--budgets", type=float, nargs="+", default=[30.0, 120.0], help="seconds per tool run")
     p.add_argument("--tools", default=",".join(automl.TOOLS))
