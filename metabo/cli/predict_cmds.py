@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from metabo.exceptions import InputDataError, OutputFileError
+from metabo.exceptions import InputDataError
+from metabo.paths import write_atomic
 
 if TYPE_CHECKING:
     from metabo.ensembles.model import EnsembleModel
@@ -52,24 +52,9 @@ def _predict(model_path: str | os.PathLike[str], data: str | os.PathLike[str], *
 
 
 def _write_atomic(frame: pd.DataFrame, path: Path) -> None:
-    """``frame`` as CSV at ``path``: a temporary file in the same folder, then renamed; a
-    failed write (a full disk) leaves nothing at ``path`` and raises :class:`OutputFileError`."""
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as e:
-        raise OutputFileError(f"cannot write the predictions to {path}: {e.strerror or e}") from e
-    try:
-        with os.fdopen(fd, "w", newline="") as f:
-            frame.to_csv(f, index=False)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException as e:
-        Path(tmp).unlink(missing_ok=True)
-        if isinstance(e, OSError):
-            raise OutputFileError(f"cannot write the predictions to {path}: {e.strerror or e}; "
-                                  "nothing was written") from e
-        raise
+    """``frame`` as CSV at ``path``, whole or not at all (:func:`metabo.paths.write_atomic`):
+    a failed write (a full disk) leaves nothing at ``path`` and raises :class:`OutputFileError`."""
+    write_atomic(path, lambda f: frame.to_csv(f, index=False), what="the predictions", mode="w")
 
 
 def cmd_predict(args: argparse.Namespace) -> int:

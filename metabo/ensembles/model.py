@@ -36,7 +36,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import tempfile
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -63,8 +62,9 @@ from metabo.evaluation.protocols import (
     class_labels,
 )
 from metabo.evaluation.runner import describe
-from metabo.exceptions import EvaluationError, InputDataError, OutputFileError
+from metabo.exceptions import EvaluationError, InputDataError
 from metabo.kb.canonical import config_id
+from metabo.paths import write_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -308,22 +308,7 @@ class EnsembleModel(ClassifierMixin, BaseEstimator):
 
             def write(f: Any) -> None:
                 f.write(data)
-        try:
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        except OSError as e:
-            raise OutputFileError(f"cannot write the model to {path}: {e.strerror or e}") from e
-        try:
-            with os.fdopen(fd, "wb") as f:
-                write(f)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException as e:
-            Path(tmp).unlink(missing_ok=True)
-            if isinstance(e, OSError):
-                raise OutputFileError(f"cannot write the model to {path}: {e.strerror or e}; "
-                                      "nothing was written") from e
-            raise
+        write_atomic(path, write, what="the model")
         if not is_pickle_path(path):  # a payload built here is checked: predicting from the file reads the copy
             keep_payload(hashlib.sha256(data).hexdigest(), payload)
 
