@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import logging
 import lzma
 import os
 import re
@@ -29,6 +30,8 @@ import pandas as pd
 
 from metabo.data.dataset import Dataset
 from metabo.exceptions import InputDataError
+
+logger = logging.getLogger(__name__)
 
 FileFormat = Literal["csv", "parquet", "arff"]
 
@@ -186,6 +189,7 @@ def _read_csv(path: Path) -> Table:
             with (opener or open)(path, "rt", encoding="utf-8", errors="replace") as f:
                 sep, decimal = csv_dialect(f.read(65536))
         frame = pd.read_csv(path, na_values=["?"], skipinitialspace=True, sep=sep, decimal=decimal)
+        header = pd.read_csv(path, header=None, nrows=1, dtype=str, skipinitialspace=True, sep=sep).iloc[0]
     except UnicodeDecodeError as e:
         raise InputDataError(f"cannot read CSV file {path}: it is not UTF-8 text (byte {e.object[e.start]:#04x} at "
                              f"position {e.start}); is it a CSV file?") from e
@@ -194,6 +198,11 @@ def _read_csv(path: Path) -> Table:
                              f"installed ({str(e).splitlines()[0][:80]}); or decompress the file first") from e
     except (pd.errors.ParserError, pd.errors.EmptyDataError, OSError, ValueError, *_BROKEN_ARCHIVE) as e:
         raise InputDataError(f"cannot read CSV file {path}: {e or type(e).__name__}") from e
+    twice = header[header.duplicated()].unique().tolist()
+    if twice and len(header) == frame.shape[1]:  # pandas renames the later ones "name.1", "name.2", ...
+        renamed = [f"{a!r} as {b!r}" for a, b in zip(header, frame.columns) if a != b]
+        logger.warning("%s: the header names %s more than once; read %s", path, ", ".join(map(repr, twice[:5])),
+                       ", ".join(renamed[:5]) + (" and more" if len(renamed) > 5 else ""))
     return Table(frame)
 
 

@@ -132,9 +132,13 @@ def require_classification(dataset: Dataset, *, target: str | None = None) -> No
     if len(counts) < 2:
         only = f" ({counts.index[0]!r} in all {int(counts.iloc[0])} rows)" if len(counts) else ""
         raise InputDataError(f"{what} has one class{only}: a classifier needs at least two")
-    if (counts >= 2).sum() < 2:
-        raise InputDataError(f"{what} has {len(counts)} classes but only one of them with two rows or more "
-                             f"({dict(counts)}): too few rows to split for training and validation")
+    multi = int((counts >= 2).sum())
+    if multi < 2:
+        rows = ", ".join(f"{k!r}: {int(v)}" for k, v in counts.head(5).items())
+        more = f", and {len(counts) - 5} more of one row" if len(counts) > 5 else ""
+        raise InputDataError(f"{what} has {len(counts)} classes but {'only one' if multi else 'none'} of them with "
+                             f"two rows or more (rows per class: {rows}{more}): too few rows to split for training "
+                             "and validation")
 
 
 def class_labels(dataset: Dataset) -> pd.Index:

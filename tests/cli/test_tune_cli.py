@@ -88,11 +88,14 @@ def test_opening_none_leaves_the_first_trial_to_the_strategy(tmp_path, capsys):
     ("one", "the target 'y' has one class ('x' in all 40 rows): a classifier needs at least two"),
     ("numbers", "the target 'y' holds 40 distinct numbers, a regression target"),
     ("lonely", "only one of them with two rows or more"),
+    ("unique", "has 40 classes but none of them with two rows or more (rows per class: "),
+    ("unique", ", and 35 more of one row): too few rows to split"),
 ])
 def test_data_that_cannot_be_tuned_is_refused_in_one_line_before_anything_is_stored(tmp_path, capsys, column,
                                                                                       words):
     rng = np.random.default_rng(0)
-    y = {"one": ["x"] * 40, "numbers": rng.normal(size=40), "lonely": ["a"] * 39 + ["b"]}[column]
+    y = {"one": ["x"] * 40, "numbers": rng.normal(size=40), "lonely": ["a"] * 39 + ["b"],
+         "unique": [f"c{i}" for i in range(40)]}[column]
     csv = tmp_path / "d.csv"
     pd.DataFrame({"a": rng.normal(size=40), "y": y}).to_csv(csv, index=False)
     kb_path = tmp_path / "kb.duckdb"

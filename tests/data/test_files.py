@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from metabo.data.files import load_file
+from metabo.data.files import load_file, read_table
 from metabo.exceptions import InputDataError
 
 
@@ -259,3 +259,22 @@ def test_a_gzipped_semicolon_csv_is_detected_too(tmp_path):
     frame = pd.DataFrame({"a": [1.5, 2.25, 3.0, 4.5], "y": ["p", "q", "p", "q"]})
     frame.to_csv(path := tmp_path / "semi.csv.gz", index=False, sep=";", decimal=",")
     assert list(load_file(path, "y").X["a"]) == [1.5, 2.25, 3.0, 4.5]
+
+
+def test_a_header_naming_a_column_twice_is_read_with_a_warning(tmp_path: Path, caplog) -> None:
+    path = tmp_path / "dup.csv"
+    path.write_text("a,a,b,a,y\n1,2,3,4,0\n5,6,7,8,1\n")
+    with caplog.at_level("WARNING", logger="metabo.data.files"):
+        frame, _ = read_table(path)
+    assert list(frame.columns) == ["a", "a.1", "b", "a.2", "y"]
+    assert frame["a.1"].tolist() == [2, 6]
+    (message,) = [r.getMessage() for r in caplog.records]
+    assert "names 'a' more than once; read 'a' as 'a.1', 'a' as 'a.2'" in message
+
+
+def test_a_header_without_repeats_reads_silently(tmp_path: Path, caplog) -> None:
+    path = tmp_path / "ok.csv"
+    path.write_text("a,b,y\n1,2,0\n")
+    with caplog.at_level("WARNING", logger="metabo.data.files"):
+        read_table(path)
+    assert not caplog.records
