@@ -173,7 +173,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--kind", choices=["balanced", "imbalanced"], default="balanced")
     p.set_defaults(func=cmd_list)
     p = ds.add_parser("meta-features", parents=[common], help="print a dataset's meta-features")
-    p.add_argument("spec", help="sklearn:NAME, keel:NAME, openml:ID or a CSV/Parquet/ARFF path")
+    p.add_argument("spec", help="sklearn:NAME, keel:NAME, openml:ID or a CSV/TSV/Parquet/ARFF path")
     p.add_argument("--target")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-landmarkers", action="store_true")
@@ -183,7 +183,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                                   "command's error and stores nothing. Several are stored one by one, each in its "
                                   "own transaction: one that fails is reported (exit 1) and the others stay stored, "
                                   "so a bad file does not cost the meta-features already computed.")
-    p.add_argument("specs", nargs="+", help="files (CSV, Parquet, ARFF, ...) or specs: sklearn:NAME, keel:NAME, "
+    p.add_argument("specs", nargs="+", help="files (CSV, TSV, Parquet, ARFF, ...) or specs: sklearn:NAME, keel:NAME, "
                                             "openml:ID")
     p.add_argument("--target", help="target column for files")
     p.add_argument("--seed", type=int, default=0)

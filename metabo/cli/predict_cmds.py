@@ -79,7 +79,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p = sub.add_parser("predict", parents=[common], help="predict every row of a table with a saved model")
     p.add_argument("model", help="a model file saved by metabo tune --save-model (.skops; a joblib/pickle "
                                  "file only with --trusted)")
-    p.add_argument("data", help="a CSV/Parquet/ARFF table with the columns the model was fitted on, in any "
+    p.add_argument("data", help="a CSV/TSV/Parquet/ARFF table with the columns the model was fitted on, in any "
                                 "order; a missing column or one the model does not know is refused")
     p.add_argument("--target", help="a column of the table to leave out (the class, when the table has it); "
                                     "the only column besides the model's allowed")

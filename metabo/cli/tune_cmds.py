@@ -320,7 +320,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p = sub.add_parser("tune", parents=[common], help="tune a classifier on a dataset (random search, GP-BO, or "
                                                       "warm-started from the knowledge base), an ensemble when "
                                                       "one beats the best configuration")
-    p.add_argument("data", help="a CSV/Parquet/ARFF path (with --target) or a spec: sklearn:iris, keel:..., openml:ID")
+    p.add_argument("data", help="a CSV/TSV/Parquet/ARFF path (with --target) or a spec: sklearn:iris, keel:..., "
+                   "openml:ID")
     p.add_argument("--target", help="the target column of a file")
     p.add_argument("--budget", type=count(), help="number of evaluated configurations (or give --time-budget)")
     p.add_argument("--time-budget", type=seconds(), metavar="SECONDS",

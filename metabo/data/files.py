@@ -36,7 +36,7 @@ logger = logging.getLogger(__name__)
 FileFormat = Literal["csv", "parquet", "arff"]
 
 _SUFFIXES: Mapping[str, FileFormat] = MappingProxyType(
-    {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".arff": "arff"}
+    {".csv": "csv", ".tsv": "csv", ".parquet": "parquet", ".pq": "parquet", ".arff": "arff"}
 )
 _COMPRESSIONS = frozenset({".gz", ".bz2", ".zip", ".xz", ".zst"})
 #: Compressions the ARFF reader opens, and the CSV dialect check (pandas opens every one of
@@ -142,15 +142,15 @@ def _format(path: Path, fmt: str | None) -> FileFormat:
             raise InputDataError(f"unknown file format {fmt!r}; use csv, parquet or arff")
         return fmt  # type: ignore[return-value]
     suffixes = [s.lower() for s in path.suffixes]
-    if len(suffixes) >= 2 and suffixes[-1] in _COMPRESSIONS and suffixes[-2] == ".csv":
+    if len(suffixes) >= 2 and suffixes[-1] in _COMPRESSIONS and suffixes[-2] in (".csv", ".tsv"):
         return "csv"
     if len(suffixes) >= 2 and suffixes[-1] in _ARFF_OPENERS and suffixes[-2] == ".arff":
         return "arff"
     if suffixes and suffixes[-1] in _SUFFIXES:
         return _SUFFIXES[suffixes[-1]]
     raise InputDataError(
-        f"cannot tell the format of {path.name!r} from its extension; use .csv, .parquet, "
-        ".pq or .arff (.csv and .arff also compressed, e.g. .arff.gz), or pass "
+        f"cannot tell the format of {path.name!r} from its extension; use .csv (or .tsv), .parquet, "
+        ".pq or .arff (.csv, .tsv and .arff also compressed, e.g. .csv.gz), or pass "
         "fmt='csv' | 'parquet' | 'arff'"
     )
 
@@ -183,8 +183,8 @@ def csv_dialect(sample: str) -> tuple[str, str]:
 def _read_csv(path: Path) -> Table:
     try:
         opener = _ARFF_OPENERS.get(path.suffix.lower())
-        if path.suffix.lower() in _COMPRESSIONS and opener is None:
-            sep, decimal = ",", "."
+        if path.suffix.lower() in _COMPRESSIONS and opener is None:  # read whole by pandas: not sniffed
+            sep, decimal = ("\t" if path.with_suffix("").suffix.lower() == ".tsv" else ","), "."
         else:
             with (opener or open)(path, "rt", encoding="utf-8", errors="replace") as f:
                 sep, decimal = csv_dialect(f.read(65536))

@@ -278,3 +278,12 @@ def test_a_header_without_repeats_reads_silently(tmp_path: Path, caplog) -> None
     with caplog.at_level("WARNING", logger="metabo.data.files"):
         read_table(path)
     assert not caplog.records
+
+
+@pytest.mark.parametrize("name", ["t.tsv", "t.tsv.gz", "t.TSV"])
+def test_tab_separated_files_are_read_by_their_extension(tmp_path: Path, name: str) -> None:
+    path = tmp_path / name
+    frame = pd.DataFrame({"a b": [1.5, 2.5], "c": ["x", "y"], "y": [0, 1]})
+    frame.to_csv(path, sep="\t", index=False)
+    read, _ = read_table(path)
+    pd.testing.assert_frame_equal(read, frame)
