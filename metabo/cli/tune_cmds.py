@@ -295,7 +295,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     _print_ensemble(result)
     if result.model is not None:
         rows = "every row" if result.model_rows == "all" else "training + validation rows"
-        cut = " (its fit on every row failed or ran out of time)" if result.model_rows != args.final_rows else ""
+        cut = (" (its fit on every row failed, diverged or ran out of time: see the log)"
+               if result.model_rows != args.final_rows else "")
         what = "the selection" if len(result.model.members_) == 1 else \
             f"the ensemble of {len(result.model.members_)} members"
         print(f"model: {what} fitted on {rows}{cut}")

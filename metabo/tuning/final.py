@@ -9,6 +9,8 @@ import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from metabo.evaluation.parallel import run_task
 from metabo.evaluation.protocols import ReshuffledHoldout, class_codes, class_labels
 from metabo.exceptions import EvaluationError, TimeBudgetExceeded
@@ -173,15 +175,37 @@ def final_model(best: TrialRecord, setup: Setup, *, seed: int, metric: str
     return model, error if math.isfinite(error) else None
 
 
+#: An every-row fit is taken as diverged when its error rate on the rows it was fitted on
+#: exceeds the scored fit's on the same rows by more than this (:func:`fit_on_every_row`).
+DIVERGED_MARGIN = 0.05
+#: The rows (at most) on which :func:`fit_on_every_row` compares the two fits.
+CHECK_ROWS = 2000
+
+
 def fit_on_every_row(model: EnsembleModel, setup: Setup) -> EnsembleModel | None:
     """``model`` (the selected configuration or the ensemble: its members, weights and
     combination) fitted again on every row of the dataset; None, logged, when a fit fails
-    (the scored fit on training + validation rows is returned instead)."""
+    or diverges (the scored fit on training + validation rows is returned instead).
+
+    Diverged: on a sample of :data:`CHECK_ROWS` rows, all of which the new fit was trained
+    on, its error rate exceeds the scored fit's by more than :data:`DIVERGED_MARGIN`. A fit
+    that saw every row should do at least about as well on them as one that saw most of
+    them (and was scored on the rest); one that does much worse has not converged to the
+    model the search measured, as a LightGBM of learning rate 0.5 on a multi-class table
+    can when a few hundred rows are added (its Newton steps on near-zero hessians)."""
     from metabo.ensembles.model import EnsembleModel
 
     try:
-        return EnsembleModel(model.members, model.weights, model.combine, model.seed).fit_dataset(setup.data)
+        fitted = EnsembleModel(model.members, model.weights, model.combine, model.seed).fit_dataset(setup.data)
     except EvaluationError as e:
         logger.warning("the fit on every row failed (%s); the model is its fit on training + validation rows", e)
         return None
-
+    n = setup.data.n_instances
+    rows = np.sort(np.random.default_rng(model.seed).choice(n, min(n, CHECK_ROWS), replace=False))
+    X, truth = setup.data.X.iloc[rows], class_codes(setup.data)[rows]
+    new, old = (float(np.mean(m.predict_codes(X) != truth)) for m in (fitted, model))
+    if new > old + DIVERGED_MARGIN:
+        logger.warning("the fit on every row diverged (error rate %.3f on %d of its own rows, against %.3f for the "
+                       "fit on training + validation rows); the model is the latter", new, len(rows), old)
+        return None
+    return fitted

@@ -316,3 +316,36 @@ def test_a_budget_spent_while_storing_the_data_ends_with_the_opening_model(tmp_p
     assert result.model is not None
     X = iris_frame.drop(columns="target")
     assert np.mean(result.model.predict(X) == iris_frame["target"].to_numpy()) > 0.8
+
+
+@pytest.mark.parametrize("diverges", [False, True])
+def test_a_fit_on_every_row_that_diverges_keeps_the_scored_fit(monkeypatch, caplog, diverges):
+    """The fit on every row is checked against the scored fit on rows it was trained on: one
+    that does far worse there (a diverged boosting, simulated here by a fit that predicts
+    one class) is dropped with a warning and the scored fit kept; a sound one is returned."""
+    from metabo.data.loaders import load_dataset
+    from metabo.ensembles.model import EnsembleModel
+    from metabo.tuning.final import fit_on_every_row
+    from metabo.tuning.session import prepare
+
+    setup = prepare(load_dataset("sklearn:iris"), kb=None, seed=0)
+    train_rows, _, _ = setup.split_rows(0)
+    scored = EnsembleModel([("knn", {"n_neighbors": 5, "weights": "uniform", "p": 2})], seed=0).fit_dataset(
+        setup.data, rows=np.arange(train_rows))
+    original = EnsembleModel.fit_dataset
+
+    def fit_dataset(self, dataset, rows=None):
+        fitted = original(self, dataset, rows)
+        if rows is None and diverges:  # the every-row fit
+            fitted.predict_codes = lambda X: np.zeros(len(X), dtype=int)
+        return fitted
+
+    monkeypatch.setattr(EnsembleModel, "fit_dataset", fit_dataset)
+    with caplog.at_level("WARNING", logger="metabo.tuning.final"):
+        deployed = fit_on_every_row(scored, setup)
+    if diverges:
+        assert deployed is None
+        assert "the fit on every row diverged (error rate 0.667 on 150 of its own rows" in caplog.text
+    else:
+        assert deployed is not None and deployed is not scored and not caplog.text
+        assert deployed.members_ == scored.members_
