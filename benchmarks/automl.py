@@ -129,13 +129,13 @@ def held_out_kb(source: str | os.PathLike[str], dest: str | os.PathLike[str], ta
     runs' predictions, meta-features, sessions, cached surrogates and source ids. Returns
     the tasks removed (sorted); every other row is kept."""
     from metabo.kb import KnowledgeBase
+    from metabo.kb.datasets import same_content_dataset_ids
 
     with KnowledgeBase(source, read_only=True) as kb:
         kb.get_dataset(task)  # UnknownDatasetError naming the fix
     shutil.copyfile(source, dest)
     with KnowledgeBase(dest) as kb:
-        same = kb.query("SELECT dataset_id FROM datasets WHERE fingerprint = "
-                        "(SELECT fingerprint FROM datasets WHERE dataset_id = ?)", [task])["dataset_id"].tolist()
+        same = same_content_dataset_ids(kb, task)
         drop = sorted({task, *same})
         tables = set(kb.query("SELECT table_name FROM information_schema.tables")["table_name"])
         ids = "(SELECT unnest(?::VARCHAR[]))"

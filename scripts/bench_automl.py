@@ -36,6 +36,7 @@ from benchmarks import automl
 from benchmarks.transfer_live import choose_datasets, dataset_spec
 from benchmarks.transfer_methods import shipped_kb_file
 from metabo.kb import KnowledgeBase
+from metabo.kb.datasets import dataset_ids_with_fingerprint
 from metabo.paths import cache_dir
 
 
@@ -93,12 +94,14 @@ def run(args: argparse.Namespace) -> int:
                                  max_instances=args.max_rows or None, min_instances=args.min_rows)
         specs = {t: dataset_spec(kb, t) for t in chosen}
         info = {t: kb.get_dataset(t) for t in chosen}
+        loaded = {}  # the --extra datasets, read once
         for spec in args.extra or []:  # outside the store: held out by content, if the store has it
             data = trainable(spec)
-            same = kb.query("SELECT dataset_id FROM datasets WHERE fingerprint = ?", [data.fingerprint])["dataset_id"]
-            task = same.iloc[0] if len(same) else spec
+            same = dataset_ids_with_fingerprint(kb, data.fingerprint)
+            task = same[0] if same else spec
             if task in specs:
                 continue
+            loaded[spec] = data
             chosen.append(task)
             specs[task] = spec
             info[task] = {"n_instances": data.n_instances, "n_features": data.n_features, "n_classes": data.n_classes}
@@ -127,7 +130,8 @@ def run(args: argparse.Namespace) -> int:
                 shutil.copyfile(kb_file, copy)
                 held[task] = copy, []
         if (task, seed) not in cells:
-            cells[task, seed] = automl.write_cell(trainable(job["dataset"]), seed, scratch / f"{slug(task)}-{seed}")
+            data = loaded[job["dataset"]] if job["dataset"] in loaded else trainable(job["dataset"])
+            cells[task, seed] = automl.write_cell(data, seed, scratch / f"{slug(task)}-{seed}")
 
     def one(job):
         task, seed, budget, tool = job["task"], job["seed"], job["budget"], job["tool"]

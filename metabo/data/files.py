@@ -13,7 +13,9 @@ that are neither numeric nor symbolic).
 from __future__ import annotations
 
 import bz2
+import csv
 import gzip
+import io
 import logging
 import lzma
 import os
@@ -183,13 +185,15 @@ def csv_dialect(sample: str) -> tuple[str, str]:
 def _read_csv(path: Path) -> Table:
     try:
         opener = _ARFF_OPENERS.get(path.suffix.lower())
+        sample = ""
         if path.suffix.lower() in _COMPRESSIONS and opener is None:  # read whole by pandas: not sniffed
             sep, decimal = ("\t" if path.with_suffix("").suffix.lower() == ".tsv" else ","), "."
         else:
             with (opener or open)(path, "rt", encoding="utf-8", errors="replace") as f:
-                sep, decimal = csv_dialect(f.read(65536))
+                sample = f.read(65536)
+            sep, decimal = csv_dialect(sample)
         frame = pd.read_csv(path, na_values=["?"], skipinitialspace=True, sep=sep, decimal=decimal)
-        header = pd.read_csv(path, header=None, nrows=1, dtype=str, skipinitialspace=True, sep=sep).iloc[0]
+        header = _header(path, sample, sep)
     except UnicodeDecodeError as e:
         raise InputDataError(f"cannot read CSV file {path}: it is not UTF-8 text (byte {e.object[e.start]:#04x} at "
                              f"position {e.start}); is it a CSV file?") from e
@@ -204,6 +208,14 @@ def _read_csv(path: Path) -> Table:
         logger.warning("%s: the header names %s more than once; read %s", path, ", ".join(map(repr, twice[:5])),
                        ", ".join(renamed[:5]) + (" and more" if len(renamed) > 5 else ""))
     return Table(frame)
+
+
+def _header(path: Path, sample: str, sep: str) -> pd.Series:
+    """The header's names as written (before pandas renames repeated ones): from the
+    sniffed sample when it holds the whole first line, else from the file's first row."""
+    if "\n" in sample:
+        return pd.Series(next(csv.reader(io.StringIO(sample), delimiter=sep, skipinitialspace=True)))
+    return pd.read_csv(path, header=None, nrows=1, dtype=str, skipinitialspace=True, sep=sep).iloc[0]
 
 
 #: What a truncated or corrupt compressed file raises besides OSError (gzip and bz2's).
