@@ -40,8 +40,11 @@ from metabo.optimizer.history import TrialRecord
 
 logger = logging.getLogger(__name__)
 
-#: the default ceiling of models kept in the library (the best by value)
-MAX_MODELS = 100
+#: the default ceiling of models kept in the library (the best by value): auto-sklearn's
+#: ``ensemble_nbest`` (50; Feurer et al. 2015, sec. 3.2 selects among the best models
+#: only). Every greedy step of the guard's 120 selections scores every model of its bag,
+#: so the ceiling bounds the seconds an answer takes after a long search.
+MAX_MODELS = 50
 #: the default size limit of each bag's selection (draws with replacement)
 ENSEMBLE_SIZE = 50
 

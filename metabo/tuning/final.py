@@ -34,6 +34,13 @@ logger = logging.getLogger(__name__)
 ENSEMBLE_RESERVE = 5
 
 
+#: the guard's answer on a library is predicted from its last measured answer, linearly in
+#: the models, times this margin (:func:`metabo.tuning.tune.tune`'s reserve)
+GUARD_MARGIN = 1.25
+#: ... and measured again once the library has grown this many times since
+GUARD_REMEASURE = 4
+
+
 #: successive halving's promotions may take at most this share of a time budget
 HALVING_SHARE = 0.5
 

@@ -90,6 +90,8 @@ from metabo.strategies import Strategy, selection_model
 from metabo.strategies.names import AUTO
 from metabo.tuning.final import (
     ENSEMBLE_RESERVE,
+    GUARD_MARGIN,
+    GUARD_REMEASURE,
     _ensemble_model,
     _halving_reserve,
     _library,
@@ -376,12 +378,14 @@ def tune(
     decided: dict[tuple[int, int], EnsembleChoice | None] = {}
     # (seconds, library size) of the guard's last answer: its selections score every model at
     # every greedy step, so an answer on a larger library is predicted as the last one's
-    # seconds times (size / its size) ** 1.5 (linear in the models, with a margin)
+    # seconds times GUARD_MARGIN * size / its size (linear in the models); it is measured
+    # again once the library has grown GUARD_REMEASURE times, since a small library's
+    # answer is mostly fixed costs and would overstate a large one's
     asked: list[tuple[float, int]] = []
 
     def guard_seconds(size: int) -> float:
         """The guard's predicted seconds on a library of ``size`` models (0 before it is measured)."""
-        return asked[0][0] * (size / asked[0][1]) ** 1.5 if asked else 0.0
+        return asked[0][0] * GUARD_MARGIN * max(size / asked[0][1], 1.0) if asked else 0.0
 
     def ask_guard(key: tuple[int, int]) -> None:
         assert library is not None
@@ -395,8 +399,9 @@ def tune(
             return final_fit_seconds(record, train_rows=train_rows, final_rows=refit_rows, fits=fits, scaling=scaling)
 
         def reserve() -> float:
-            """The scored fit of the best trial, its fit on every row when one is made, and
-            the fits of an ensemble's other members (at most ENSEMBLE_RESERVE in all). When
+            """The scored fit of the best trial, its fit on every row when one is made, the
+            guard's answer after the search (on a library one model larger than now), and the
+            fits of an ensemble's other members (at most ENSEMBLE_RESERVE in all). When
             the runners-up's fits would stop the search, the guard is asked whether there
             will be an ensemble (its answer kept until the library or the best trial
             changes) and its members' fits reserved, or none: a search whose ensemble would
@@ -413,8 +418,9 @@ def tune(
             if library is None or best is None or len(library) < 2:
                 return own
             key = (len(library), best.number)
-            if not asked:
+            if not asked or len(library) >= GUARD_REMEASURE * asked[0][1]:
                 ask_guard(key)
+            own += guard_seconds(len(library) + 1)  # its answer after the search: reserved, not hoped for
             runners_up = sorted((r for r in opt.history.completed if r.ok and r.number != best.number),
                                 key=lambda r: (r.value, r.number))[:ENSEMBLE_RESERVE - 1]
             likely = own + sum(scored_fit(r) for r in runners_up)

@@ -13,6 +13,7 @@ from metabo.evaluation.metrics import (
     align_proba,
     balanced_error_rate,
     error_rate,
+    first_argmax,
     get_metric,
     log_loss,
     one_minus_auc,
@@ -153,3 +154,11 @@ def test_log_loss_refuses_what_scikit_learn_refuses():
         log_loss(np.array([0, 1]), np.array([[1.5, -0.5], [0.5, 0.5]]))
     with pytest.raises(InputDataError, match="one length"):
         error_rate(np.array([0, 1, 1]), y_pred=np.array([0, 1]))
+
+
+@pytest.mark.parametrize("K", [1, 2, 3, 6, 16, 17, 30])
+def test_first_argmax_is_numpys_argmax_ties_included(K):
+    """Values on a coarse grid make ties common: the first maximum wins, as numpy's."""
+    a = np.round(np.random.default_rng(K).uniform(size=(7, 50, K)), 1)
+    assert np.array_equal(first_argmax(a), a.argmax(axis=-1))
+    assert np.array_equal(first_argmax(a[0]), a[0].argmax(axis=-1))
