@@ -43,10 +43,21 @@ def _hist_gradient_boosting(p: Mapping[str, Any], seed: int | None) -> Any:
     return HistGradientBoostingClassifier(**p, early_stopping=False, random_state=seed)
 
 
+#: LightGBM's bound on a leaf's Newton step ``-G/H`` (``max_delta_step``; the output is
+#: this times the learning rate at most). LightGBM's default (none, with
+#: ``min_sum_hessian_in_leaf`` 1e-3) lets a leaf of near-pure rows, whose hessian sum is near
+#: zero, take a step of thousands of logits; at learning rates above about 0.3 a multi-class
+#: fit then diverges (training error .3-.4 where its neighbours fit every row). A sound step
+#: is a few logits, so the bound binds only on those leaves (XGBoost's ``min_child_weight``
+#: 1 guards the same way).
+LIGHTGBM_MAX_DELTA_STEP = 10.0
+
+
 def _lightgbm(p: Mapping[str, Any], seed: int | None) -> Any:
     from lightgbm import LGBMClassifier
 
-    return LGBMClassifier(**p, subsample_freq=1, n_jobs=1, random_state=seed, verbose=-1)
+    return LGBMClassifier(**{"max_delta_step": LIGHTGBM_MAX_DELTA_STEP, **p}, subsample_freq=1, n_jobs=1,
+                          random_state=seed, verbose=-1)
 
 
 def _mlp(p: Mapping[str, Any], seed: int | None) -> Any:
