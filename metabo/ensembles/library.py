@@ -6,7 +6,7 @@ Every successful trial of a search whose splits are fixed (the k-fold cross-vali
 the out-of-fold rows of the folds, or the validation part
 (:func:`~metabo.ensembles.search.selection_rows`). :class:`OutOfFoldLibrary` keeps those
 probabilities as the trials are told, at most ``max_models`` of them (the best by the
-trial's value; float32, so 3,000 rows x 3 classes x 100 models is 3.6 MB), so choosing an
+trial's value; float32, so 3,000 rows x 3 classes x 50 models is 1.8 MB), so choosing an
 ensemble afterwards costs no refit.
 
 :meth:`OutOfFoldLibrary.choose` is auto-sklearn's design (Feurer et al. 2015, sec. 3.2:
