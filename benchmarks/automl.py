@@ -233,7 +233,7 @@ def parse_metabo_log(log: str) -> dict[str, Any]:
     tune``'s output (``session S: N trials on D (STRATEGY, seed K)``, ``...; first model
     after X s``, ``model: the ensemble of N members ...`` or ``model: the selection ...``)."""
     out: dict[str, Any] = {"trials": None, "strategy": None, "first_model": None, "members": None}
-    for line in log.splitlines():
+    for line in log.replace("\r", "\n").splitlines():  # a progress bar's last frame may share the line
         if line.startswith("model: the ensemble of "):
             out["members"] = int(line.split("model: the ensemble of ", 1)[1].split()[0])
         elif line.startswith("model: the selection "):

@@ -110,6 +110,8 @@ def test_metabo_logs_and_error_rates_are_read_back(tmp_path):
     assert automl.parse_metabo_log(log) == {"trials": 142, "strategy": "warm", "first_model": 1.8, "members": None}
     assert automl.parse_metabo_log(log + "model: the ensemble of 7 members fitted on every row\n")["members"] == 7
     assert automl.parse_metabo_log(log + "model: the selection fitted on every row\n")["members"] == 1
+    barred = log.replace("session abc: 142", "trials: 142trial [00:29, 4.8trial/s]\rsession abc: 142")
+    assert automl.parse_metabo_log(barred)["trials"] == 142  # the progress bar's last frame on the same line
     assert automl.parse_metabo_log("Traceback ...") == {"trials": None, "strategy": None, "first_model": None,
                                                         "members": None}
     (tmp_path / "p.csv").write_text("prediction\n1\n2\n01\n")
