@@ -261,6 +261,19 @@ def test_the_deadline_ends_a_library_that_turns_its_alarm_into_an_error_of_its_o
             raise ValueError("a failure of the work itself")
 
 
+def _slow_guard(monkeypatch, *, seconds_per_model: float) -> None:
+    """Make the ensemble guard take ``seconds_per_model`` per model of its library."""
+    from metabo.ensembles.library import OutOfFoldLibrary
+
+    real = OutOfFoldLibrary.choose
+
+    def slow_choose(self, single):
+        time.sleep(seconds_per_model * len(self))
+        return real(self, single)
+
+    monkeypatch.setattr(OutOfFoldLibrary, "choose", slow_choose)
+
+
 @pytest.mark.slow
 def test_a_slow_ensemble_guard_is_not_asked_where_it_would_run_past_the_budget(iris_frame, monkeypatch):
     """The reserve asks the ensemble guard whether to keep time for an ensemble's members
@@ -268,15 +281,7 @@ def test_a_slow_ensemble_guard_is_not_asked_where_it_would_run_past_the_budget(i
     selections took seconds there and ran past the budget (penbased at 120 s: no model).
     With a guard whose seconds grow with the library, the search still ends in time and the
     model is fitted within the budget."""
-    from metabo.ensembles.library import OutOfFoldLibrary
-
-    real = OutOfFoldLibrary.choose
-
-    def slow_choose(self, single):
-        time.sleep(0.15 * len(self))
-        return real(self, single)
-
-    monkeypatch.setattr(OutOfFoldLibrary, "choose", slow_choose)
+    _slow_guard(monkeypatch, seconds_per_model=0.15)
     space = default_cash_space(["decision_tree", "knn"])
     result = tune(iris_frame, target="target", time_budget=8.0, space=space, strategy="random", seed=0,
                   opening=False)
@@ -290,15 +295,7 @@ def test_the_search_leaves_time_for_the_guards_answer_after_it(iris_frame, monke
     whose seconds grow with the library, a search under a time budget ends in time for it
     (before, the search spent the budget and `tune` said "no time was left to choose an
     ensemble" on 93 of 96 runs of reports/automl-v10), and within the budget."""
-    from metabo.ensembles.library import OutOfFoldLibrary
-
-    real = OutOfFoldLibrary.choose
-
-    def slow_choose(self, single):
-        time.sleep(0.02 * len(self))
-        return real(self, single)
-
-    monkeypatch.setattr(OutOfFoldLibrary, "choose", slow_choose)
+    _slow_guard(monkeypatch, seconds_per_model=0.02)
     space = default_cash_space(["decision_tree", "knn"])
     result = tune(iris_frame, target="target", time_budget=8.0, space=space, strategy="random", seed=0,
                   opening=False)
