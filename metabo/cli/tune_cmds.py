@@ -268,6 +268,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
                     n_jobs=args.n_jobs, backend=args.backend, scheduler=args.scheduler, max_train=args.max_train,
                     on_strategy=started, final_rows=args.final_rows, cv=parse_cv(args.cv), ensemble=args.ensemble,
                     halving=args.halving, opening=None if args.opening == "auto" else False,
+                    save_model=args.save_model, trusted=args.trusted,
                     **({} if args.ensemble_size is None else {"ensemble_size": args.ensemble_size}),
                 )
             finally:
@@ -309,10 +310,10 @@ def cmd_tune(args: argparse.Namespace) -> int:
           f"{time.monotonic() - args.started:.1f} s in all" + ("" if first is None else
                                                              f"; first model after {first:.1f} s"))
     if args.save_model is not None:
-        if result.model is None:
+        if result.model_path is None:
             raise InputDataError("no model to save: no trial succeeded or the final fit failed (see the log)")
-        result.model.save(args.save_model, trusted=args.trusted)
-        print(f"saved the model to {args.save_model} (metabo predict {args.save_model} DATA)")
+        print(f"saved the model to {result.model_path}, written in {result.write_seconds or 0.0:.1f} s "
+              f"(metabo predict {result.model_path} DATA)")
     return 0
 
 
@@ -326,8 +327,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--target", help="the target column of a file")
     p.add_argument("--budget", type=count(), help="number of evaluated configurations (or give --time-budget)")
     p.add_argument("--time-budget", type=seconds(), metavar="SECONDS",
-                   help="wall-clock seconds for the whole command, the final model's fit included: no trial "
-                        "starts without time for it, a trial still running at the end is cut (timeout)")
+                   help="wall-clock seconds for the whole command, the final model's fit and the --save-model "
+                        "file's write included: no trial starts without time for them, a trial still running at "
+                        "the end is cut (timeout)")
     p.add_argument("--halving", choices=("auto", "none"), default="auto",
                    help="auto: on a table whose hold-out trains on 12,000 rows or more, search on 2,000 of them "
                         "and evaluate the best trials again on 3, 9, ... times as many (successive halving); "

@@ -59,6 +59,11 @@ class TimeBudget:
         """Seconds left of the budget (negative once it is spent)."""
         return self.seconds - self.elapsed()
 
+    def less(self, seconds: float) -> TimeBudget:
+        """This budget ending ``seconds`` earlier (the same start; spent already when
+        ``seconds`` is not less than it): the work under it leaves those seconds."""
+        return TimeBudget(max(self.seconds - max(seconds, 0.0), 1e-9), start=self.start, min_trial=self.min_trial)
+
     def trial_limit(self, reserve: float = 0.0) -> float | None:
         """The time limit of a trial started now (what is left after ``reserve`` seconds),
         or None when less than ``min_trial`` would be left."""

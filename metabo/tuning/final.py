@@ -6,7 +6,10 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import os
+import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -39,6 +42,70 @@ ENSEMBLE_RESERVE = 5
 GUARD_MARGIN = 1.25
 #: ... and measured again once the library has grown this many times since
 GUARD_REMEASURE = 4
+
+
+#: a model file's write is predicted from the first one measured in the session, times this
+#: margin (:class:`ModelWriter`)
+WRITE_MARGIN = 1.5
+#: before that measurement (during the search, whose reserve keeps time for the model's
+#: writes): write seconds per second of a member's predicted final fit
+#: (:func:`~metabo.optimizer.budget.final_fit_seconds`, which doubles the fit it expects);
+#: measured by ``scripts/bench_model_write.py``
+WRITE_PRIOR = 0.5
+
+
+@dataclasses.dataclass
+class ModelWriter:
+    """Writes the model file inside the time budget (``tune(save_model=...)``).
+
+    Writing a model (skops walks every object of its fitted pipelines, zips their arrays,
+    audits the types and keeps the checked local copy) takes seconds for an ensemble of
+    forests or boosters, and varies by algorithm from a hundredth to twice the model's fit.
+    So it is measured, not assumed: the selected configuration's scored fit is written as
+    soon as it exists (from then on the file holds a model, whatever the rest of the budget
+    brings), and its seconds per predicted fit second (:func:`final_fit_seconds` of the
+    best trial) price the writes of the larger models that may replace it, the ensemble's
+    members and the fits on every row, times :data:`WRITE_MARGIN`. A model already written
+    is not written again."""
+
+    path: Path
+    trusted: bool = False
+    #: measured write seconds per predicted fit second (None before the first write)
+    rate: float | None = None
+    #: wall-clock seconds spent writing, all writes together
+    seconds: float = 0.0
+    written: EnsembleModel | None = None
+
+    def write(self, model: EnsembleModel) -> float:
+        """Write ``model`` (atomically: :meth:`EnsembleModel.save`) unless it is the one
+        written last; its seconds."""
+        if model is self.written:
+            return 0.0
+        began = time.monotonic()
+        model.save(self.path, trusted=self.trusted)
+        took = time.monotonic() - began
+        self.seconds += took
+        self.written = model
+        return took
+
+    def first(self, model: EnsembleModel, fit_seconds: float) -> None:
+        """Write the first model, whose fit was predicted to take ``fit_seconds``, and
+        measure the rate from it."""
+        self.rate = self.write(model) / max(fit_seconds, 1e-3)
+
+    def predict(self, fit_seconds: float) -> float:
+        """The predicted seconds to write a model predicted to fit in ``fit_seconds``."""
+        return 0.0 if self.rate is None else WRITE_MARGIN * self.rate * fit_seconds
+
+
+def model_writer(path: str | os.PathLike[str] | None, *, trusted: bool) -> ModelWriter | None:
+    """A :class:`ModelWriter` for ``path`` after checking it can be written
+    (:func:`~metabo.ensembles.model.check_model_path`: before any search), or None."""
+    if path is None:
+        return None
+    from metabo.ensembles.model import check_model_path
+
+    return ModelWriter(check_model_path(path, trusted=trusted), trusted)
 
 
 #: successive halving's promotions may take at most this share of a time budget
@@ -123,12 +190,14 @@ def _library(setup: Setup, *, seed: int, metric: str, ensemble_size: int | None,
 
 def _ensemble_model(choice: EnsembleChoice, history: History, setup: Setup, *, seed: int, metric: str,
                     clock: TimeBudget | None, train_rows: int, fits: int, refit_rows: int,
-                    scaling: Callable[[str, float, float], float] | None = None
+                    scaling: Callable[[str, float, float], float] | None = None,
+                    writer: ModelWriter | None = None,
                     ) -> tuple[tuple[EnsembleModel, float | None] | None, str]:
     """The chosen ensemble fitted on training + validation rows and its test ``metric``
     (:func:`~metabo.ensembles.model.refit_test_error`) with a note, or None and why.
     Under a time budget only the members of highest weight whose predicted fits
-    (:func:`~metabo.optimizer.budget.final_fit_seconds`) fit in the time left are fitted,
+    (:func:`~metabo.optimizer.budget.final_fit_seconds`), and writes when a ``writer``
+    will write the model (:meth:`ModelWriter.predict`), fit in the time left are fitted,
     their weights renormalized (the note says so); None when fewer than two fit, when the
     budget runs out during the fit, or when a member's fit fails."""
     from metabo.ensembles.model import refit_test_error
@@ -139,6 +208,8 @@ def _ensemble_model(choice: EnsembleChoice, history: History, setup: Setup, *, s
         left, need, kept = clock.left(), 0.0, {}
         seconds = {k: final_fit_seconds(history[k], train_rows=train_rows, final_rows=refit_rows, fits=fits,
                                         scaling=scaling) for k in weights}
+        if writer is not None:
+            seconds = {k: s + writer.predict(s) for k, s in seconds.items()}
         for k in sorted(weights, key=lambda k: (-weights[k], k)):
             if need + seconds[k] > left:
                 break
@@ -154,8 +225,13 @@ def _ensemble_model(choice: EnsembleChoice, history: History, setup: Setup, *, s
             weights = {k: w / total for k, w in kept.items()}
     numbers = list(weights)
     members = [(history[k].algorithm, dict(history[k].params)) for k in numbers]
+    stop = clock  # a fit that ends by its deadline leaves the time to write it
+    if clock is not None and writer is not None:
+        stop = clock.less(sum(seconds[k] - final_fit_seconds(history[k], train_rows=train_rows,
+                                                             final_rows=refit_rows, fits=fits, scaling=scaling)
+                              for k in numbers) + DEADLINE_GRACE)
     try:
-        with deadline(clock):
+        with deadline(stop):
             model, error = refit_test_error(members, list(weights.values()), choice.combine,  # type: ignore[arg-type]
                                             setup.data, setup.protocol, seed=seed, metric=metric)
     except TimeBudgetExceeded:

@@ -68,9 +68,11 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
@@ -92,12 +94,14 @@ from metabo.tuning.final import (
     ENSEMBLE_RESERVE,
     GUARD_MARGIN,
     GUARD_REMEASURE,
+    WRITE_PRIOR,
     _ensemble_model,
     _halving_reserve,
     _library,
     _promote,
     final_model,
     fit_on_every_row,
+    model_writer,
 )
 from metabo.tuning.registry import resolve_strategy
 from metabo.tuning.session import (
@@ -161,6 +165,9 @@ class TuneResult:
     #: search) and the rungs after it, each with the trials it evaluated and their values;
     #: empty when the table is too small or ``halving="none"``
     rungs: list[Rung] = field(default_factory=list)
+    #: the file ``model`` was written to (``save_model``), and the seconds its writes took
+    model_path: Path | None = None
+    write_seconds: float | None = None
 
     @property
     def algorithm(self) -> str:
@@ -223,6 +230,8 @@ def tune(
     ensemble_size: int | None = None,
     halving: Literal["auto", "none"] = "auto",
     opening: bool | None = None,
+    save_model: str | os.PathLike[str] | None = None,
+    trusted: bool = False,
 ) -> TuneResult:
     """Tune ``dataset`` for ``budget`` trials or ``time_budget`` seconds; return the
     selected configuration and its model.
@@ -282,6 +291,12 @@ def tune(
             are loaded, before the knowledge base is read (module docstring); None
             (default): under a ``time_budget``, on a new session of a CASH space with
             LightGBM.
+        save_model, trusted: write the model to this file before returning, inside the
+            time budget (:class:`~metabo.tuning.final.ModelWriter`: under a budget the
+            selected configuration is written as soon as it is fitted, and the ensemble's
+            members and the fit on every row are kept only when their writes fit too); a
+            skops file, or a joblib pickle with ``trusted`` (:meth:`EnsembleModel.save`). The
+            path is checked before anything runs; ``refit=False`` is refused.
     """
     if final_rows not in ("all", "train+valid"):
         raise InputDataError(f"final_rows must be 'all' or 'train+valid', got {final_rows!r}")
@@ -292,6 +307,9 @@ def tune(
     if ensemble_size is not None and (isinstance(ensemble_size, bool) or not isinstance(ensemble_size, int)
                                       or ensemble_size < 1):
         raise InputDataError(f"ensemble_size must be a positive integer, got {ensemble_size!r}")
+    if save_model is not None and not refit:
+        raise InputDataError("save_model writes the final model: it needs refit=True")
+    writer = model_writer(save_model, trusted=trusted)
     clock = time_budget if isinstance(time_budget, TimeBudget) or time_budget is None else TimeBudget(time_budget)
     check_budget(budget, clock)
     check_limits(time_limit, memory_limit_mb)
@@ -395,8 +413,12 @@ def tune(
         asked[:] = [(time.monotonic() - began, key[0])]
     if clock is not None and refit:
 
+        # a model that will be written: each reserved fit is followed by its write (WRITE_PRIOR)
+        written = 1.0 + (WRITE_PRIOR if writer is not None else 0.0)
+
         def scored_fit(record: TrialRecord | None) -> float:
-            return final_fit_seconds(record, train_rows=train_rows, final_rows=refit_rows, fits=fits, scaling=scaling)
+            return written * final_fit_seconds(record, train_rows=train_rows, final_rows=refit_rows, fits=fits,
+                                               scaling=scaling)
 
         def reserve() -> float:
             """The scored fit of the best trial, its fit on every row when one is made, the
@@ -408,11 +430,12 @@ def tune(
             not be kept is not cut short for it. The guard is first asked as soon as the
             library holds two models (a moment), to measure it; later it is not asked when
             twice its predicted seconds would not leave a trial's time, since near the end
-            of the budget its selections over a large library would run past it."""
+            of the budget its selections over a large library would run past it. Under
+            ``save_model`` every fit is followed by its write (WRITE_PRIOR)."""
             best = opt.history.best()
-            own = scored_fit(best) + (final_fit_seconds(best, train_rows=train_rows,
-                                                        final_rows=setup.data.n_instances, fits=fits,
-                                                        scaling=scaling)
+            own = scored_fit(best) + (written * final_fit_seconds(best, train_rows=train_rows,
+                                                                  final_rows=setup.data.n_instances, fits=fits,
+                                                                  scaling=scaling)
                                       if final_rows == "all" else 0.0)
             own += _halving_reserve(opt.history, setup.rungs, clock.seconds)
             if library is None or best is None or len(library) < 2:
@@ -459,6 +482,7 @@ def tune(
     model, refit_error, refit_seconds = None, None, None
     model_rows: Literal["all", "train+valid"] | None = None
     t0 = time.monotonic()
+    fitted_in = 0.0  # the measured seconds of the model in hand's fit
     if refit and best.ok:  # here, on the dataset in memory
         try:  # the selected configuration first: whatever happens next, a model (a second past the
             # budget rather than none, as a trial cut last gets; the CLI's watchdog allows 3)
@@ -467,8 +491,11 @@ def tune(
         except TimeBudgetExceeded as e:  # the search's results stand, without a model
             logger.warning("no final model: %s", e)
             model, refit_error = None, None
+        fitted_in = time.monotonic() - t0
         if model is not None:
             model_rows = "train+valid"
+            if writer is not None and clock is not None:  # written now, and measured (ModelWriter)
+                writer.first(model, fitted_in)
     if library is not None and best.ok and (model is not None or not refit):
         key = (len(library), best.number)
         try:  # the guard's cross-validated selections take a moment too: after the model above
@@ -482,26 +509,42 @@ def tune(
             ensemble_note = "no time was left to choose an ensemble"
     if refit and best.ok:
         if model is not None and choice is not None and choice.kept == "ensemble":
+            began = time.monotonic()
             fitted, why = _ensemble_model(choice, opt.history, setup, seed=seed, metric=metric, clock=clock,
-                                          train_rows=train_rows, fits=fits, refit_rows=refit_rows, scaling=scaling)
+                                          train_rows=train_rows, fits=fits, refit_rows=refit_rows, scaling=scaling,
+                                          writer=writer)
             if fitted is None:
                 ensemble_note = f"the ensemble was not fitted ({why}): the selected configuration instead"
             else:
                 (model, refit_error), ensemble_note = fitted, why
+                fitted_in = time.monotonic() - began
         if model is not None and final_rows == "all":
+            stop = clock  # ended in time to write the model it makes (or else the model in hand)
+            if clock is not None and writer is not None:
+                grow = max(setup.data.n_instances / max(refit_rows, 1), 1.0)
+                stop = clock.less(writer.predict(fitted_in * grow) + DEADLINE_GRACE)
             try:
-                with deadline(clock):
+                with deadline(stop):
                     deployed = fit_on_every_row(model, setup)
             except TimeBudgetExceeded as e:  # the scored fit is a model too: it is kept
-                logger.warning("the fit on every row was cut (%s); the model is the fit on training + validation "
-                               "rows", e)
+                if stop is clock:
+                    logger.warning("the fit on every row was cut (%s); the model is the fit on training + "
+                                   "validation rows", e)
+                else:
+                    logger.warning("the fit on every row was cut %.1f s before the time budget's end, to leave time "
+                                   "to write the model; the model is the fit on training + validation rows",
+                                   clock.seconds - stop.seconds if clock is not None and stop is not None else 0.0)
                 deployed = None
             if deployed is not None:
                 model, model_rows = deployed, "all"
         refit_seconds = time.monotonic() - t0
+    if writer is not None and model is not None:
+        writer.write(model)
     return TuneResult(opt.session_id, setup.dataset_id, metric, select, best, opt.history, refit_error, name, note,
                       model=model, model_rows=model_rows, trial_end_seconds=ends, started=started,
                       refit_seconds=refit_seconds,
                       total_seconds=time.monotonic() - started,
-                      cv=setup.folds, ensemble=choice, ensemble_note=ensemble_note, rungs=rungs)
+                      cv=setup.folds, ensemble=choice, ensemble_note=ensemble_note, rungs=rungs,
+                      model_path=None if writer is None or writer.written is None else writer.path,
+                      write_seconds=None if writer is None else writer.seconds)
 

@@ -369,3 +369,48 @@ def test_a_fit_on_every_row_that_diverges_keeps_the_scored_fit(monkeypatch, capl
     else:
         assert deployed is not None and deployed is not scored and not caplog.text
         assert deployed.members_ == scored.members_
+
+
+def test_a_budget_less_seconds_ends_that_much_earlier():
+    clock = TimeBudget(10.0, start=time.monotonic() - 4.0)
+    short = clock.less(3.0)
+    assert short.start == clock.start and short.seconds == 7.0
+    assert short.left() == pytest.approx(clock.left() - 3.0, abs=0.05)
+    assert clock.less(50.0).left() < 0 and clock.less(-1.0).seconds == 10.0  # spent; never longer
+
+
+def test_the_model_writer_writes_a_model_once_and_prices_others_by_its_rate(tmp_path, iris_frame, monkeypatch):
+    """ModelWriter: the first write measures seconds per fit second; a larger model's write
+    is predicted as WRITE_MARGIN times that rate times its fit; the model written last is not
+    written again."""
+    from metabo.tuning.final import WRITE_MARGIN, ModelWriter
+
+    calls = []
+    monkeypatch.setattr(EnsembleModel, "save", lambda self, path, trusted=False: (calls.append(path),
+                                                                                  time.sleep(0.2)))
+    writer = ModelWriter(tmp_path / "m.skops")
+    assert writer.predict(10.0) == 0.0  # nothing measured yet
+    model, other = EnsembleModel([("knn", {})]), EnsembleModel([("lda", {})])
+    writer.first(model, 2.0)
+    assert writer.rate == pytest.approx(0.1, rel=0.25) and writer.written is model
+    assert writer.predict(10.0) == pytest.approx(WRITE_MARGIN * writer.rate * 10.0)
+    assert writer.write(model) == 0.0 and len(calls) == 1  # written already
+    assert writer.write(other) >= 0.2 and len(calls) == 2 and writer.written is other
+    assert writer.seconds == pytest.approx(0.4, abs=0.1)
+
+
+def test_tune_writes_the_model_it_returns(tmp_path, iris_frame):
+    """``save_model``: the file tune writes is the model it returns (same predictions), also
+    under a time budget, where the selection is written first and the final model replaces
+    it; a path that cannot be written, or no refit, is refused before anything runs."""
+    space = default_cash_space(["knn", "logistic_regression"])
+    X = iris_frame.drop(columns="target")
+    for i, kw in enumerate(({"budget": 3}, {"time_budget": 6.0, "opening": False})):
+        path = tmp_path / f"m{i}.skops"
+        result = tune(iris_frame, target="target", space=space, strategy="random", seed=1, save_model=path, **kw)
+        assert result.model_path == path and result.write_seconds > 0
+        np.testing.assert_array_equal(EnsembleModel.load(path).predict_proba(X), result.model.predict_proba(X))
+    with pytest.raises(InputDataError, match="refit=True"):
+        tune(iris_frame, target="target", budget=1, space=space, save_model=tmp_path / "x.skops", refit=False)
+    with pytest.raises(InputDataError, match="no folder"):
+        tune(iris_frame, target="target", budget=1, space=space, save_model=tmp_path / "nodir" / "x.skops")

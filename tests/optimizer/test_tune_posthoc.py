@@ -4,6 +4,7 @@ when it beats the selected configuration, that configuration otherwise."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -66,6 +67,37 @@ def test_no_time_for_the_members_keeps_the_selection(kept):
     fitted, why = _ensemble_model(kept.ensemble, kept.history, setup, seed=0, metric="error_rate",
                                   clock=spent, train_rows=364, fits=5, refit_rows=455)
     assert fitted is None and why.startswith(f"its {len(kept.ensemble.weights)} members need about")
+
+
+@pytest.mark.slow
+def test_the_members_writes_are_priced_with_their_fits(kept):
+    """Under a model writer (``tune(save_model=...)``) a member is kept only when its fit
+    and its predicted write (WRITE_MARGIN x the measured rate x its fit) fit in the time
+    left: with time for exactly the two members of highest weight's fits and writes, two
+    are fitted; without the writer, the same time keeps at least three."""
+    from metabo.optimizer.budget import final_fit_seconds
+    from metabo.tuning.final import WRITE_MARGIN, ModelWriter, _ensemble_model
+    from metabo.tuning.session import prepare
+
+    data = load_dataset("sklearn:breast_cancer")
+    setup = prepare(data, kb=None, seed=0)
+    weights = kept.ensemble.weights
+    order = sorted(weights, key=lambda k: (-weights[k], k))
+    assert len(order) >= 3
+    kw = {"train_rows": 364, "fits": 5, "refit_rows": 455}
+    fit = {k: final_fit_seconds(kept.history[k], train_rows=364, final_rows=455, fits=5) for k in order}
+    writer = ModelWriter(Path("unused.skops"), rate=1.0)  # a write takes as long as its fit
+    need = sum(fit[k] * (1 + WRITE_MARGIN) for k in order[:2])
+    left = need + 0.5 * fit[order[2]]  # not enough for the third member's fit and write
+    assert left > sum(fit[k] for k in order[:3])  # enough for its fit alone
+    clock = TimeBudget(left + 60.0, start=time.monotonic() - 60.0)
+    fitted, why = _ensemble_model(kept.ensemble, kept.history, setup, seed=0, metric="error_rate", clock=clock,
+                                  writer=writer, **kw)
+    assert fitted is not None and len(fitted[0].members_) == 2, why
+    assert why.startswith(f"2 of its {len(order)} members")
+    clock = TimeBudget(left + 60.0, start=time.monotonic() - 60.0)
+    fitted, _ = _ensemble_model(kept.ensemble, kept.history, setup, seed=0, metric="error_rate", clock=clock, **kw)
+    assert fitted is not None and len(fitted[0].members_) >= 3
 
 
 def test_bad_ensemble_arguments_are_refused():
