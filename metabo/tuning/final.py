@@ -52,6 +52,9 @@ WRITE_MARGIN = 1.5
 #: (:func:`~metabo.optimizer.budget.final_fit_seconds`, which doubles the fit it expects);
 #: measured by ``scripts/bench_model_write.py``
 WRITE_PRIOR = 0.5
+#: the first write's rate counts its fit as at least this many seconds: a tiny model's write
+#: is mostly the file's fixed costs, which do not grow with a larger model's fit
+WRITE_MIN_FIT = 0.25
 
 
 @dataclasses.dataclass
@@ -60,17 +63,18 @@ class ModelWriter:
 
     Writing a model (skops walks every object of its fitted pipelines, zips their arrays,
     audits the types and keeps the checked local copy) takes seconds for an ensemble of
-    forests or boosters, and varies by algorithm from a hundredth to twice the model's fit.
+    forests or boosters, and varies from a hundredth of the model's fit (an SVM) to several
+    times it (gradient boosting on many classes: scripts/bench_model_write.py).
     So it is measured, not assumed: the selected configuration's scored fit is written as
     soon as it exists (from then on the file holds a model, whatever the rest of the budget
-    brings), and its seconds per predicted fit second (:func:`final_fit_seconds` of the
-    best trial) price the writes of the larger models that may replace it, the ensemble's
-    members and the fits on every row, times :data:`WRITE_MARGIN`. A model already written
-    is not written again."""
+    brings), and its seconds per second of its fit price the writes of the larger models that
+    may replace it, the ensemble's members (on their predicted fits) and the fit on every row
+    (on the measured fit grown to every row), times :data:`WRITE_MARGIN`. A model already
+    written is not written again."""
 
     path: Path
     trusted: bool = False
-    #: measured write seconds per predicted fit second (None before the first write)
+    #: measured write seconds per fit second (None before the first write)
     rate: float | None = None
     #: wall-clock seconds spent writing, all writes together
     seconds: float = 0.0
@@ -89,9 +93,9 @@ class ModelWriter:
         return took
 
     def first(self, model: EnsembleModel, fit_seconds: float) -> None:
-        """Write the first model, whose fit was predicted to take ``fit_seconds``, and
-        measure the rate from it."""
-        self.rate = self.write(model) / max(fit_seconds, 1e-3)
+        """Write the first model, whose fit took ``fit_seconds`` (at least
+        :data:`WRITE_MIN_FIT`), and measure the rate from it."""
+        self.rate = self.write(model) / max(fit_seconds, WRITE_MIN_FIT)
 
     def predict(self, fit_seconds: float) -> float:
         """The predicted seconds to write a model predicted to fit in ``fit_seconds``."""

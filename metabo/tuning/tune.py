@@ -519,21 +519,23 @@ def tune(
                 (model, refit_error), ensemble_note = fitted, why
                 fitted_in = time.monotonic() - began
         if model is not None and final_rows == "all":
-            stop = clock  # ended in time to write the model it makes (or else the model in hand)
-            if clock is not None and writer is not None:
-                grow = max(setup.data.n_instances / max(refit_rows, 1), 1.0)
-                stop = clock.less(writer.predict(fitted_in * grow) + DEADLINE_GRACE)
+            # ended in time to write the model it makes (or else the model in hand); not started
+            # when the scored fit's measured seconds, grown to every row, would not end by then
+            # (a compiled fit is cut only when it returns to Python)
+            grow = max(setup.data.n_instances / max(refit_rows, 1), 1.0)
+            stop, grace, early = clock, DEADLINE_GRACE, ""
+            if clock is not None and writer is not None:  # cut when only the write's time is left
+                stop, grace = clock.less(writer.predict(fitted_in * grow)), 0.0
+                early = f" ({clock.seconds - stop.seconds:.1f} s before the budget's end, for the model's write)"
             try:
-                with deadline(stop):
+                if stop is not None and stop.left() < fitted_in * grow:
+                    raise TimeBudgetExceeded(f"not started: it would take about {fitted_in * grow:.1f} s, "
+                                             f"{max(stop.left(), 0.0):.1f} s were left{early}")
+                with deadline(stop, grace=grace):
                     deployed = fit_on_every_row(model, setup)
             except TimeBudgetExceeded as e:  # the scored fit is a model too: it is kept
-                if stop is clock:
-                    logger.warning("the fit on every row was cut (%s); the model is the fit on training + "
-                                   "validation rows", e)
-                else:
-                    logger.warning("the fit on every row was cut %.1f s before the time budget's end, to leave time "
-                                   "to write the model; the model is the fit on training + validation rows",
-                                   clock.seconds - stop.seconds if clock is not None and stop is not None else 0.0)
+                why = str(e) if str(e).startswith("not started") else f"cut by the time budget{early}"
+                logger.warning("the fit on every row: %s; the model is the fit on training + validation rows", why)
                 deployed = None
             if deployed is not None:
                 model, model_rows = deployed, "all"

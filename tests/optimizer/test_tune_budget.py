@@ -383,7 +383,7 @@ def test_the_model_writer_writes_a_model_once_and_prices_others_by_its_rate(tmp_
     """ModelWriter: the first write measures seconds per fit second; a larger model's write
     is predicted as WRITE_MARGIN times that rate times its fit; the model written last is not
     written again."""
-    from metabo.tuning.final import WRITE_MARGIN, ModelWriter
+    from metabo.tuning.final import WRITE_MARGIN, WRITE_MIN_FIT, ModelWriter
 
     calls = []
     monkeypatch.setattr(EnsembleModel, "save", lambda self, path, trusted=False: (calls.append(path),
@@ -397,6 +397,9 @@ def test_the_model_writer_writes_a_model_once_and_prices_others_by_its_rate(tmp_
     assert writer.write(model) == 0.0 and len(calls) == 1  # written already
     assert writer.write(other) >= 0.2 and len(calls) == 2 and writer.written is other
     assert writer.seconds == pytest.approx(0.4, abs=0.1)
+    tiny = ModelWriter(tmp_path / "t.skops")
+    tiny.first(model, 0.001)  # a tiny model's write is fixed costs: its fit counts as WRITE_MIN_FIT
+    assert tiny.rate == pytest.approx(0.2 / WRITE_MIN_FIT, rel=0.25)
 
 
 def test_tune_writes_the_model_it_returns(tmp_path, iris_frame):
