@@ -49,9 +49,12 @@ GUARD_REMEASURE = 4
 WRITE_MARGIN = 1.5
 #: before that measurement (during the search, whose reserve keeps time for the model's
 #: writes): write seconds per second of a member's predicted final fit
-#: (:func:`~metabo.optimizer.budget.final_fit_seconds`, which doubles the fit it expects);
-#: measured by ``scripts/bench_model_write.py``
-WRITE_PRIOR = 0.5
+#: (:func:`~metabo.optimizer.budget.final_fit_seconds`, which doubles the fit it expects).
+#: Over the default space's members that fit in more than half a second, writes take a
+#: tenth of the fits in sum (``scripts/bench_model_write.py``): a fifth of the fit, twice
+#: that, keeps the search from stopping early for writes the final stage, which measures
+#: them, can still price
+WRITE_PRIOR = 0.1
 #: the first write's rate counts its fit as at least this many seconds: a tiny model's write
 #: is mostly the file's fixed costs, which do not grow with a larger model's fit
 WRITE_MIN_FIT = 0.25
