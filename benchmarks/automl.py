@@ -28,6 +28,9 @@ Tools (:data:`TOOLS`):
   never the post-hoc ensemble).
 - ``metabo-no-opening``: the default with ``--opening none`` (no opening LightGBM: the
   strategy's first pick is the first trial).
+- ``metabo-baseline``: the default run from another checkout of the repository (``baseline``,
+  first on ``PYTHONPATH``): a change measured against the code before it in the same run,
+  on the same cells and clock.
 - ``flaml``: ``AutoML.fit(time_budget=T, starting_points="data", n_jobs=1)``, FLAML's
   zero-shot (meta-learned) start, in its own virtual environment: its pins differ from
   this project's (``scripts/automl_runners/flaml_runner.py``).
@@ -77,8 +80,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-TOOLS = ("metabo", "metabo-gp", "metabo-gp-single", "metabo-single", "metabo-no-opening", "flaml", "autogluon",
-         "autogluon-best", "optuna")
+TOOLS = ("metabo", "metabo-gp", "metabo-gp-single", "metabo-single", "metabo-no-opening", "metabo-baseline", "flaml",
+         "autogluon", "autogluon-best", "optuna")
+#: the tools that run ``metabo tune``
+METABO_TOOLS = ("metabo", "metabo-gp", "metabo-gp-single", "metabo-single", "metabo-no-opening", "metabo-baseline")
 #: The tools that run in a virtual environment of their own: what pip installs there (FLAML's
 #: zero-shot start imports ``packaging``, which flaml[automl] does not require) and the
 #: import that says it is installed.
@@ -103,13 +108,14 @@ _DATASET_COLUMNS = {"meta_features": "dataset_id", "sessions": "dataset_id", "su
                     "datasets": "dataset_id"}
 
 
-def one_thread_env() -> dict[str, str]:
+def one_thread_env(first: str | os.PathLike[str] | None = None) -> dict[str, str]:
     """This process's environment with every BLAS / OpenMP pool limited to one thread,
     and the folder of the ``metabo`` package this process runs first on ``PYTHONPATH``, so
     that a tool run (``python -m metabo.cli.main``, started in its own work folder) runs the
     same code as the benchmark, a frozen copy say, whatever is installed or edited elsewhere.
     The folder of this ``benchmarks`` package (the repository's root: not installed) comes
-    next, for the runners that import it (``scripts/automl_runners/optuna_runner.py``)."""
+    next, for the runners that import it (``scripts/automl_runners/optuna_runner.py``).
+    ``first``: a checkout whose ``metabo`` comes before both (``metabo-baseline``)."""
     import metabo
 
     env = dict(os.environ)
@@ -118,7 +124,7 @@ def one_thread_env() -> dict[str, str]:
         env[key] = "1"
     roots = list(dict.fromkeys(str(Path(f).resolve().parents[1]) for f in (metabo.__file__, __file__)))
     rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p not in roots]
-    env["PYTHONPATH"] = os.pathsep.join([*roots, *rest])
+    env["PYTHONPATH"] = os.pathsep.join([*([os.path.abspath(first)] if first is not None else []), *roots, *rest])
     return env
 
 
@@ -178,18 +184,20 @@ def write_cell(dataset: Dataset, seed: int, folder: Path) -> np.ndarray:
 
 
 # ----------------------------------------------------------------- one tool run
-def _run(cmd: Sequence[str], *, timeout: float, cwd: Path) -> tuple[float, int, str, float | None]:
+def _run(cmd: Sequence[str], *, timeout: float, cwd: Path, first: str | os.PathLike[str] | None = None
+         ) -> tuple[float, int, str, float | None]:
     """(seconds, return code, tail of stdout + stderr, peak resident megabytes) of ``cmd``
     on one thread, in the folder ``cwd`` (``python -m`` puts it first on the path: never
     the folder the benchmark was started from). It runs under :data:`PEAK_MEMORY` (the
     largest process of its tree that was waited for) in a process group of its own; a
     command still running after ``timeout`` seconds is killed with its whole group (code
-    -9, no peak)."""
+    -9, no peak). ``first``: see :func:`one_thread_env`."""
     import signal
 
     start = time.monotonic()
     proc = subprocess.Popen([sys.executable, "-c", PEAK_MEMORY, *cmd], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=one_thread_env(), cwd=cwd, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, env=one_thread_env(first), cwd=cwd,
+                            start_new_session=True)
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -258,23 +266,28 @@ def _json_line(log: str) -> dict[str, Any]:
 
 
 def run_tool(tool: str, train: Path, test: Path, work: Path, *, budget: float, seed: int, kb: Path | None,
-             peer_python: Mapping[str, str] | None = None) -> dict[str, Any]:
+             peer_python: Mapping[str, str] | None = None, baseline: str | os.PathLike[str] | None = None
+             ) -> dict[str, Any]:
     """Run ``tool`` on ``train`` (target column :data:`TARGET`) for ``budget`` seconds,
     its predictions for ``test`` written to ``work/pred.csv``. Returns ``seconds`` (the
     whole tuning command), ``code`` (0 when it succeeded), ``trials``,
     ``first_model`` (seconds, where the tool reports it), ``predict_seconds``,
     ``version`` and the log's tail when it failed. ``kb`` is the held-out knowledge base
     of the metabo tools, which write their session to it; ``peer_python``: the python of
-    each :data:`PEERS` tool's virtual environment."""
+    each :data:`PEERS` tool's virtual environment; ``baseline``: the checkout ``metabo-baseline``
+    runs."""
     # absolute paths: each tool runs in ``work`` (abspath, not resolve: a venv's python is a symlink)
     train, test, work = (Path(os.path.abspath(p)) for p in (train, test, work))
     kb = None if kb is None else Path(os.path.abspath(kb))
     pred = work / "pred.csv"
     hard = 3 * budget + 60  # a hung tool is killed; its run counts as failed and overrun
     info: dict[str, Any] = {"trials": None, "first_model": None, "predict_seconds": None, "version": None}
-    if tool in ("metabo", "metabo-gp", "metabo-gp-single", "metabo-single", "metabo-no-opening"):
+    if tool in METABO_TOOLS:
         if kb is None:
             raise InputDataError(f"{tool} needs the held-out knowledge base (kb=)")
+        if tool == "metabo-baseline" and baseline is None:
+            raise InputDataError("metabo-baseline needs the checkout it runs (baseline=, --baseline-src)")
+        first = baseline if tool == "metabo-baseline" else None
         model = work / "model.skops"
         cmd = [sys.executable, "-m", "metabo.cli.main", "tune", str(train), "--target", TARGET, "--time-budget",
                str(budget), "--save-model", str(model), "--kb", str(kb), "--seed", str(seed)]
@@ -284,12 +297,12 @@ def run_tool(tool: str, train: Path, test: Path, work: Path, *, budget: float, s
             cmd += ["--ensemble", "none"]
         if tool == "metabo-no-opening":
             cmd += ["--opening", "none"]
-        seconds, code, log, peak = _run(cmd, timeout=hard, cwd=work)
+        seconds, code, log, peak = _run(cmd, timeout=hard, cwd=work, first=first)
         info.update(parse_metabo_log(log), version=_version("metabo"))
         if code == 0:
             info["predict_seconds"], pcode, plog, _ = _run(
                 [sys.executable, "-m", "metabo.cli.main", "predict", str(model), str(test), "--out", str(pred)],
-                timeout=600, cwd=work)
+                timeout=600, cwd=work, first=first)
             if pcode != 0:
                 code, log = pcode, plog
     elif tool in (*PEER_TOOLS, "optuna"):

@@ -142,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
             own_kb, removed = work / "kb.duckdb", held[task][1]
             shutil.copyfile(held[task][0], own_kb)
         res = automl.run_tool(tool, cell / "train.csv", cell / "test.csv", work, budget=budget, seed=seed,
-                              kb=own_kb, peer_python=pythons)
+                              kb=own_kb, peer_python=pythons, baseline=args.baseline_src)
         row = {"dataset": job["dataset"], "seed": seed, "budget": budget, "tool": tool,
                "test_error": automl.error_rate(work / "pred.csv", cells[task, seed]),
                "balanced_error": automl.balanced_error_rate(work / "pred.csv", cells[task, seed]), "held_out": removed,
@@ -194,7 +194,9 @@ def main() -> int:
                    "its tasks are)")
     p.add_argument("--seeds", type=int, default=2)
     p.add_argument("--budgets", type=float, nargs="+", default=[30.0, 120.0], help="seconds per tool run")
-    p.add_argument("--tools", default=",".join(automl.TOOLS))
+    p.add_argument("--tools", default=",".join(t for t in automl.TOOLS if t != "metabo-baseline"))
+    p.add_argument("--baseline-src", help="the checkout of the repository metabo-baseline runs (a change "
+                   "against the code before it, in the same run)")
     p.add_argument("--parallel", type=int, default=2, help="tool runs at once (each on one core)")
     for tool in automl.PEERS:
         p.add_argument(f"--{tool}-venv", default=str(cache_dir(f"venv-{tool}")),

@@ -228,6 +228,13 @@ def test_tool_runs_import_the_code_the_benchmark_runs(tmp_path):
                            "print(benchmarks.__file__)"], capture_output=True, text=True, env=env, cwd=tmp_path,
                           check=True)
     assert done.stdout.split() == [metabo.__file__, benchmarks.__file__]
+    # metabo-baseline: another checkout's metabo comes first
+    other = tmp_path / "checkout"
+    (other / "metabo").mkdir(parents=True)
+    (other / "metabo" / "__init__.py").write_text("")
+    done = subprocess.run([sys.executable, "-c", "import metabo; print(metabo.__file__)"], capture_output=True,
+                          text=True, env=one_thread_env(other), cwd=tmp_path, check=True)
+    assert done.stdout.strip() == str(other / "metabo" / "__init__.py")
 
 
 def test_the_plot_is_drawn_while_a_budget_has_no_cell_every_tool_finished(tmp_path):
@@ -296,19 +303,23 @@ def test_each_peer_runs_its_runner_in_its_own_environment(tmp_path):
 @pytest.mark.parametrize("tool, extra", [("metabo", []), ("metabo-gp", ["--strategy", "gp"]),
                                          ("metabo-single", ["--ensemble", "none"]),
                                          ("metabo-gp-single", ["--strategy", "gp", "--ensemble", "none"]),
-                                         ("metabo-no-opening", ["--opening", "none"])])
+                                         ("metabo-no-opening", ["--opening", "none"]),
+                                         ("metabo-baseline", [])])
 def test_each_metabo_tool_is_tune_with_its_own_options(tool, extra, tmp_path, monkeypatch):
     from benchmarks import automl
 
-    seen = []
+    seen, firsts = [], []
 
-    def fake_run(cmd, *, timeout, cwd):  # noqa: ANN001, ANN202 - the command, not a run
+    def fake_run(cmd, *, timeout, cwd, first=None):  # noqa: ANN001, ANN202 - the command, not a run
         seen.append(list(cmd))
+        firsts.append(first)
         return 1.0, 1, "", None
 
     monkeypatch.setattr(automl, "_run", fake_run)
+    baseline = tmp_path / "before"
     automl.run_tool(tool, tmp_path / "train.csv", tmp_path / "test.csv", tmp_path, budget=30, seed=1,
-                    kb=tmp_path / "kb.duckdb")
+                    kb=tmp_path / "kb.duckdb", baseline=baseline)
+    assert firsts == [baseline if tool == "metabo-baseline" else None]  # the other checkout, for it alone
     cmd = seen[0]
     assert cmd[cmd.index("tune") - 1:][:2] == ["metabo.cli.main", "tune"]
     tail = cmd[cmd.index("--seed") + 2:]
