@@ -47,17 +47,12 @@ GUARD_REMEASURE = 4
 #: a model file's write is predicted from the first one measured in the session, times this
 #: margin (:class:`ModelWriter`)
 WRITE_MARGIN = 1.5
-#: before that measurement (during the search, whose reserve keeps time for the model's
-#: writes): write seconds per second of a member's predicted final fit
-#: (:func:`~metabo.optimizer.budget.final_fit_seconds`, which doubles the fit it expects).
-#: Over the default space's members that fit in more than half a second, writes take a
-#: tenth of the fits in sum (``scripts/bench_model_write.py``): a fifth of the fit, twice
-#: that, keeps the search from stopping early for writes the final stage, which measures
-#: them, can still price
-WRITE_PRIOR = 0.1
-#: the first write's rate counts its fit as at least this many seconds: a tiny model's write
-#: is mostly the file's fixed costs, which do not grow with a larger model's fit
-WRITE_MIN_FIT = 0.25
+#: write seconds per second of a member's fit: over the default space's members that fit in
+#: more than half a second, writes take a tenth of the fits in sum
+#: (``scripts/bench_model_write.py``). The search's reserve counts it on each reserved fit
+#: (predicted by :func:`~metabo.optimizer.budget.final_fit_seconds`, which doubles the fit
+#: it expects), before any write is measured
+WRITE_PER_FIT = 0.1
 
 
 @dataclasses.dataclass
@@ -66,19 +61,20 @@ class ModelWriter:
 
     Writing a model (skops walks every object of its fitted pipelines, zips their arrays,
     audits the types and keeps the checked local copy) takes seconds for an ensemble of
-    forests or boosters, and varies from a hundredth of the model's fit (an SVM) to several
-    times it (gradient boosting on many classes: scripts/bench_model_write.py).
-    So it is measured, not assumed: the selected configuration's scored fit is written as
-    soon as it exists (from then on the file holds a model, whatever the rest of the budget
-    brings), and its seconds per second of its fit price the writes of the larger models that
-    may replace it, the ensemble's members (on their predicted fits) and the fit on every row
-    (on the measured fit grown to every row), times :data:`WRITE_MARGIN`. A model already
-    written is not written again."""
+    forests or boosters. A write is modelled as a cost per member (the pipeline's objects,
+    the file's fixed costs) plus :data:`WRITE_PER_FIT` per second of the members' fits (the
+    trees they grew); the first term dominates small tables, and varies with the algorithm
+    (gradient boosting on many classes writes several times its fit). So it is measured:
+    the selected configuration's scored fit is written as soon as it exists (from then on
+    the file holds a model, whatever the rest of the budget brings), and what its write took
+    beyond :data:`WRITE_PER_FIT` of its fit is the cost per member that prices the writes of
+    the larger models that may replace it: the ensemble's members and the fit on every row,
+    times :data:`WRITE_MARGIN`. A model already written is not written again."""
 
     path: Path
     trusted: bool = False
-    #: measured write seconds per fit second (None before the first write)
-    rate: float | None = None
+    #: measured write seconds per member, beyond WRITE_PER_FIT of its fit (None before the first write)
+    per_member: float | None = None
     #: wall-clock seconds spent writing, all writes together
     seconds: float = 0.0
     written: EnsembleModel | None = None
@@ -96,13 +92,17 @@ class ModelWriter:
         return took
 
     def first(self, model: EnsembleModel, fit_seconds: float) -> None:
-        """Write the first model, whose fit took ``fit_seconds`` (at least
-        :data:`WRITE_MIN_FIT`), and measure the rate from it."""
-        self.rate = self.write(model) / max(fit_seconds, WRITE_MIN_FIT)
+        """Write the first model, whose fit took ``fit_seconds``, and measure the cost per
+        member from it."""
+        took = self.write(model)
+        self.per_member = max(took - WRITE_PER_FIT * fit_seconds, 0.0) / max(len(model.members), 1)
 
-    def predict(self, fit_seconds: float) -> float:
-        """The predicted seconds to write a model predicted to fit in ``fit_seconds``."""
-        return 0.0 if self.rate is None else WRITE_MARGIN * self.rate * fit_seconds
+    def predict(self, fit_seconds: float, members: int = 1) -> float:
+        """The predicted seconds to write a model of ``members`` members whose fits take
+        ``fit_seconds`` together (0 before the first write)."""
+        if self.per_member is None:
+            return 0.0
+        return WRITE_MARGIN * (members * self.per_member + WRITE_PER_FIT * fit_seconds)
 
 
 def model_writer(path: str | os.PathLike[str] | None, *, trusted: bool) -> ModelWriter | None:

@@ -36,7 +36,8 @@ saw).
 ``budget`` counts completed trials of the session: continuing a stored session
 (``session_id`` of an existing one) runs only what is missing, re-evaluating first a
 trial that was pending when the previous process stopped. ``time_budget`` bounds the
-wall-clock time of the whole call, the final fit included
+wall-clock time of the whole call, the final fit included, and with ``save_model`` the
+model file's write (:class:`~metabo.tuning.final.ModelWriter`)
 (:class:`~metabo.optimizer.budget.TimeBudget`): trials stop in time for the final fit,
 each trial (all its folds together) may run only what is left, and one still running when
 the budget is spent is recorded as ``timeout``. Either bound, or both (the first reached ends the search).
@@ -94,7 +95,7 @@ from metabo.tuning.final import (
     ENSEMBLE_RESERVE,
     GUARD_MARGIN,
     GUARD_REMEASURE,
-    WRITE_PRIOR,
+    WRITE_PER_FIT,
     _ensemble_model,
     _halving_reserve,
     _library,
@@ -413,8 +414,8 @@ def tune(
         asked[:] = [(time.monotonic() - began, key[0])]
     if clock is not None and refit:
 
-        # a model that will be written: each reserved fit is followed by its write (WRITE_PRIOR)
-        written = 1.0 + (WRITE_PRIOR if writer is not None else 0.0)
+        # a model that will be written: each reserved fit is followed by its write (WRITE_PER_FIT)
+        written = 1.0 + (WRITE_PER_FIT if writer is not None else 0.0)
 
         def scored_fit(record: TrialRecord | None) -> float:
             return written * final_fit_seconds(record, train_rows=train_rows, final_rows=refit_rows, fits=fits,
@@ -431,7 +432,7 @@ def tune(
             library holds two models (a moment), to measure it; later it is not asked when
             twice its predicted seconds would not leave a trial's time, since near the end
             of the budget its selections over a large library would run past it. Under
-            ``save_model`` every fit is followed by its write (WRITE_PRIOR)."""
+            ``save_model`` every fit is followed by its write (WRITE_PER_FIT)."""
             best = opt.history.best()
             own = scored_fit(best) + (written * final_fit_seconds(best, train_rows=train_rows,
                                                                   final_rows=setup.data.n_instances, fits=fits,
@@ -525,7 +526,7 @@ def tune(
             grow = max(setup.data.n_instances / max(refit_rows, 1), 1.0)
             stop, grace, early = clock, DEADLINE_GRACE, ""
             if clock is not None and writer is not None:  # cut when only the write's time is left
-                stop, grace = clock.less(writer.predict(fitted_in * grow)), 0.0
+                stop, grace = clock.less(writer.predict(fitted_in * grow, len(model.members))), 0.0
                 early = f" ({clock.seconds - stop.seconds:.1f} s before the budget's end, for the model's write)"
             try:
                 if stop is not None and stop.left() < fitted_in * grow:

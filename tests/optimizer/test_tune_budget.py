@@ -379,27 +379,28 @@ def test_a_budget_less_seconds_ends_that_much_earlier():
     assert clock.less(50.0).left() < 0 and clock.less(-1.0).seconds == 10.0  # spent; never longer
 
 
-def test_the_model_writer_writes_a_model_once_and_prices_others_by_its_rate(tmp_path, iris_frame, monkeypatch):
-    """ModelWriter: the first write measures seconds per fit second; a larger model's write
-    is predicted as WRITE_MARGIN times that rate times its fit; the model written last is not
-    written again."""
-    from metabo.tuning.final import WRITE_MARGIN, WRITE_MIN_FIT, ModelWriter
+def test_the_model_writer_writes_a_model_once_and_prices_others_by_its_members(tmp_path, monkeypatch):
+    """ModelWriter: the first write measures the cost per member beyond WRITE_PER_FIT of its
+    fit; a model of m members fitting in f seconds is predicted to take WRITE_MARGIN x (m x
+    that cost + WRITE_PER_FIT x f); the model written last is not written again."""
+    from metabo.tuning.final import WRITE_MARGIN, WRITE_PER_FIT, ModelWriter
 
     calls = []
     monkeypatch.setattr(EnsembleModel, "save", lambda self, path, trusted=False: (calls.append(path),
-                                                                                  time.sleep(0.2)))
+                                                                                  time.sleep(0.4)))
     writer = ModelWriter(tmp_path / "m.skops")
-    assert writer.predict(10.0) == 0.0  # nothing measured yet
-    model, other = EnsembleModel([("knn", {})]), EnsembleModel([("lda", {})])
-    writer.first(model, 2.0)
-    assert writer.rate == pytest.approx(0.1, rel=0.25) and writer.written is model
-    assert writer.predict(10.0) == pytest.approx(WRITE_MARGIN * writer.rate * 10.0)
-    assert writer.write(model) == 0.0 and len(calls) == 1  # written already
-    assert writer.write(other) >= 0.2 and len(calls) == 2 and writer.written is other
-    assert writer.seconds == pytest.approx(0.4, abs=0.1)
-    tiny = ModelWriter(tmp_path / "t.skops")
-    tiny.first(model, 0.001)  # a tiny model's write is fixed costs: its fit counts as WRITE_MIN_FIT
-    assert tiny.rate == pytest.approx(0.2 / WRITE_MIN_FIT, rel=0.25)
+    assert writer.predict(10.0, 3) == 0.0  # nothing measured yet
+    pair, other = EnsembleModel([("knn", {}), ("lda", {})]), EnsembleModel([("lda", {})])
+    writer.first(pair, 2.0)  # 0.4 s for two members that fit in 2 s: 0.1 s each beyond the fits' share
+    assert writer.per_member == pytest.approx((0.4 - WRITE_PER_FIT * 2.0) / 2, abs=0.03)
+    assert writer.written is pair
+    assert writer.predict(10.0, 3) == pytest.approx(WRITE_MARGIN * (3 * writer.per_member + WRITE_PER_FIT * 10.0))
+    assert writer.write(pair) == 0.0 and len(calls) == 1  # written already
+    assert writer.write(other) >= 0.4 and len(calls) == 2 and writer.written is other
+    assert writer.seconds == pytest.approx(0.8, abs=0.1)
+    slow_fit = ModelWriter(tmp_path / "t.skops")
+    slow_fit.first(other, 10.0)  # a write shorter than the fit's share: no cost per member
+    assert slow_fit.per_member == 0.0
 
 
 def test_tune_writes_the_model_it_returns(tmp_path, iris_frame):

@@ -72,11 +72,11 @@ def test_no_time_for_the_members_keeps_the_selection(kept):
 @pytest.mark.slow
 def test_the_members_writes_are_priced_with_their_fits(kept):
     """Under a model writer (``tune(save_model=...)``) a member is kept only when its fit
-    and its predicted write (WRITE_MARGIN x the measured rate x its fit) fit in the time
-    left: with time for exactly the two members of highest weight's fits and writes, two
-    are fitted; without the writer, the same time keeps at least three."""
+    and its predicted write (ModelWriter.predict) fit in the time left: with time for
+    exactly the two members of highest weight's fits and writes, two are fitted; without
+    the writer, the same time keeps at least three."""
     from metabo.optimizer.budget import final_fit_seconds
-    from metabo.tuning.final import WRITE_MARGIN, ModelWriter, _ensemble_model
+    from metabo.tuning.final import ModelWriter, _ensemble_model
     from metabo.tuning.session import prepare
 
     data = load_dataset("sklearn:breast_cancer")
@@ -86,8 +86,8 @@ def test_the_members_writes_are_priced_with_their_fits(kept):
     assert len(order) >= 3
     kw = {"train_rows": 364, "fits": 5, "refit_rows": 455}
     fit = {k: final_fit_seconds(kept.history[k], train_rows=364, final_rows=455, fits=5) for k in order}
-    writer = ModelWriter(Path("unused.skops"), rate=1.0)  # a write takes as long as its fit
-    need = sum(fit[k] * (1 + WRITE_MARGIN) for k in order[:2])
+    writer = ModelWriter(Path("unused.skops"), per_member=max(fit.values()))  # a member writes as long as it fits
+    need = sum(fit[k] + writer.predict(fit[k]) for k in order[:2])
     left = need + 0.5 * fit[order[2]]  # not enough for the third member's fit and write
     assert left > sum(fit[k] for k in order[:3])  # enough for its fit alone
     clock = TimeBudget(left + 60.0, start=time.monotonic() - 60.0)
