@@ -213,10 +213,10 @@ def _ensemble_model(choice: EnsembleChoice, history: History, setup: Setup, *, s
     note = ""
     if clock is not None:  # the members of highest weight whose fits fit in the time left
         left, need, kept = clock.left(), 0.0, {}
-        seconds = {k: final_fit_seconds(history[k], train_rows=train_rows, final_rows=refit_rows, fits=fits,
-                                        scaling=scaling) for k in weights}
-        if writer is not None:
-            seconds = {k: s + writer.predict(s) for k, s in seconds.items()}
+        fit = {k: final_fit_seconds(history[k], train_rows=train_rows, final_rows=refit_rows, fits=fits,
+                                    scaling=scaling) for k in weights}
+        writes = {k: 0.0 if writer is None else writer.predict(s) for k, s in fit.items()}
+        seconds = {k: fit[k] + writes[k] for k in weights}
         for k in sorted(weights, key=lambda k: (-weights[k], k)):
             if need + seconds[k] > left:
                 break
@@ -234,9 +234,7 @@ def _ensemble_model(choice: EnsembleChoice, history: History, setup: Setup, *, s
     members = [(history[k].algorithm, dict(history[k].params)) for k in numbers]
     stop = clock  # a fit that ends by its deadline leaves the time to write it
     if clock is not None and writer is not None:
-        stop = clock.less(sum(seconds[k] - final_fit_seconds(history[k], train_rows=train_rows,
-                                                             final_rows=refit_rows, fits=fits, scaling=scaling)
-                              for k in numbers) + DEADLINE_GRACE)
+        stop = clock.less(sum(writes[k] for k in numbers) + DEADLINE_GRACE)
     try:
         with deadline(stop):
             model, error = refit_test_error(members, list(weights.values()), choice.combine,  # type: ignore[arg-type]
