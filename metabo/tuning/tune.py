@@ -528,16 +528,18 @@ def tune(
             if clock is not None and writer is not None:  # cut when only the write's time is left
                 stop, grace = clock.less(writer.predict(fitted_in * grow, len(model.members))), 0.0
                 early = f" ({clock.seconds - stop.seconds:.1f} s before the budget's end, for the model's write)"
-            try:
-                if stop is not None and stop.left() < fitted_in * grow:
-                    raise TimeBudgetExceeded(f"not started: it would take about {fitted_in * grow:.1f} s, "
-                                             f"{max(stop.left(), 0.0):.1f} s were left{early}")
-                with deadline(stop, grace=grace):
-                    deployed = fit_on_every_row(model, setup)
-            except TimeBudgetExceeded as e:  # the scored fit is a model too: it is kept
-                why = str(e) if str(e).startswith("not started") else f"cut by the time budget{early}"
-                logger.warning("the fit on every row: %s; the model is the fit on training + validation rows", why)
-                deployed = None
+            deployed = None  # the scored fit is a model too: it is kept when there is no other
+            if stop is not None and stop.left() < fitted_in * grow:
+                logger.warning("the fit on every row was not started: it would take about %.1f s, %.1f s were "
+                               "left%s; the model is the fit on training + validation rows", fitted_in * grow,
+                               max(stop.left(), 0.0), early)
+            else:
+                try:
+                    with deadline(stop, grace=grace):
+                        deployed = fit_on_every_row(model, setup)
+                except TimeBudgetExceeded:
+                    logger.warning("the fit on every row was cut by the time budget%s; the model is the fit on "
+                                   "training + validation rows", early)
             if deployed is not None:
                 model, model_rows = deployed, "all"
         refit_seconds = time.monotonic() - t0
