@@ -9,10 +9,9 @@ on every row, one member) and written as ``metabo tune --save-model`` writes it
 (:meth:`EnsembleModel.save`: skops' walk and zip, the type audit, the signed local copy). One
 JSON line per (dataset, algorithm, configuration) goes to ``<out>/runs.jsonl`` (a rerun skips
 those done); printed per algorithm: the fit and write seconds and their ratio, then the
-shares of members whose write takes at most ``r`` times their fit, which set
-:data:`metabo.tuning.final.WRITE_PRIOR` (the reserve's write seconds per predicted fit second
-before a write is measured; a predicted fit is twice the expected one,
-:data:`metabo.optimizer.budget.FINAL_FIT_MARGIN`). The skops import is paid before timing.
+shares of members whose write takes at most ``r`` times their fit, and the ratio of the
+writes' sum to the fits' sum over members fitting in more than 0.5 s, which sets
+:data:`metabo.tuning.final.WRITE_PER_FIT`. The skops import is paid before timing.
 """
 
 from __future__ import annotations
@@ -59,11 +58,11 @@ def summary(runs: list[dict]) -> str:
         worst = max(r["write"] / max(r["fit"], 1e-3) for r in mine)
         lines.append(f"{algorithm:28s} {fit:8.2f} {write:8.2f} {write / max(fit, 1e-3):6.2f} {worst:9.2f}")
     ratios = np.array([r["write"] / max(r["fit"], 1e-3) for r in runs])
-    slow = np.array([r["write"] / r["fit"] for r in runs if r["fit"] > 0.5])
+    big = [r for r in runs if r["fit"] > 0.5]
+    slow = np.array([r["write"] / r["fit"] for r in big])
     lines.append(f"all: median write/fit {np.median(ratios):.2f}; share with write <= 0.5/1/2 x fit: "
                  + "/".join(f"{np.mean(ratios <= r):.2f}" for r in (0.5, 1, 2)))
-    if len(slow):
-        big = [r for r in runs if r["fit"] > 0.5]
+    if big:
         lines.append(f"fits over 0.5 s ({len(slow)}): share with write <= 0.5/1/2 x fit: "
                      + "/".join(f"{np.mean(slow <= r):.2f}" for r in (0.5, 1, 2))
                      + f"; write/fit of their sums {sum(r['write'] for r in big) / sum(r['fit'] for r in big):.2f}")
