@@ -202,12 +202,63 @@ def _read_csv(path: Path) -> Table:
                              f"installed ({str(e).splitlines()[0][:80]}); or decompress the file first") from e
     except (pd.errors.ParserError, pd.errors.EmptyDataError, OSError, ValueError, *_BROKEN_ARCHIVE) as e:
         raise InputDataError(f"cannot read CSV file {path}: {e or type(e).__name__}") from e
+    frame = _numbers_written_as_text(frame, path)
     twice = header[header.duplicated()].unique().tolist()
     if twice and len(header) == frame.shape[1]:  # pandas renames the later ones "name.1", "name.2", ...
         renamed = [f"{a!r} as {b!r}" for a, b in zip(header, frame.columns) if a != b]
         logger.warning("%s: the header names %s more than once; read %s", path, ", ".join(map(repr, twice[:5])),
                        ", ".join(renamed[:5]) + (" and more" if len(renamed) > 5 else ""))
     return Table(frame)
+
+
+#: A number written with a decimal comma (``0,125``, ``-3,5``, ``2,5e-3``) or as an integer.
+_DECIMAL_COMMA = re.compile(r"[+-]?(?:\d+|\d*,\d+(?:[eE][+-]?\d+)?)")
+#: A number whose thousands are grouped by commas (``1,234``, ``-12,345,678.5``) or without any.
+_THOUSANDS = re.compile(r"[+-]?(?:[1-9]\d{0,2}(?:,\d{3})+|\d+)(?:\.\d+)?")
+#: One comma before three digits (``1,234``): a thousands group or three decimals.
+_EITHER = re.compile(r"[+-]?[1-9]\d{0,2},\d{3}")
+
+
+def _numbers_written_as_text(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
+    """``frame`` with its text columns of numbers read as numbers: a column whose every
+    value is a number written with a decimal comma (``"0,125"``, quoted in a comma-separated
+    file, as spreadsheets of many locales export them) or with thousands grouped by commas
+    (``"12,345.5"``). Read as text such a column would be nominal, one level per value.
+
+    A column whose commas all stand before exactly three digits (``"1,234"``) could be
+    either; it is read as numbers only when another of its values decides (``"1,5"``, a
+    decimal comma; ``"1,234,567"`` or ``"1,234.5"``, thousands), and left as text with a
+    warning otherwise. The same rules read the rows given to ``metabo predict``."""
+    out = frame
+    for column in frame.columns:
+        values = frame[column]
+        if values.dtype != object and not pd.api.types.is_string_dtype(values):
+            continue
+        present = values.dropna()
+        head = present.iloc[:200].astype(str).str.strip()
+        if head.empty or not (head.str.fullmatch(_DECIMAL_COMMA) | head.str.fullmatch(_THOUSANDS)).all():
+            continue  # a column of words fails on its first values: the rest is not read
+        text = present.astype(str).str.strip()
+        commas = text.str.contains(",", regex=False)
+        if not commas.any():
+            continue
+        either = text[commas].str.fullmatch(_EITHER).all()
+        if text.str.fullmatch(_DECIMAL_COMMA).all() and not either:
+            numbers, how = text.str.replace(",", ".", regex=False), "a decimal comma"
+        elif text.str.fullmatch(_THOUSANDS).all() and not (either and not text.str.contains(".", regex=False).any()):
+            numbers, how = text.str.replace(",", "", regex=False), "commas grouping the thousands"
+        else:
+            if either:
+                logger.warning("%s: column %r holds numbers like %r, with a comma that may group thousands or mark "
+                               "decimals; read as text (nominal). Write them without the comma to read them as "
+                               "numbers", path, column, text[commas].iloc[0])
+            continue
+        if out is frame:
+            out = frame.copy()
+        out[column] = pd.to_numeric(numbers, errors="raise").reindex(values.index)
+        logger.info("%s: column %r read as numbers written with %s (e.g. %r)", path, column, how,
+                    text[commas].iloc[0])
+    return out
 
 
 def _header(path: Path, sample: str, sep: str) -> pd.Series:

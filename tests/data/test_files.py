@@ -287,3 +287,38 @@ def test_tab_separated_files_are_read_by_their_extension(tmp_path: Path, name: s
     frame.to_csv(path, sep="\t", index=False)
     read, _ = read_table(path)
     pd.testing.assert_frame_equal(read, frame)
+
+
+@pytest.mark.parametrize(("cells", "expected"), [
+    (['"0,5"', '"-1,25"', "3", '"2,5e-3"'], [0.5, -1.25, 3.0, 0.0025]),  # decimal commas
+    (['"1,5"', '"1,234"', "7"], [1.5, 1.234, 7.0]),  # "1,5" decides: decimals
+    (['"1,234"', '"12,345,678"', "5"], [1234.0, 12345678.0, 5.0]),  # two groups decide: thousands
+    (['"1,234.5"', '"-2,000"', "9.25"], [1234.5, -2000.0, 9.25]),  # a decimal point: thousands
+])
+def test_numbers_written_with_commas_in_a_comma_csv_are_numbers(tmp_path, cells, expected):
+    path = tmp_path / "t.csv"
+    path.write_text("x,class\n" + "".join(f"{c},{'ab'[i % 2]}\n" for i, c in enumerate(cells)))
+    frame, _ = read_table(path)
+    assert pd.api.types.is_numeric_dtype(frame["x"])
+    assert frame["x"].tolist() == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("cells", [
+    ['"1,234"', '"5,678"', "12"],  # thousands or three decimals: undecided
+    ['"1,5"', '"1,234,567"'],  # a decimal comma and thousands groups: not one way of writing
+    ['"a,b"', '"1,5"'],  # words
+])
+def test_text_that_is_not_one_way_of_writing_numbers_stays_text(tmp_path, cells, caplog):
+    path = tmp_path / "t.csv"
+    path.write_text("x,class\n" + "".join(f"{c},{'ab'[i % 2]}\n" for i, c in enumerate(cells)))
+    frame, _ = read_table(path)
+    assert frame["x"].tolist() == [c.strip('"') for c in cells]
+    assert ("may group thousands" in caplog.text) == (cells[0] == '"1,234"')
+
+
+def test_a_decimal_comma_column_is_numeric_for_the_model(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("x,class\n" + "".join(f'"{i},{i % 7}",{"ab"[i % 2]}\n' for i in range(40)))
+    dataset = load_file(path, "class")
+    assert list(dataset.feature_kinds) == ["numeric"]
+    assert dataset.X["x"].iloc[3] == pytest.approx(3.3)
