@@ -8,6 +8,13 @@ end, so a failed export (a full disk) leaves no half-written folder. Import chec
 manifest and each file's checksum, then inserts into each table the rows whose key is not
 stored yet, all in one transaction: importing twice is importing once, and a failed (or
 corrupt) import stores nothing.
+
+The runs travel without their ``run_id`` (:data:`DERIVED`) when every stored id is the
+hash of the run's identity (:data:`~metabo.kb.schema.RUN_ID_SQL`), as ids written by
+this package are: import computes it again. They are ordered by source, dataset, metric
+and configuration, so that the columns which repeat along a dataset's runs compress: the
+ids, 32 random hex digits a row, were four tenths of the file, and ordering by them
+scattered every other column.
 Only the tables in :data:`~metabo.kb.schema.TABLES` travel: the ``surrogate_bank`` cache
 is derived from the runs and is rebuilt where it is needed.
 """
@@ -27,7 +34,7 @@ import duckdb
 from metabo.data.pypi_fetch import sha256_of
 from metabo.exceptions import InputDataError, KnowledgeBaseError, MetaboError, SchemaVersionError
 from metabo.kb._sql import scalar
-from metabo.kb.schema import FILL_RUN_PROTOCOLS, SCHEMA_VERSION, TABLE_KEYS, TABLE_SINCE, TABLES
+from metabo.kb.schema import FILL_RUN_PROTOCOLS, RUN_ID_SQL, SCHEMA_VERSION, TABLE_KEYS, TABLE_SINCE, TABLES
 
 if TYPE_CHECKING:
     from metabo.kb.store import KnowledgeBase
@@ -35,6 +42,11 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 MANIFEST = "manifest.json"
+#: Columns an export may leave out because import computes them from the others.
+DERIVED: dict[str, dict[str, str]] = {"runs": {"run_id": RUN_ID_SQL}}
+#: The order of the runs in an export: a run's identity, grouped by what repeats.
+RUNS_EXPORT_ORDER = ("source", "dataset_id", "metric", "algorithm", "config_id", "repeat", "fold", "split_seed",
+                     "fidelity")
 
 
 def export_parquet(kb: KnowledgeBase, folder: str | Path, *, compression: str = "zstd",
@@ -57,11 +69,13 @@ def export_parquet(kb: KnowledgeBase, folder: str | Path, *, compression: str = 
     con = kb.connection
     try:
         digests = {}
+        derived = _derivable(kb)
         for table in TABLES:
-            order = ", ".join(TABLE_KEYS[table])
+            order = ", ".join(RUNS_EXPORT_ORDER if table == "runs" else TABLE_KEYS[table])
             limit = " LIMIT 0" if table in without else ""
+            columns = "*" + (f" EXCLUDE ({', '.join(derived[table])})" if derived.get(table) else "")
             con.execute(
-                f"COPY (SELECT * FROM {table} ORDER BY {order}{limit}) TO $1 "  # noqa: S608 - fixed names
+                f"COPY (SELECT {columns} FROM {table} ORDER BY {order}{limit}) TO $1 "  # noqa: S608 - fixed names
                 f"(FORMAT parquet, COMPRESSION {compression})",
                 [str(tmp / f"{table}.parquet")],
             )
@@ -69,7 +83,7 @@ def export_parquet(kb: KnowledgeBase, folder: str | Path, *, compression: str = 
                 scalar(con.execute(f"SELECT count(*) FROM {table}")))  # noqa: S608
             digests[table] = sha256_of(tmp / f"{table}.parquet")
         (tmp / MANIFEST).write_text(json.dumps(
-            {"schema_version": kb.schema_version(), "rows": counts, "sha256": digests}, indent=2))
+            {"schema_version": kb.schema_version(), "rows": counts, "sha256": digests, "derived": derived}, indent=2))
         _replace_folder(tmp, out)
     except (duckdb.Error, OSError) as e:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -80,6 +94,17 @@ def export_parquet(kb: KnowledgeBase, folder: str | Path, *, compression: str = 
         raise
     logger.info("exported %s to %s", counts, out)
     return counts
+
+
+def _derivable(kb: KnowledgeBase) -> dict[str, list[str]]:
+    """The columns of :data:`DERIVED` that equal their formula on every stored row (a
+    store written by another tool may hold other ids: those travel as stored)."""
+    out: dict[str, list[str]] = {}
+    for table, formulas in DERIVED.items():
+        out[table] = [c for c, sql in formulas.items()
+                      if scalar(kb.connection.execute(
+                          f"SELECT count(*) FROM {table} WHERE {c} IS DISTINCT FROM {sql}")) == 0]  # noqa: S608
+    return out
 
 
 def _check_export_folder(out: Path) -> None:
@@ -117,6 +142,7 @@ def import_parquet(kb: KnowledgeBase, folder: str | Path) -> dict[str, int]:
         manifest = json.loads(manifest_path.read_text())
         version = int(manifest["schema_version"])
         rows = {str(t): int(n) for t, n in manifest["rows"].items()}
+        derived = {str(t): [str(c) for c in cs] for t, cs in (manifest.get("derived") or {}).items()}
     except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as e:
         raise InputDataError(f"{manifest_path} is corrupt: {type(e).__name__} {e}") from e
     if version > SCHEMA_VERSION:
@@ -133,6 +159,9 @@ def import_parquet(kb: KnowledgeBase, folder: str | Path) -> dict[str, int]:
                 if not path.is_file():
                     raise InputDataError(f"{path} is missing from the export")
                 rel = con.read_parquet(str(path))
+                computed = [c for c in derived.get(table, ()) if c in DERIVED.get(table, {}) and c not in rel.columns]
+                if computed:
+                    rel = rel.project(", ".join(["*", *(f"{DERIVED[table][c]} AS {c}" for c in computed)]))
                 expected = rows.get(table, -1)
                 if expected >= 0 and rel.shape[0] != expected:
                     raise InputDataError(

@@ -137,6 +137,52 @@ def test_an_export_without_predictions_keeps_everything_else_and_imports(tmp_pat
             pd.testing.assert_frame_equal(original[table], copy[table], check_exact=True, obj=table)
 
 
+def test_the_runs_travel_without_their_ids_which_import_computes_again(tmp_path):
+    """The ids are the identity's hash: the export leaves them out, import computes them,
+    and the predictions (keyed by run id) still find their runs."""
+    with _rich_store(tmp_path / "a.duckdb") as src:
+        original = _dump(src)
+        export_parquet(src, tmp_path / "export")
+    runs = pd.read_parquet(tmp_path / "export" / "runs.parquet")
+    assert "run_id" not in runs.columns and len(runs) == len(original["runs"])
+    assert json.loads((tmp_path / "export" / "manifest.json").read_text())["derived"] == {"runs": ["run_id"]}
+    with KnowledgeBase(tmp_path / "b.duckdb") as dst:
+        import_parquet(dst, tmp_path / "export")
+        joined = dst.query("SELECT count(*) FROM predictions p JOIN runs r USING (run_id)").iloc[0, 0]
+        pd.testing.assert_frame_equal(original["runs"], _dump(dst)["runs"], check_exact=True)
+    assert joined == len(original["predictions"]) == 1
+
+
+def test_ids_that_are_not_the_hash_travel_as_stored_and_older_exports_import(tmp_path):
+    """A store whose ids were written by another tool keeps them in the export; an export
+    whose manifest names no derived column (before they were left out) imports as before."""
+    with _rich_store(tmp_path / "a.duckdb") as src:
+        src.connection.execute("UPDATE runs SET run_id = 'foreign-' || run_id WHERE fold = 0")
+        src.connection.execute("UPDATE predictions SET run_id = 'foreign-' || run_id "
+                               "WHERE run_id NOT IN (SELECT run_id FROM runs)")
+        original = _dump(src)
+        export_parquet(src, tmp_path / "export")
+    manifest_path = tmp_path / "export" / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    assert manifest["derived"] == {"runs": []}
+    assert "run_id" in pd.read_parquet(tmp_path / "export" / "runs.parquet").columns
+    del manifest["derived"]
+    manifest_path.write_text(json.dumps(manifest))
+    with KnowledgeBase(tmp_path / "b.duckdb") as dst:
+        import_parquet(dst, tmp_path / "export")
+        copy = _dump(dst)
+    for table in TABLES:
+        pd.testing.assert_frame_equal(original[table], copy[table], check_exact=True, obj=table)
+
+
+def test_the_same_store_exports_to_the_same_files(tmp_path):
+    with _rich_store(tmp_path / "a.duckdb") as src:
+        export_parquet(src, tmp_path / "one")
+        export_parquet(src, tmp_path / "two")
+    for table in TABLES:
+        assert (tmp_path / "one" / f"{table}.parquet").read_bytes() == (tmp_path / "two" / f"{table}.parquet").read_bytes()
+
+
 def test_import_of_truncated_or_foreign_folder_stores_nothing(tmp_path):
     with _rich_store(tmp_path / "a.duckdb") as src:
         export_parquet(src, tmp_path / "export")
