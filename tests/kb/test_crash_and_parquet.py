@@ -180,7 +180,8 @@ def test_the_same_store_exports_to_the_same_files(tmp_path):
         export_parquet(src, tmp_path / "one")
         export_parquet(src, tmp_path / "two")
     for table in TABLES:
-        assert (tmp_path / "one" / f"{table}.parquet").read_bytes() == (tmp_path / "two" / f"{table}.parquet").read_bytes()
+        one, two = (tmp_path / folder / f"{table}.parquet" for folder in ("one", "two"))
+        assert one.read_bytes() == two.read_bytes(), table
 
 
 def test_import_of_truncated_or_foreign_folder_stores_nothing(tmp_path):
