@@ -126,10 +126,10 @@ def main() -> None:
             c = np.array(curves)
             print(f"{label:>22s} {method:30s} " + " ".join(f"{c[:, k - 1].mean():6.3f}" for k in ks))
             if method == args.methods[0]:
-                first = c
+                reference = c
             else:
                 print(f"{'':>22s} {'  vs ' + args.methods[0] + ': W/T/L p':30s} " + " ".join(
-                    _versus(first[:, k - 1], c[:, k - 1]) for k in ks))
+                    _versus(reference[:, k - 1], c[:, k - 1]) for k in ks))
         print(f"{label:>22s} {'oracle (best recorded)':30s} " + " ".join(f"{np.mean(oracle):6.3f}" for _ in ks))
 
 
