@@ -248,14 +248,14 @@ class EnsembleModel(ClassifierMixin, BaseEstimator):
                                  f"{len(self.feature_names_in_)} columns {list(self.feature_names_in_)[:10]}")
         return as_fitted_kinds(frame[list(self.feature_names_in_)], fitted_kinds(self))
 
-    def _member_probas(self, X: Any) -> np.ndarray:
-        """(m, n, K) the members' probabilities on ``X``."""
+    def member_probabilities(self, X: Any) -> np.ndarray:
+        """(m, n, K) the members' probabilities on ``X`` (``members_`` order)."""
         frame = self.aligned(X)
         with threadpool_limits(limits=self.threads), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return np.stack([class_probabilities(p, frame, len(self.classes_)) for p in self.pipelines_])
 
-    def _codes(self, P: np.ndarray) -> np.ndarray:
+    def codes_of(self, P: np.ndarray) -> np.ndarray:
         """(n,) class indices from the members' probabilities ``P`` (m, n, K), by ``combine``."""
         if self.combine == "vote":
             return majority_vote(P.argmax(axis=2), len(self.classes_), cast(Sequence[float], self.weights_))
@@ -263,11 +263,11 @@ class EnsembleModel(ClassifierMixin, BaseEstimator):
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """(n, K) ``sum_j w_j P_j``; column k is ``classes_[k]``."""
-        return np.tensordot(self.weights_, self._member_probas(X), axes=1)
+        return np.tensordot(self.weights_, self.member_probabilities(X), axes=1)
 
     def predict_codes(self, X: Any) -> np.ndarray:
         """(n,) predicted class indices into ``classes_`` (by ``combine``)."""
-        return self._codes(self._member_probas(X))
+        return self.codes_of(self.member_probabilities(X))
 
     def predict(self, X: Any) -> np.ndarray:
         """(n,) predicted labels, values of ``classes_``."""
@@ -425,9 +425,9 @@ def refit_test_error(
     assert split.test_idx is not None  # RefitOnTrainValid.splits checks there is one
     rows = np.setdiff1d(np.arange(dataset.n_instances), split.test_idx)
     model = EnsembleModel(members, weights, combine, seed).fit_dataset(dataset, rows)
-    P = model._member_probas(dataset.X.iloc[split.test_idx])
+    P = model.member_probabilities(dataset.X.iloc[split.test_idx])
     proba = np.tensordot(model.weights_, P, axes=1)
-    return model, float(fn(class_codes(dataset)[split.test_idx], proba, model._codes(P)))
+    return model, float(fn(class_codes(dataset)[split.test_idx], proba, model.codes_of(P)))
 
 __all__ = ["TRUSTED_TYPES", "EnsembleModel", "check_model_path", "is_pickle_path", "refit_test_error",
            "resolve_members"]

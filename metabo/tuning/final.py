@@ -276,11 +276,13 @@ def fit_on_every_row(model: EnsembleModel, setup: Setup) -> EnsembleModel | None
     or diverges (the scored fit on training + validation rows is returned instead).
 
     Diverged: on a sample of :data:`CHECK_ROWS` rows, all of which the new fit was trained
-    on, its error rate exceeds the scored fit's by more than :data:`DIVERGED_MARGIN`. A fit
-    that saw every row should do at least about as well on them as one that saw most of
-    them (and was scored on the rest); one that does much worse has not converged to the
-    model the search measured, as a LightGBM of learning rate 0.5 on a multi-class table
-    can when a few hundred rows are added (its Newton steps on near-zero hessians)."""
+    on, its error rate exceeds the scored fit's by more than :data:`DIVERGED_MARGIN`, for
+    the model or for any one of its members (a member gone wrong can hide behind the others'
+    votes and still cost the model on new rows). A fit that saw every row should do at
+    least about as well on them as one that saw most of them (and was scored on the rest);
+    one that does much worse has not converged to the model the search measured, as a
+    LightGBM of learning rate 0.5 on a multi-class table can when a few hundred rows are
+    added (its Newton steps on near-zero hessians)."""
     from metabo.ensembles.model import EnsembleModel
 
     try:
@@ -291,9 +293,18 @@ def fit_on_every_row(model: EnsembleModel, setup: Setup) -> EnsembleModel | None
     n = setup.data.n_instances
     rows = np.sort(np.random.default_rng(model.seed).choice(n, min(n, CHECK_ROWS), replace=False))
     X, truth = setup.data.X.iloc[rows], class_codes(setup.data)[rows]
-    new, old = (float(np.mean(m.predict_codes(X) != truth)) for m in (fitted, model))
+    P_new, P_old = fitted.member_probabilities(X), model.member_probabilities(X)
+    new, old = (float(np.mean(m.codes_of(P) != truth)) for m, P in ((fitted, P_new), (model, P_old)))
     if new > old + DIVERGED_MARGIN:
         logger.warning("the fit on every row diverged (error rate %.3f on %d of its own rows, against %.3f for the "
                        "fit on training + validation rows); the model is the latter", new, len(rows), old)
+        return None
+    rise = (P_new.argmax(axis=2) != truth).mean(axis=1) - (P_old.argmax(axis=2) != truth).mean(axis=1)
+    j = int(np.argmax(rise))
+    if rise[j] > DIVERGED_MARGIN:
+        algorithm, _ = fitted.members_[j]
+        logger.warning("member %d (%s) of the fit on every row diverged (its error rate %.3f higher on %d of its own "
+                       "rows than its fit on training + validation rows'); the model is the latter",
+                       j, algorithm, rise[j], len(rows))
         return None
     return fitted

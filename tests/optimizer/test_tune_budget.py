@@ -338,11 +338,12 @@ def test_a_budget_spent_while_storing_the_data_ends_with_the_opening_model(tmp_p
     assert np.mean(result.model.predict(X) == iris_frame["target"].to_numpy()) > 0.8
 
 
-@pytest.mark.parametrize("diverges", [False, True])
+@pytest.mark.parametrize("diverges", ["none", "model", "member"])
 def test_a_fit_on_every_row_that_diverges_keeps_the_scored_fit(monkeypatch, caplog, diverges):
     """The fit on every row is checked against the scored fit on rows it was trained on: one
-    that does far worse there (a diverged boosting, simulated here by a fit that predicts
-    one class) is dropped with a warning and the scored fit kept; a sound one is returned."""
+    that does far worse there (a diverged boosting, simulated here by members that predict
+    one class) is dropped with a warning and the scored fit kept, also when only a member of
+    little weight diverged and the ensemble's error hides it; a sound one is returned."""
     from metabo.data.loaders import load_dataset
     from metabo.ensembles.model import EnsembleModel
     from metabo.tuning.final import fit_on_every_row
@@ -350,22 +351,33 @@ def test_a_fit_on_every_row_that_diverges_keeps_the_scored_fit(monkeypatch, capl
 
     setup = prepare(load_dataset("sklearn:iris"), kb=None, seed=0)
     train_rows, _, _ = setup.split_rows(0)
-    scored = EnsembleModel([("knn", {"n_neighbors": 5, "weights": "uniform", "p": 2})], seed=0).fit_dataset(
-        setup.data, rows=np.arange(train_rows))
-    original = EnsembleModel.fit_dataset
+    members = [("knn", {"n_neighbors": 5, "weights": "uniform", "p": 2}), ("lda", {"solver": "svd"})]
+    scored = EnsembleModel(members, [0.8, 0.2], seed=0).fit_dataset(setup.data, rows=np.arange(train_rows))
+    original_fit, original_probas = EnsembleModel.fit_dataset, EnsembleModel.member_probabilities
 
     def fit_dataset(self, dataset, rows=None):
-        fitted = original(self, dataset, rows)
-        if rows is None and diverges:  # the every-row fit
-            fitted.predict_codes = lambda X: np.zeros(len(X), dtype=int)
+        fitted = original_fit(self, dataset, rows)
+        fitted.every_row = rows is None
         return fitted
 
+    def member_probabilities(self, X):
+        P = original_probas(self, X)
+        if getattr(self, "every_row", False) and diverges != "none":  # the every-row fit
+            gone = slice(None) if diverges == "model" else slice(1, 2)  # every member, or lda (weight 0.2)
+            P[gone] = np.eye(P.shape[2])[0]
+        return P
+
     monkeypatch.setattr(EnsembleModel, "fit_dataset", fit_dataset)
+    monkeypatch.setattr(EnsembleModel, "member_probabilities", member_probabilities)
     with caplog.at_level("WARNING", logger="metabo.tuning.final"):
         deployed = fit_on_every_row(scored, setup)
-    if diverges:
+    if diverges == "model":
         assert deployed is None
         assert "the fit on every row diverged (error rate 0.667 on 150 of its own rows" in caplog.text
+    elif diverges == "member":
+        assert deployed is None
+        assert "member 1 (lda) of the fit on every row diverged" in caplog.text
+        assert "the fit on every row diverged (error rate" not in caplog.text  # the ensemble's own error hid it
     else:
         assert deployed is not None and deployed is not scored and not caplog.text
         assert deployed.members_ == scored.members_
@@ -390,7 +402,7 @@ def test_the_model_writer_writes_a_model_once_and_prices_others_by_its_members(t
                                                                                   time.sleep(0.4)))
     writer = ModelWriter(tmp_path / "m.skops")
     assert writer.predict(10.0, 3) == 0.0  # nothing measured yet
-    pair, other = EnsembleModel([("knn", {}), ("lda", {})]), EnsembleModel([("lda", {})])
+    pair, other = EnsembleModel([("knn", {}), ("lda", {"solver": "svd"})]), EnsembleModel([("lda", {})])
     writer.first(pair, 2.0)  # 0.4 s for two members that fit in 2 s: 0.1 s each beyond the fits' share
     assert writer.per_member == pytest.approx((0.4 - WRITE_PER_FIT * 2.0) / 2, abs=0.03)
     assert writer.written is pair
