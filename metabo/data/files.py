@@ -242,10 +242,11 @@ def _numbers_written_as_text(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
         commas = text.str.contains(",", regex=False)
         if not commas.any():
             continue
-        either = text[commas].str.fullmatch(_EITHER).all()
+        either = text[commas].str.fullmatch(_EITHER).all()  # every comma stands before three digits
+        undecided = either and not text.str.contains(".", regex=False).any()  # and no decimal point decides
         if text.str.fullmatch(_DECIMAL_COMMA).all() and not either:
             numbers, how = text.str.replace(",", ".", regex=False), "a decimal comma"
-        elif text.str.fullmatch(_THOUSANDS).all() and not (either and not text.str.contains(".", regex=False).any()):
+        elif text.str.fullmatch(_THOUSANDS).all() and not undecided:
             numbers, how = text.str.replace(",", "", regex=False), "commas grouping the thousands"
         else:
             if either:
