@@ -14,12 +14,13 @@ records). Each method after the first is compared with the first, task by task: 
 and losses and the Wilcoxon signed-rank p at each budget.
 
 Printed per number of rounds of the build kept as knowledge (the first ``r`` configurations
-of every algorithm, by when they were first measured): the mean regret after 1, 3, 5 and 10
-picks of each variant, and the oracle (the best configuration the store recorded on the
-task, among the kept ones): what a perfect choice among the knowledge would reach. A
-method name ending in ``#uniform`` is given no meta-features (uniform prior task weights);
-``hindsight[@temperature=T]`` is the reference :class:`_Hindsight` (task weights from the
-held-out task's whole row, which no method can know).
+of every algorithm, by when they were first measured, or ``r`` rounds drawn at random with
+``--round-seed``): the mean regret after 1, 3, 5 and 10 picks of each variant, and the
+oracle (the best configuration the store recorded on the task, among the kept ones): what a
+perfect choice among the knowledge would reach. A method name ending in ``#uniform`` is
+given no meta-features (uniform prior task weights); ``hindsight[@temperature=T]`` is the
+reference :class:`_Hindsight` (task weights from the held-out task's whole row, which no
+method can know).
 
     python scripts/bench_portfolio_ceiling.py --kb /tmp/kb.duckdb --rounds 3 5 7 10 \\
         --methods warm warm@distinct=false --live-runs reports/warm/live-tune/live_runs.jsonl
@@ -54,6 +55,9 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, nargs="+", default=[0], help="0: every configuration")
     ap.add_argument("--methods", nargs="+", default=["warm"])
     ap.add_argument("--n", type=int, default=10)
+    ap.add_argument("--round-seed", type=int, default=None,
+                    help="keep r rounds drawn at random with this seed (the same draw for every algorithm) instead "
+                         "of the first r: whether fewer configurations help, or only those first ones")
     ap.add_argument("--tasks", choices=["live", "all"], default="live",
                     help="held-out tasks: the live runs' (regret normalized with their runs too), or every task of "
                          "the store (normalized over its records only; no cold row)")
@@ -65,7 +69,11 @@ def main() -> None:
         datasets = kb.query("SELECT dataset_id, fingerprint, source, n_instances, n_classes, n_features FROM datasets")
         first = kb.query("SELECT algorithm, config_id, min(created_at) AS t FROM runs "
                          "WHERE protocol IN (SELECT unnest(?)) GROUP BY 1, 2", [protocols])
-    first["round"] = first.groupby("algorithm")["t"].rank(method="first")
+    first["round"] = first.groupby("algorithm")["t"].rank(method="first").astype(int)
+    if args.round_seed is not None:  # relabel the rounds by one seeded permutation
+        n_rounds = int(first["round"].max())
+        order = np.random.default_rng(args.round_seed).permutation(n_rounds) + 1
+        first["round"] = first["round"].map(dict(zip(range(1, n_rounds + 1), order.tolist())))
     groups = same_content_groups(datasets, every.meta_features)
     space = default_cash_space()
 
