@@ -59,6 +59,7 @@ import importlib.metadata
 import json
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -100,6 +101,9 @@ PEER_TOOLS: dict[str, tuple[str, str, tuple[str, ...]]] = {
 REFERENCE = "metabo"
 #: A run overruns its budget T when it takes more than (1 + OVERRUN) T seconds.
 OVERRUN = 0.05
+#: The characters of a successful metabo run's output kept in its record when its trial count
+#: could not be read from it.
+LOG_TAIL = 4000
 #: The target column of the files handed to the tools.
 TARGET = "y"
 RUNNERS = Path(__file__).resolve().parents[1] / "scripts" / "automl_runners"
@@ -239,18 +243,19 @@ def _version(package: str) -> str | None:
 def parse_metabo_log(log: str) -> dict[str, Any]:
     """Trials, strategy, seconds to the first model and the model's members from ``metabo
     tune``'s output (``session S: N trials on D (STRATEGY, seed K)``, ``...; first model
-    after X s``, ``model: the ensemble of N members ...`` or ``model: the selection ...``)."""
+    after X s``, ``model: the ensemble of N members ...`` or ``model: the selection ...``),
+    wherever they stand on a line: the progress bars' frames on stderr (carriage returns,
+    cursor moves) can share a line with them in the merged output."""
     out: dict[str, Any] = {"trials": None, "strategy": None, "first_model": None, "members": None}
-    for line in log.replace("\r", "\n").splitlines():  # a progress bar's last frame may share the line
-        if line.startswith("model: the ensemble of "):
-            out["members"] = int(line.split("model: the ensemble of ", 1)[1].split()[0])
-        elif line.startswith("model: the selection "):
+    for line in log.replace("\r", "\n").splitlines():
+        if m := re.search(r"model: the ensemble of (\d+) members", line):
+            out["members"] = int(m.group(1))
+        elif "model: the selection " in line:
             out["members"] = 1
-        elif line.startswith("session ") and " trials on " in line:
-            out["trials"] = int(line.split(": ", 1)[1].split()[0])
-            out["strategy"] = line.rsplit("(", 1)[1].split(",")[0]
-        elif "first model after " in line:
-            out["first_model"] = float(line.rsplit("first model after ", 1)[1].split()[0])
+        elif m := re.search(r"session \S+: (\d+) trials on \S+ \(([^,()]+)", line):
+            out["trials"], out["strategy"] = int(m.group(1)), m.group(2)
+        elif m := re.search(r"first model after ([0-9.]+) s", line):
+            out["first_model"] = float(m.group(1))
     return out
 
 
@@ -312,8 +317,10 @@ def run_tool(tool: str, train: Path, test: Path, work: Path, *, budget: float, s
         info.update({k: report.get(k) for k in ("trials", "first_model", "predict_seconds", "version")})
     else:
         raise InputDataError(f"unknown tool {tool!r}; choose from {TOOLS}")
+    # a failure keeps its log; so does a success whose trial count could not be read (to see why)
+    kept = log if code != 0 else log[-LOG_TAIL:] if tool in METABO_TOOLS and info["trials"] is None else ""
     return {"seconds": seconds, "code": code, "overrun": seconds > (1 + OVERRUN) * budget, "peak_mb": peak, **info,
-            "log": log if code != 0 else ""}
+            "log": kept}
 
 
 def peer_command(tool: str, train: Path, test: Path, pred: Path, *, budget: float, seed: int,

@@ -112,6 +112,8 @@ def test_metabo_logs_and_error_rates_are_read_back(tmp_path):
     assert automl.parse_metabo_log(log + "model: the selection fitted on every row\n")["members"] == 1
     barred = log.replace("session abc: 142", "trials: 142trial [00:29, 4.8trial/s]\rsession abc: 142")
     assert automl.parse_metabo_log(barred)["trials"] == 142  # the progress bar's last frame on the same line
+    moved = log.replace("session abc: 142", "\x1b[A  evaluations: 100%|#| 5/5 [00:01]session abc: 142")
+    assert automl.parse_metabo_log(moved) == automl.parse_metabo_log(log)  # a bar's cursor move before it
     assert automl.parse_metabo_log("Traceback ...") == {"trials": None, "strategy": None, "first_model": None,
                                                         "members": None}
     (tmp_path / "p.csv").write_text("prediction\n1\n2\n01\n")
