@@ -190,7 +190,7 @@ def write_cell(dataset: Dataset, seed: int, folder: Path) -> np.ndarray:
 # ----------------------------------------------------------------- one tool run
 def _run(cmd: Sequence[str], *, timeout: float, cwd: Path, first: str | os.PathLike[str] | None = None
          ) -> tuple[float, int, str, float | None]:
-    """(seconds, return code, tail of stdout + stderr, peak resident megabytes) of ``cmd``
+    """(seconds, return code, stdout + the tail of stderr, peak resident megabytes) of ``cmd``
     on one thread, in the folder ``cwd`` (``python -m`` puts it first on the path: never
     the folder the benchmark was started from). It runs under :data:`PEAK_MEMORY` (the
     largest process of its tree that was waited for) in a process group of its own; a
@@ -215,7 +215,9 @@ def _run(cmd: Sequence[str], *, timeout: float, cwd: Path, first: str | os.PathL
     if lines and lines[-1].startswith(PEAK_PREFIX):
         peak = float(lines[-1][len(PEAK_PREFIX):])
         err = "\n".join(lines[:-1])
-    return seconds, proc.returncode, out[-4000:] + err[-2000:], peak
+    # all of stdout: metabo's session line comes before an ensemble's member list, which can
+    # run to many kilobytes (a tail of stdout lost the trial count of 3 runs in automl-v15)
+    return seconds, proc.returncode, out + err[-2000:], peak
 
 
 #: how :data:`PEAK_MEMORY` reports

@@ -282,6 +282,9 @@ def test_a_run_reports_its_peak_memory_and_a_hung_one_is_killed_with_its_group(t
         timeout=60, cwd=tmp_path)
     assert code == 0 and "done" in log and "peak-memory" not in log
     assert peak is not None and peak >= 300
+    _, code, log, _ = automl._run([sys.executable, "-c", "print('session s: 7 trials on d (warm, seed 0)'); "
+                                   "print('  member ' * 2000)"], timeout=60, cwd=tmp_path)
+    assert code == 0 and automl.parse_metabo_log(log)["trials"] == 7  # a long member list after the line
     seconds, code, log, peak = automl._run(
         [sys.executable, "-c", "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', "
                                "'import time; time.sleep(60)']); time.sleep(60)"], timeout=2, cwd=tmp_path)
