@@ -101,9 +101,6 @@ PEER_TOOLS: dict[str, tuple[str, str, tuple[str, ...]]] = {
 REFERENCE = "metabo"
 #: A run overruns its budget T when it takes more than (1 + OVERRUN) T seconds.
 OVERRUN = 0.05
-#: The characters of a successful metabo run's output kept in its record when its trial count
-#: could not be read from it.
-LOG_TAIL = 4000
 #: The target column of the files handed to the tools.
 TARGET = "y"
 RUNNERS = Path(__file__).resolve().parents[1] / "scripts" / "automl_runners"
@@ -246,8 +243,7 @@ def parse_metabo_log(log: str) -> dict[str, Any]:
     """Trials, strategy, seconds to the first model and the model's members from ``metabo
     tune``'s output (``session S: N trials on D (STRATEGY, seed K)``, ``...; first model
     after X s``, ``model: the ensemble of N members ...`` or ``model: the selection ...``),
-    wherever they stand on a line: the progress bars' frames on stderr (carriage returns,
-    cursor moves) can share a line with them in the merged output."""
+    wherever they stand on a line (after a progress bar's carriage returns or cursor moves)."""
     out: dict[str, Any] = {"trials": None, "strategy": None, "first_model": None, "members": None}
     for line in log.replace("\r", "\n").splitlines():
         if m := re.search(r"model: the ensemble of (\d+) members", line):
@@ -319,10 +315,10 @@ def run_tool(tool: str, train: Path, test: Path, work: Path, *, budget: float, s
         info.update({k: report.get(k) for k in ("trials", "first_model", "predict_seconds", "version")})
     else:
         raise InputDataError(f"unknown tool {tool!r}; choose from {TOOLS}")
-    # a failure keeps its log; so does a success whose trial count could not be read (to see why)
-    kept = log if code != 0 else log[-LOG_TAIL:] if tool in METABO_TOOLS and info["trials"] is None else ""
+    # a failure keeps its log; so does a metabo run whose trial count could not be read (to see why)
+    unread = tool in METABO_TOOLS and info["trials"] is None
     return {"seconds": seconds, "code": code, "overrun": seconds > (1 + OVERRUN) * budget, "peak_mb": peak, **info,
-            "log": kept}
+            "log": log if code != 0 or unread else ""}
 
 
 def peer_command(tool: str, train: Path, test: Path, pred: Path, *, budget: float, seed: int,

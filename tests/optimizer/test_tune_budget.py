@@ -402,7 +402,7 @@ def test_the_model_writer_writes_a_model_once_and_prices_others_by_its_members(t
                                                                                   time.sleep(0.4)))
     writer = ModelWriter(tmp_path / "m.skops")
     assert writer.predict(10.0, 3) == 0.0  # nothing measured yet
-    pair, other = EnsembleModel([("knn", {}), ("lda", {"solver": "svd"})]), EnsembleModel([("lda", {})])
+    pair, other = EnsembleModel([("knn", {}), ("lda", {})]), EnsembleModel([("lda", {})])
     writer.first(pair, 2.0)  # 0.4 s for two members that fit in 2 s: 0.1 s each beyond the fits' share
     assert writer.per_member == pytest.approx((0.4 - WRITE_PER_FIT * 2.0) / 2, abs=0.03)
     assert writer.written is pair
