@@ -16,13 +16,19 @@ if TYPE_CHECKING:
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:
-    """``metabo data fetch``: download a dataset collection (keel) or a published meta-dataset (pmf, tensor-oboe,
-    lcdb, autosklearn, oboe); returns the exit code."""
+    """``metabo data fetch``: download a dataset collection (keel, rdata) or a published meta-dataset (pmf,
+    tensor-oboe, lcdb, autosklearn, oboe); returns the exit code."""
     if args.name in SOURCES:
         from metabo.metadatasets import get_source
 
         source = get_source(args.name, args.cache, force=args.force)
         print(f"{source.name}: {source.summary or source.artifact.requirement}; files in {source.root}")
+        return 0
+    if args.name == "rdata":
+        from metabo.data.rdatasets import TASKS, fetch_rdata
+
+        folder = fetch_rdata(cache=args.cache, force=args.force)
+        print(f"R tables in {folder}: {len(TASKS)} classification tasks ({', '.join(sorted(TASKS))})")
         return 0
     from metabo.data.keel import fetch_keel, list_keel
 
@@ -45,6 +51,10 @@ def cmd_list(args: argparse.Namespace) -> int:
         from metabo.data.bundled import list_sklearn
 
         names = [f"sklearn:{n}" for n in list_sklearn()]
+    elif args.name == "rdata":
+        from metabo.data.rdatasets import list_rdata
+
+        names = [f"rdata:{n}" for n in list_rdata()]
     else:
         from metabo.data.keel import list_keel
 
@@ -162,18 +172,18 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     ds = data.add_subparsers(dest="data_command", required=True)
     p = ds.add_parser(
         "fetch", parents=[common],
-        help="download a dataset collection (keel) or a published meta-dataset (" + ", ".join(SOURCES) + ")",
+        help="download a dataset collection (keel, rdata) or a published meta-dataset (" + ", ".join(SOURCES) + ")",
     )
-    p.add_argument("name", choices=["keel", *SOURCES])
-    p.add_argument("--cache", help="folder for a meta-dataset's files (default: the metabo cache)")
+    p.add_argument("name", choices=["keel", "rdata", *SOURCES])
+    p.add_argument("--cache", help="folder for a meta-dataset's or the R tables' files (default: the metabo cache)")
     p.add_argument("--force", action="store_true", help="download and extract again")
     p.set_defaults(func=cmd_fetch)
     p = ds.add_parser("list", parents=[common], help="list loadable dataset specs")
-    p.add_argument("name", choices=["keel", "sklearn", "metadatasets"])
+    p.add_argument("name", choices=["keel", "sklearn", "rdata", "metadatasets"])
     p.add_argument("--kind", choices=["balanced", "imbalanced"], default="balanced")
     p.set_defaults(func=cmd_list)
     p = ds.add_parser("meta-features", parents=[common], help="print a dataset's meta-features")
-    p.add_argument("spec", help="sklearn:NAME, keel:NAME, openml:ID or a CSV/TSV/Parquet/ARFF path")
+    p.add_argument("spec", help="sklearn:NAME, keel:NAME, rdata:NAME, openml:ID or a CSV/TSV/Parquet/ARFF path")
     p.add_argument("--target")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-landmarkers", action="store_true")
@@ -184,7 +194,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                                   "own transaction: one that fails is reported (exit 1) and the others stay stored, "
                                   "so a bad file does not cost the meta-features already computed.")
     p.add_argument("specs", nargs="+", help="files (CSV, TSV, Parquet, ARFF, ...) or specs: sklearn:NAME, keel:NAME, "
-                                            "openml:ID")
+                                            "rdata:NAME, openml:ID")
     p.add_argument("--target", help="target column for files")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-landmarkers", action="store_true")

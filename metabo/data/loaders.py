@@ -1,7 +1,8 @@
 """One entry point for every dataset source: :func:`load_dataset`.
 
 Specs: ``sklearn:iris``, ``keel:australian`` or ``keel:imbalanced/ecoli1``,
-``openml:61``, or a path to a CSV, Parquet or ARFF file (which needs ``target``).
+``rdata:diamonds`` (:mod:`metabo.data.rdatasets`), ``openml:61``, or a path to a CSV,
+Parquet or ARFF file (which needs ``target``).
 """
 
 from __future__ import annotations
@@ -15,16 +16,17 @@ from metabo.data.files import load_file
 from metabo.data.keel import load_keel
 from metabo.exceptions import InputDataError
 
-SCHEMES = ("sklearn", "keel", "openml")
+SCHEMES = ("sklearn", "keel", "rdata", "openml")
 
 
 def load_dataset(spec: str, *, target: str | None = None, **kw: Any) -> Dataset:
     """Load the dataset named by ``spec``.
 
     ``kw`` goes to the source's loader: :func:`~metabo.data.keel.load_keel`
-    (``lost_decimals``, ``cache``, ``kind``), ``load_openml`` (``server``,
-    ``cache_dir``) or :func:`~metabo.data.files.load_file` (``name``, ``nominal``,
-    ``fmt``). ``target`` is only for files; the other sources know their target.
+    (``lost_decimals``, ``cache``, ``kind``), :func:`~metabo.data.rdatasets.load_rdata`
+    (``cache``), ``load_openml`` (``server``, ``cache_dir``) or
+    :func:`~metabo.data.files.load_file` (``name``, ``nominal``, ``fmt``). ``target`` is
+    only for files; the other sources know their target.
     """
     scheme, sep, rest = spec.partition(":")
     if sep and scheme in SCHEMES:
@@ -38,6 +40,10 @@ def load_dataset(spec: str, *, target: str | None = None, **kw: Any) -> Dataset:
             return load_sklearn(rest)
         if scheme == "keel":
             return load_keel(rest, **kw)
+        if scheme == "rdata":
+            from metabo.data.rdatasets import load_rdata
+
+            return load_rdata(rest, **kw)
         return _load_openml(spec, rest, **kw)
     path = Path(spec).expanduser()
     if sep and len(scheme) > 1 and not path.exists():  # "foo:bar", not "C:\\data.csv"
@@ -68,6 +74,10 @@ def check_spec(spec: str) -> None:
             from metabo.data.keel import check_keel_name
 
             check_keel_name(rest)
+        elif scheme == "rdata":
+            from metabo.data.rdatasets import check_rdata_name
+
+            check_rdata_name(rest)
         else:
             _openml_id(spec, rest)
         return
