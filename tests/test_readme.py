@@ -644,6 +644,15 @@ def _check_fetch_keel(shell, out):
     assert "43 balanced, 100 imbalanced datasets" in out
 
 
+def _check_fetch_rdata(shell, out):
+    assert "7 classification tasks (diamonds, hi, insteval, movies, rwm5yr, tuna, vietnam)" in out
+
+
+def _check_list_rdata(shell, out):
+    assert out.split() == ["rdata:diamonds", "rdata:hi", "rdata:insteval", "rdata:movies", "rdata:rwm5yr",
+                           "rdata:tuna", "rdata:vietnam"]
+
+
 def _check_list_keel(shell, out):
     assert len(out.split()) == 43 and "keel:australian" in out.split()
 
@@ -762,6 +771,8 @@ COMMAND_CHECKS: dict[str, Callable[[Shell, str], None]] = {
     "metabo data fetch keel": _check_fetch_keel,
     "metabo data list keel": _check_list_keel,
     "metabo data list sklearn": _check_list_sklearn,
+    "metabo data fetch rdata": _check_fetch_rdata,
+    "metabo data list rdata": _check_list_rdata,
     "metabo data add sklearn:iris keel:australian openml:61 path/to/file.csv --target class": _check_add,
     "metabo data meta-features keel:iris": _check_meta_features,
     "metabo kb build --keel balanced --algorithms knn svm_rbf --configs 50 --n-jobs 2": _check_build,
