@@ -7,11 +7,15 @@ A :class:`~sklearn.compose.ColumnTransformer` over the dataset's columns (by nam
   SVMs, MLP, ...);
 - nominal columns: values as strings with a missing value as its own category
   (``"__missing__"``: missingness can carry information, and it needs no choice of a
-  most frequent value), then one-hot encoding (``handle_unknown="ignore"``: a category
-  unseen in training is all zeros) or ordinal encoding (an unseen category is -1), by
-  the algorithm's ``encoding``; ``native`` is the ordinal encoding, the estimator told
+  most frequent value), then one-hot encoding or ordinal encoding (an unseen category is
+  -1), by the algorithm's ``encoding``; ``native`` is the ordinal encoding, the estimator told
   which output columns hold the codes (:func:`tell_nominal`), for learners with their own
-  categorical splits (CatBoost, XGBoost).
+  categorical splits (CatBoost, XGBoost). One-hot keeps a column for each of a feature's
+  :data:`MAX_ONE_HOT_LEVELS` - 1 most frequent training categories and one shared column for
+  the rest (scikit-learn's ``max_categories``, the idea of auto-sklearn's minority
+  coalescer), where an unseen category goes too (all zeros when no category is that rare):
+  an identifier-like column of thousands of levels (students, products) would otherwise
+  make the dense matrix thousands of columns wide, gigabytes on a table of 70,000 rows.
 
 Then the estimator. The whole pipeline is fitted on the training rows only, so nothing
 (medians, scales, categories) is learned from validation or test rows.
@@ -33,6 +37,9 @@ from metabo.data.dataset import Dataset
 from metabo.exceptions import InputDataError
 
 MISSING = "__missing__"
+#: At most this many one-hot columns per nominal feature (module docstring): more than any
+#: nominal feature of the shipped knowledge base has levels (26), so its runs are unchanged.
+MAX_ONE_HOT_LEVELS = 64
 #: the encodings of nominal columns an algorithm may ask for (module docstring)
 ENCODINGS = ("onehot", "ordinal", "native")
 
@@ -102,7 +109,8 @@ def make_preprocessor(spec: PreprocessingNeeds, dataset: Dataset) -> ColumnTrans
                              np.asarray(numeric, dtype=np.intp)))
     if nominal:
         if kind == "onehot":
-            encoder: Any = OneHotEncoder(handle_unknown="ignore", sparse_output=False)
+            encoder: Any = OneHotEncoder(handle_unknown="infrequent_if_exist", sparse_output=False,
+                                         max_categories=MAX_ONE_HOT_LEVELS)
         else:
             encoder = OrdinalEncoder(handle_unknown="use_encoded_value", unknown_value=-1)
         strings = FunctionTransformer(nominal_as_strings, feature_names_out="one-to-one")

@@ -15,8 +15,15 @@ from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.tree import DecisionTreeClassifier
 
+from metabo.data.dataset import Dataset
 from metabo.evaluation.evaluate import Evaluation, evaluate, to_run_rows
-from metabo.evaluation.preprocessing import MISSING, PreprocessingSpec, make_pipeline, make_preprocessor
+from metabo.evaluation.preprocessing import (
+    MAX_ONE_HOT_LEVELS,
+    MISSING,
+    PreprocessingSpec,
+    make_pipeline,
+    make_preprocessor,
+)
 from metabo.evaluation.protocols import Holdout, KFold, class_codes
 from metabo.exceptions import DataQualityError, InvalidConfigurationError, UnknownAlgorithmError
 from metabo.kb import KnowledgeBase
@@ -231,6 +238,32 @@ def test_unseen_categories_are_ignored_or_minus_one(mixed):
     assert np.isnan(out[0, names.index("numeric__a")])  # passed through for the model
 
 
+def test_one_hot_of_an_identifier_like_column_is_capped_and_a_few_levels_are_not():
+    rng = np.random.default_rng(0)
+    n = 2_000
+    ids = rng.zipf(1.3, size=n) % 500  # a few frequent identifiers, hundreds of rare ones
+    frame = pd.DataFrame({"who": pd.Categorical([f"s{i}" for i in ids]),
+                          "kind": pd.Categorical(rng.choice(["a", "b", "c"], size=n)),
+                          "y": rng.choice(["p", "q"], size=n)})
+    ds = Dataset.from_frame(frame, "y", name="ids", source="test")
+    pre = make_preprocessor(PreprocessingSpec(), ds).fit(ds.X)
+    names = list(pre.get_feature_names_out())
+    who = [i for i, c in enumerate(names) if c.startswith("nominal__who")]
+    kind = [i for i, c in enumerate(names) if c.startswith("nominal__kind")]
+    assert ds.X["who"].nunique() > 3 * MAX_ONE_HOT_LEVELS and len(who) == MAX_ONE_HOT_LEVELS
+    assert len(kind) == 3  # a feature of a few levels keeps one column each, as before the cap
+    out = pre.transform(ds.X)
+    assert np.all(out[:, who].sum(axis=1) == 1.0) and np.all(out[:, kind].sum(axis=1) == 1.0)
+    # the most frequent identifier keeps its own column; a rare one and an unseen one share the last
+    top = ds.X["who"].value_counts().index[0]
+    rare = ds.X["who"].value_counts().index[-1]
+    new = pd.DataFrame({"who": pd.Categorical([top, rare, "never-seen"]), "kind": pd.Categorical(["a"] * 3)})
+    coded = pre.transform(new)[:, who]
+    shared = names[who[int(np.argmax(coded[1]))]]
+    assert shared.endswith("infrequent_sklearn") and np.array_equal(coded[1], coded[2])
+    assert not np.array_equal(coded[0], coded[1])
+
+
 def test_make_pipeline_ends_with_the_estimator(mixed):
     est = LogisticRegression()
     pipe = make_pipeline(PreprocessingSpec(), mixed, est)
@@ -316,8 +349,6 @@ def test_preprocessing_once_per_split_gives_what_the_whole_pipeline_gives(algori
     estimator on its output: the probabilities equal those of the pipeline fitted whole
     (on a table of numbers alone, the split's rows go in as a float matrix)."""
     if numeric_only:
-        from metabo.data.dataset import Dataset
-
         frame = mixed.X.drop(columns="b").assign(n=np.arange(mixed.n_instances) % 5, t=mixed.y)
         mixed = Dataset.from_frame(frame, "t", name="numbers", source="test")
         assert set(mixed.feature_kinds) == {"numeric"}
