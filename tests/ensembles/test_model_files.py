@@ -90,6 +90,22 @@ def test_an_ensemble_and_a_wide_knn_round_trip(tiny, tmp_path):
     _round_trip(knn, tmp_path / "knn.skops", wide)
 
 
+def test_a_model_with_a_capped_identifier_column_round_trips(tmp_path):
+    """One-hot's shared column of rare categories (more levels than MAX_ONE_HOT_LEVELS) is
+    saved and loaded with the model: rare and unseen identifiers predict as before."""
+    from metabo.evaluation.preprocessing import MAX_ONE_HOT_LEVELS
+
+    rng = np.random.default_rng(1)
+    n = 400
+    who = np.array([f"id{i}" for i in rng.integers(0, 3 * MAX_ONE_HOT_LEVELS, size=n)])
+    X = pd.DataFrame({"x": rng.normal(size=n), "who": pd.Categorical(who)})
+    y = pd.Series(np.where(X["x"] + rng.normal(size=n) > 0, "yes", "no"))
+    assert X["who"].nunique() > 2 * MAX_ONE_HOT_LEVELS
+    model = EnsembleModel([SPACE.default_configuration("logistic_regression")]).fit(X, y)
+    X_new = pd.DataFrame({"x": [0.1, -0.3, 2.0], "who": pd.Categorical(["id0", "never-seen", who[0]])})
+    _round_trip(model, tmp_path / "ids.skops", X_new)
+
+
 class _Payload:
     """Unpickling this creates the file ``marker``: a stand-in for any code a pickle can run."""
 
