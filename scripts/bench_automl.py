@@ -6,11 +6,13 @@ against FLAML and Optuna's TPE, on datasets held out from the knowledge base
         [--tools metabo,metabo-gp,metabo-gp-single,metabo-single,flaml,autogluon,autogluon-best,optuna] [--parallel 2]
         [--max-rows 5000] [--min-rows 0] [--extra keel:ring keel:imbalanced/page-blocks0 ...]
         [--out reports/automl]
-    python scripts/bench_automl.py report [--out reports/automl]
+    python scripts/bench_automl.py report [--out reports/automl] [--tools-only metabo,flaml]
+        [--only rdata:diamonds keel:magic ...] [--name large]
 
 Results are appended to <out>/runs.jsonl, one line per (dataset, seed, budget, tool), so
 a killed run resumes where it stopped (keys already there are skipped; delete a line to
-run it again). Runs go budget by budget, so the first budget's table fills first.
+run it again). Runs go budget by budget, so the first budget's table fills first. A report of
+a part (some tools, some datasets) goes to <out>/<name>.txt beside the whole one.
 FLAML and AutoGluon each get their own virtual environment (made on first use,
 --flaml-venv, --autogluon-venv): they pin their own scikit-learn, LightGBM and XGBoost
 ranges, which need not agree with this project's.
@@ -171,11 +173,21 @@ def report(args: argparse.Namespace) -> int:
     rows = automl.read_results(out / "runs.jsonl")
     if not rows:
         raise SystemExit(f"no results in {out / 'runs.jsonl'}; run first")
+    name = "summary"
+    if args.command == "report" and (args.tools_only or args.only):
+        # a part of the results: these tools, these datasets (its own files, named for it)
+        tools = set(args.tools_only.split(",")) if args.tools_only else {r["tool"] for r in rows}
+        datasets = set(args.only) if args.only else {r["dataset"] for r in rows}
+        rows = [r for r in rows if r["tool"] in tools and r["dataset"] in datasets]
+        name = args.name or "summary-part"
+        if not rows:
+            raise SystemExit("no results of those tools and datasets")
     text = automl.summarize(rows)
     print(text)
-    (out / "summary.txt").write_text(text + "\n")
-    automl.plot(rows, out / "test_error.png")
-    print(f"wrote {out / 'summary.txt'} and {out / 'test_error.png'}")
+    (out / f"{name}.txt").write_text(text + "\n")
+    plot = out / ("test_error.png" if name == "summary" else f"test_error-{name}.png")
+    automl.plot(rows, plot)
+    print(f"wrote {out / f'{name}.txt'} and {plot}")
     return 0
 
 
@@ -202,6 +214,10 @@ def main() -> int:
         p.add_argument(f"--{tool}-venv", default=str(cache_dir(f"venv-{tool}")),
                        help=f"{tool}'s own virtual environment (made on first use)")
     p.add_argument("--out", default="reports/automl")
+    p.add_argument("--tools-only", help="report: summarize these tools' runs only (comma-separated)")
+    p.add_argument("--only", nargs="+", help="report: summarize these datasets' runs only (specs as in runs.jsonl)")
+    p.add_argument("--name", help="report of a part (--tools-only, --only): the summary's file name "
+                                  "(default summary-part)")
     args = p.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     np.seterr(all="ignore")

@@ -162,6 +162,18 @@ def test_head_to_head_counts_and_wilcoxon_against_a_closed_form():
     assert automl.head_to_head(six, "a", "a") == (0, 6, 0, 1.0)
 
 
+def test_a_dataset_counts_once_in_the_head_to_head_over_datasets():
+    rows = _table_rows() + [{**r, "seed": 1, "test_error": r["test_error"] + (0.1 if r["tool"] == "metabo" else 0)}
+                            for r in _table_rows() if r["dataset"] in ("d1", "d2")]
+    table = automl.error_table(rows, 30.0)
+    datasets = automl.by_dataset(table)
+    assert len(table) == 6 and list(datasets.index) == ["d1", "d2", "d3", "d4"]
+    assert datasets.loc["d1", "metabo"] == pytest.approx(0.15) and datasets.loc["d2", "flaml"] == pytest.approx(0.1)
+    # d1: .15 against .20 a win; d2: .35 against .10 a loss; d3 a tie; d4 a win
+    assert automl.head_to_head(datasets, "metabo", "flaml")[:3] == (2, 1, 1)
+    assert "over 4 datasets (mean of seeds) 2/1/1" in automl.summarize(rows)
+
+
 def test_overrun_counts_runs_beyond_five_percent_only():
     rows = [_row("d", "t", 0.1, seconds=s) for s in (20.0, 31.5, 31.6, 60.0)]  # 31.5 = 1.05 x 30 is on time
     assert automl.overrun_rate(rows) == 0.5
