@@ -171,12 +171,21 @@ def outer_split(y: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
 def write_cell(dataset: Dataset, seed: int, folder: Path) -> np.ndarray:
     """Write ``train.csv`` (the 75%, with the target as :data:`TARGET`) and ``test.csv``
     (the 25%, without it) of ``dataset``'s outer split under ``seed`` to ``folder``;
-    return the test labels (as text)."""
+    return the test labels (as text).
+
+    A nominal column whose categories are all numbers (codes: InstEval's students) is
+    written with each value prefixed by ``c``, so that every tool reading the file takes it
+    as nominal, as the dataset says it is, rather than as a number."""
     if TARGET in dataset.X.columns:
         raise InputDataError(f"{dataset.name} has a feature named {TARGET!r}, the name the target gets here")
     y = dataset.y.astype(str).to_numpy()
     train, test = outer_split(y, seed)
     frame = dataset.X.copy()
+    for column in frame.columns:
+        values = frame[column]
+        if isinstance(values.dtype, pd.CategoricalDtype) and len(values.cat.categories) and \
+                pd.to_numeric(pd.Series(values.cat.categories.astype(str)), errors="coerce").notna().all():
+            frame[column] = values.cat.rename_categories([f"c{c}" for c in values.cat.categories])
     frame[TARGET] = y
     folder.mkdir(parents=True, exist_ok=True)
     frame.iloc[train].to_csv(folder / "train.csv", index=False)

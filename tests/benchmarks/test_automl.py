@@ -102,6 +102,17 @@ def test_the_cell_files_hold_the_split_and_the_target_as_y(tmp_path):
     assert sorted(y_test) == sorted(data.y.astype(str).to_numpy()[test["a"].astype(int)])
 
 
+def test_a_nominal_column_of_number_codes_is_written_as_text_and_the_rest_as_they_are(tmp_path):
+    frame = pd.DataFrame({"who": [1002, 17, 3, 17] * 10, "kind": ["u", "v"] * 20, "x": np.arange(40.0),
+                          "c": ["p", "q", "q", "p"] * 10})
+    data = Dataset.from_frame(frame, "c", name="t", source="test", nominal=["who"])
+    automl.write_cell(data, 0, tmp_path)
+    train, test = pd.read_csv(tmp_path / "train.csv"), pd.read_csv(tmp_path / "test.csv")
+    assert set(train["who"]) | set(test["who"]) == {"c1002", "c17", "c3"}  # read back as text, not numbers
+    assert set(train["kind"]) == {"u", "v"} and train["x"].dtype == np.float64
+    assert list(data.X["who"].cat.categories.astype(str)) == ["1002", "17", "3"]  # the dataset itself unchanged
+
+
 # ----------------------------------------------------------------- tool output
 def test_metabo_logs_and_error_rates_are_read_back(tmp_path):
     log = ("session abc (resume it with --resume if interrupted)\nstrategy: warm: 41 tasks\n"
