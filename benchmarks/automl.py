@@ -175,12 +175,16 @@ def write_cell(dataset: Dataset, seed: int, folder: Path) -> np.ndarray:
 
     A nominal column whose categories are all numbers (codes: InstEval's students) is
     written with each value prefixed by ``c``, so that every tool reading the file takes it
-    as nominal, as the dataset says it is, rather than as a number."""
-    if TARGET in dataset.X.columns:
-        raise InputDataError(f"{dataset.name} has a feature named {TARGET!r}, the name the target gets here")
+    as nominal, as the dataset says it is, rather than as a number. A feature named as the
+    target column (diamonds' ``y``, a width in mm) is written as ``y_``."""
     y = dataset.y.astype(str).to_numpy()
     train, test = outer_split(y, seed)
     frame = dataset.X.copy()
+    if TARGET in frame.columns:
+        renamed = TARGET + "_"
+        while renamed in frame.columns:
+            renamed += "_"
+        frame = frame.rename(columns={TARGET: renamed})
     for column in frame.columns:
         values = frame[column]
         if isinstance(values.dtype, pd.CategoricalDtype) and len(values.cat.categories) and \

@@ -113,6 +113,14 @@ def test_a_nominal_column_of_number_codes_is_written_as_text_and_the_rest_as_the
     assert list(data.X["who"].cat.categories.astype(str)) == ["1002", "17", "3"]  # the dataset itself unchanged
 
 
+def test_a_feature_named_as_the_target_column_is_renamed_not_lost(tmp_path):
+    frame = pd.DataFrame({"x": np.arange(40.0), "y": np.arange(40.0) * 2, "y_": np.ones(40), "c": ["p", "q"] * 20})
+    automl.write_cell(Dataset.from_frame(frame, "c", name="t", source="test"), 0, tmp_path)
+    train, test = pd.read_csv(tmp_path / "train.csv"), pd.read_csv(tmp_path / "test.csv")
+    assert list(train.columns) == ["x", "y__", "y_", "y"] and list(test.columns) == ["x", "y__", "y_"]
+    assert (train["y__"] == 2 * train["x"]).all() and set(train["y"]) == {"p", "q"}
+
+
 # ----------------------------------------------------------------- tool output
 def test_metabo_logs_and_error_rates_are_read_back(tmp_path):
     log = ("session abc (resume it with --resume if interrupted)\nstrategy: warm: 41 tasks\n"
