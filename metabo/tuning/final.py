@@ -119,13 +119,35 @@ def model_writer(path: str | os.PathLike[str] | None, *, trusted: bool) -> Model
 HALVING_SHARE = 0.5
 
 
-def _halving_reserve(history: History, sizes: Sequence[int], budget: float) -> float:
+def best_that_fits(history: History, seconds: Callable[[TrialRecord], float], left: float) -> TrialRecord | None:
+    """The successful trial of lowest value (earliest among ties) whose final fit is
+    predicted (``seconds``) to take at most ``left`` seconds; when none is, the one of the
+    shortest predicted fit; None without a successful trial.
+
+    Under a time budget the model is fitted after the search, and a fit in compiled code
+    (libsvm's, say) cannot be stopped at the deadline: a kernel SVM that won on the first
+    rung's 2,000 rows needs minutes on 60,000. Selecting it would lose the model; the
+    search reserving its fit would stop with most of the budget unspent."""
+    ok = [r for r in history.completed if r.ok and math.isfinite(r.value)]
+    if not ok:
+        return None
+    cost = {r.number: seconds(r) for r in ok}
+    fitting = [r for r in ok if cost[r.number] <= left]
+    if fitting:
+        return min(fitting, key=lambda r: (r.value, r.number))
+    return min(ok, key=lambda r: (cost[r.number], r.value, r.number))
+
+
+def _halving_reserve(history: History, sizes: Sequence[int], budget: float,
+                     promotable: Callable[[TrialRecord], bool] | None = None) -> float:
     """The seconds the promotions after the search are predicted to take (at most
     :data:`HALVING_SHARE` of the ``budget``): each rung's trials' fit seconds on the first
-    rung, scaled linearly to the rung's rows (:mod:`metabo.optimizer.halving`)."""
+    rung, scaled linearly to the rung's rows (:mod:`metabo.optimizer.halving`), among the
+    trials ``promotable`` admits (those whose final fit would fit: the others are not
+    promoted, :func:`_promote`)."""
     if len(sizes) < 3:
         return 0.0
-    done = [r for r in history.completed if r.ok]
+    done = [r for r in history.completed if r.ok and (promotable is None or promotable(r))]
     chosen = [history[k] for k in first_promotion({r.number: float(r.value) for r in done}, len(sizes),
                                                   groups={r.number: r.algorithm for r in done})]
     seconds = 0.0
@@ -153,8 +175,10 @@ def _promote(opt: Optimizer, setup: Setup, *, seed: int, clock: TimeBudget | Non
         if clock is not None:
             total = clock.trial_limit(final_fit_seconds(record, train_rows=train_rows, final_rows=refit_rows,
                                                         fits=fits, scaling=scaling))
-            if total is None:
-                raise TimeBudgetExceeded(f"no time left for trial {number} on {rows} rows")
+            if total is None:  # its final fit would not fit after it: not promoted, the others still are
+                logger.info("successive halving: trial %d %s not evaluated on %d rows: the time left would not "
+                            "hold its final fit", number, record.algorithm, rows)
+                return math.nan
         limit = time_limit
         if limit is None and default_limit is not None:
             limit = default_limit(record.algorithm, opt.history) * rows / setup.rungs[0]

@@ -100,6 +100,7 @@ from metabo.tuning.final import (
     _halving_reserve,
     _library,
     _promote,
+    best_that_fits,
     final_model,
     fit_on_every_row,
     model_writer,
@@ -433,20 +434,24 @@ def tune(
             twice its predicted seconds would not leave a trial's time, since near the end
             of the budget its selections over a large library would run past it. Under
             ``save_model`` every fit is followed by its write (WRITE_PER_FIT)."""
-            best = opt.history.best()
+            # the trial whose model would be fitted: the best whose fit fits in the time left
+            best = best_that_fits(opt.history, scored_fit, clock.left())
             own = scored_fit(best) + (written * final_fit_seconds(best, train_rows=train_rows,
                                                                   final_rows=setup.data.n_instances, fits=fits,
                                                                   scaling=scaling)
                                       if final_rows == "all" else 0.0)
-            own += _halving_reserve(opt.history, setup.rungs, clock.seconds)
+            def affordable(record: TrialRecord) -> bool:
+                return scored_fit(record) <= clock.left()
+
+            own += _halving_reserve(opt.history, setup.rungs, clock.seconds, affordable)
             if library is None or best is None or len(library) < 2:
                 return own
             key = (len(library), best.number)
             if not asked or len(library) >= GUARD_REMEASURE * asked[0][1]:
                 ask_guard(key)
             own += guard_seconds(len(library) + 1)  # its answer after the search: reserved, not hoped for
-            runners_up = sorted((r for r in opt.history.completed if r.ok and r.number != best.number),
-                                key=lambda r: (r.value, r.number))[:ENSEMBLE_RESERVE - 1]
+            runners_up = sorted((r for r in opt.history.completed if r.ok and r.number != best.number
+                                 and affordable(r)), key=lambda r: (r.value, r.number))[:ENSEMBLE_RESERVE - 1]
             likely = own + sum(scored_fit(r) for r in runners_up)
             if clock.trial_limit(likely) is not None:
                 return likely  # a trial starts either way: it is only kept short of the ensemble's fits
@@ -479,6 +484,14 @@ def tune(
             logger.info("successive halving: trial %d is the best on %d rows (the search's best: trial %d)",
                         top, max(r.rows for r in rungs if r.complete), best.number)
             best = opt.history[top]
+    if clock is not None and refit and best.ok and scored_fit(best) > clock.left():
+        fitting = best_that_fits(opt.history, scored_fit, clock.left())
+        if fitting is not None and fitting.number != best.number:
+            logger.warning("trial %d (%s) would need about %.0f s to fit on %d rows and %.1f s are left: the model is "
+                           "trial %d (%s, %.4g), the best whose fit fits", best.number, best.algorithm,
+                           scored_fit(best), refit_rows, clock.left(), fitting.number, fitting.algorithm,
+                           fitting.value)
+            best = fitting
     choice = None
     model, refit_error, refit_seconds = None, None, None
     model_rows: Literal["all", "train+valid"] | None = None

@@ -78,3 +78,43 @@ def test_the_rungs_trials_predict_a_capped_sample_of_the_held_out_rows(large, tm
     assert not rows.empty and (rows["n"] == 1500).all(), rows  # 4,080 held out for each, 1,500 predicted
     assert [r.rows for r in result.rungs] == [2000, 6000]
     assert result.model_rows == "all" and result.refit_test_error is not None
+
+
+def _records(values_and_fits):
+    from metabo.optimizer.history import History, TrialRecord
+
+    history = History()
+    for i, (algorithm, value, fit) in enumerate(values_and_fits):
+        history.add(TrialRecord(i, algorithm, {}, f"c{i}", state="complete", value=value, status="ok",
+                                fit_seconds=fit, predict_seconds=0.0))
+    return history
+
+
+def test_the_model_is_the_best_trial_whose_final_fit_fits_in_the_time_left():
+    from metabo.tuning.final import best_that_fits
+
+    # a kernel SVM best on the first rung whose final fit needs minutes, two cheaper trials behind it
+    history = _records([("lightgbm", 0.30, 1.0), ("kernel_svm", 0.20, 200.0), ("catboost", 0.25, 8.0)])
+
+    def seconds(r):
+        return r.fit_seconds
+
+    assert best_that_fits(history, seconds, 300.0).algorithm == "kernel_svm"  # time for it: the best
+    assert best_that_fits(history, seconds, 10.0).algorithm == "catboost"
+    assert best_that_fits(history, seconds, 5.0).algorithm == "lightgbm"
+    assert best_that_fits(history, seconds, 0.5).algorithm == "lightgbm"  # none fits: the quickest fit
+    assert best_that_fits(_records([]), seconds, 10.0) is None
+
+
+def test_the_promotions_reserve_counts_only_trials_whose_final_fit_would_fit():
+    from metabo.tuning.final import HALVING_SHARE, _halving_reserve
+
+    history = _records([("lightgbm", 0.30, 1.0), ("kernel_svm", 0.20, 3.0), ("catboost", 0.25, 2.0)])
+    sizes = (2000, 6000, 18000, 40000)
+    # the first promotion is the best ceil(3 / 3) = 1 and each algorithm's best, so all three on 6,000
+    # rows (x3); the next rung would hold ceil(3 / 3) = 1 trial, which decides nothing: not reserved
+    assert _halving_reserve(history, sizes, 1000.0) == pytest.approx((1 + 3 + 2) * 3)
+    # the SVM is not promotable: lightgbm and catboost on 6,000 rows
+    assert _halving_reserve(history, sizes, 1000.0, lambda r: r.algorithm != "kernel_svm") == \
+        pytest.approx((1 + 2) * 3)
+    assert _halving_reserve(history, sizes, 10.0) == pytest.approx(HALVING_SHARE * 10.0)  # capped
