@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from metabo.ensembles.base import EnsembleSearch
-from metabo.evaluation.metrics import get_metric, library_losses
+from metabo.evaluation.metrics import first_argmax, get_metric, library_losses
 from metabo.exceptions import InputDataError
 from metabo.strategies.base import Config, Strategy
 
@@ -80,13 +80,18 @@ def ensemble_selection(probas: Sequence[np.ndarray] | np.ndarray, y: np.ndarray,
         raise InputDataError(f"max_size and n_init must be >= 1, got {max_size}, {n_init}")
     loss = get_metric(metric)
     H = P.shape[0]
+    # the most one member moves a difference of two classes' scores, and a margin for rounding
+    spread, rounding = float(P.max() - P.min()), 1e-9 * max(1.0, float(np.abs(P).max()))
     single = library_losses(metric, loss, y, P)
     order = [int(h) for h in np.argsort(single, kind="stable")[: min(n_init, H, max_size)]]
     total = P[order].sum(axis=0)
     trajectory = [float(loss(y, P[order[: k + 1]].mean(axis=0))) for k in range(len(order))]
     while len(order) < max_size:
         size = len(order) + 1
-        scores = library_losses(metric, loss, y, (total[None] + P) / size)
+        if metric == "error_rate":
+            scores = _error_rates_of_additions(total, P, y, size, spread + rounding * size)
+        else:
+            scores = library_losses(metric, loss, y, (total[None] + P) / size)
         h = int(np.argmin(scores))  # ties: the lowest index
         order.append(h)
         total += P[h]
@@ -94,6 +99,36 @@ def ensemble_selection(probas: Sequence[np.ndarray] | np.ndarray, y: np.ndarray,
     best = int(np.argmin(trajectory))  # the earliest prefix of lowest loss
     return EnsembleSelection(tuple(order[: best + 1]), trajectory[best], tuple(trajectory), tuple(order))
 
+
+#: Library sizes up to which :func:`_error_rates_of_additions` scores every row: finding the
+#: settled rows costs about as much as scoring four models on all of them.
+SETTLE_FROM = 4
+
+
+def _error_rates_of_additions(total: np.ndarray, P: np.ndarray, y: np.ndarray, size: int,
+                              lead: float) -> np.ndarray:
+    """The error rate of ``(total + P_h) / size`` for every ``h`` (``library_losses``), its
+    arg max evaluated only on the rows one more member can change. Adding ``P_h`` moves the
+    difference of two classes' scores by at most the range of the library's values, so a
+    row whose leading class is ahead of the next by more than ``lead`` (that range and a
+    margin for the sums' and division's rounding) keeps its prediction whatever is added:
+    it counts the same for every ``h``. Exact (the values of scoring every row), and much
+    cheaper once the ensemble has a few members, since most rows' lead then grows with
+    each one."""
+    n, K = total.shape
+    if K < 2 or len(P) <= SETTLE_FROM:
+        return np.mean(first_argmax((total[None] + P) / size) != y[None, :], axis=1)
+    if K == 2:
+        ahead = np.abs(total[:, 1] - total[:, 0])
+    else:
+        top2 = np.partition(total, K - 2, axis=1)
+        ahead = top2[:, K - 1] - top2[:, K - 2]
+    settled = ahead > lead
+    open_rows = np.flatnonzero(~settled)
+    fixed_wrong = np.count_nonzero(first_argmax(total[settled]) != y[settled])
+    wrong = np.count_nonzero(first_argmax((total[None, open_rows] + P[:, open_rows]) / size) != y[None, open_rows],
+                             axis=1)
+    return (fixed_wrong + wrong) / n
 
 
 def bagged_selection(probas: Sequence[np.ndarray] | np.ndarray, y: np.ndarray, *, metric: str = "error_rate",

@@ -73,6 +73,32 @@ def test_vectorized_error_rate_matches_the_metric():
     np.testing.assert_allclose(chosen.trajectory, by_hand)
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.integers(2, 6), st.integers(5, 12), st.booleans())
+def test_scoring_only_the_rows_a_member_can_change_is_exact(seed, K, H, coarse):
+    """The error rates of every addition, the settled rows counted once, equal scoring every
+    row, at every step of a selection; ``coarse`` probabilities (multiples of 1/4) make ties
+    between classes, which the first maximum breaks alike either way."""
+    from metabo.ensembles.selection import SETTLE_FROM, _error_rates_of_additions
+    from metabo.evaluation.metrics import library_losses
+
+    assert H > SETTLE_FROM
+    rng = np.random.default_rng(seed)
+    n = 60
+    y = rng.integers(K, size=n)
+    P = rng.dirichlet(np.ones(K) * 0.4, size=(H, n))
+    P = 0.5 * P + 0.5 * np.eye(K)[np.where(rng.random((H, n)) < 0.7, y[None], rng.integers(K, size=(H, n)))]
+    if coarse:
+        P = np.round(P * 4) / 4
+    spread, rounding = float(P.max() - P.min()), 1e-9 * max(1.0, float(np.abs(P).max()))
+    total = P[0].copy()
+    for size in range(2, 30):
+        fast = _error_rates_of_additions(total, P, y, size, spread + rounding * size)
+        every_row = library_losses("error_rate", get_metric("error_rate"), y, (total[None] + P) / size)
+        np.testing.assert_array_equal(fast, every_row)
+        total += P[int(np.argmin(every_row))]
+
+
 def test_bagged_selection_is_the_mean_of_selections_on_seeded_bags():
     """Caruana et al. 2006 sec. 2.3: each bag a seeded half of the library, the weights the
     mean of the bags' selections; one bag of the whole library is the plain selection."""
