@@ -8,6 +8,7 @@ significant digits, ample for ensemble selection and diversity, at half the size
 from __future__ import annotations
 
 import zlib
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -41,12 +42,37 @@ def decode(n_rows: int, n_cols: int, data: bytes) -> np.ndarray:
 
 def add_predictions(kb: KnowledgeBase, run_id: str, array: np.ndarray, *, split: str = "valid") -> None:
     """Store (replace) the predictions of a stored run."""
-    n, k, blob = encode(array)
+    add_many_predictions(kb, [(run_id, split, array)])
+
+
+def add_many_predictions(kb: KnowledgeBase, items: Iterable[tuple[str, str, np.ndarray]], *,
+                         dataset_id: str | None = None) -> None:
+    """Store (replace) the predictions of stored runs, ``(run_id, split, array)`` each (the
+    last of repeated pairs wins), in one transaction: one lookup of the runs, one delete,
+    one insert, rather than a scan of the runs table per array. ``dataset_id``, when all
+    the runs are of that dataset, narrows the lookup to its rows. An unknown run id raises
+    :class:`InputDataError` and stores none of them."""
+    rows = {(run_id, split): encode(array) for run_id, split, array in items}
+    if not rows:
+        return
+    ids = sorted({run_id for run_id, _ in rows})
+    where, params = ("dataset_id = ? AND ", [dataset_id]) if dataset_id is not None else ("", [])
     with kb.transaction() as tx:
-        if tx.execute("SELECT 1 FROM runs WHERE run_id = ? LIMIT 1", [run_id]).fetchone() is None:
-            raise InputDataError(f"unknown run id {run_id!r}; store the run before its predictions")
-        tx.execute("DELETE FROM predictions WHERE run_id = ? AND split = ?", [run_id, split])
-        tx.execute("INSERT INTO predictions VALUES (?, ?, ?, ?, ?)", [run_id, split, n, k, blob])
+        found = {r[0] for r in tx.execute(
+            f"SELECT DISTINCT run_id FROM runs WHERE {where}run_id IN (SELECT unnest(?::VARCHAR[]))",  # noqa: S608
+            [*params, ids]).fetchall()}
+        missing = [run_id for run_id in ids if run_id not in found]
+        if missing:
+            of = "" if dataset_id is None else f" of dataset {dataset_id!r}"
+            raise InputDataError(f"unknown run id {missing[0]!r}{of}"
+                                 + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else "")
+                                 + "; store the run before its predictions")
+        keys = list(rows)
+        tx.execute("DELETE FROM predictions USING (SELECT unnest(?::VARCHAR[]) AS r, unnest(?::VARCHAR[]) AS s) k "
+                   "WHERE predictions.run_id = k.r AND predictions.split = k.s",
+                   [[r for r, _ in keys], [s for _, s in keys]])
+        tx.executemany("INSERT INTO predictions VALUES (?, ?, ?, ?, ?)",
+                       [[run_id, split, *rows[run_id, split]] for run_id, split in keys])
 
 
 def get_predictions(kb: KnowledgeBase, run_id: str, *, split: str = "valid") -> np.ndarray:

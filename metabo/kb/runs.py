@@ -32,6 +32,7 @@ import pyarrow.compute as pc
 
 from metabo.exceptions import InputDataError, UnknownDatasetError
 from metabo.kb._sql import SMALL_BATCH, in_list
+from metabo.kb.predictions import add_many_predictions
 from metabo.kb.schema import RUN_ID_SQL, RUN_STATUSES, protocol_sql
 from metabo.kb.timestamps import utcnow
 
@@ -337,10 +338,9 @@ def record(kb: KnowledgeBase, evaluations: Iterable[Evaluation], *, dataset_id: 
         normalized = normalize_runs(kb, frame)
         inserted = insert_normalized(kb, normalized)
         ids = run_ids(kb, normalized)
-        for i, row in primary:
-            ev = evaluations[i]
-            if ev.valid_proba is not None:
-                kb.add_predictions(ids[row], ev.valid_proba, split="valid")
-            if ev.test_proba is not None:
-                kb.add_predictions(ids[row], ev.test_proba, split="test")
+        arrays = [(ids[row], split, proba) for i, row in primary
+                  for split, proba in (("valid", evaluations[i].valid_proba), ("test", evaluations[i].test_proba))
+                  if proba is not None]
+        datasets = normalized["dataset_id"].unique()
+        add_many_predictions(kb, arrays, dataset_id=str(datasets[0]) if len(datasets) == 1 else None)
     return inserted

@@ -340,6 +340,25 @@ def test_predictions_round_trip(kb):
         kb.add_predictions(rid, np.full((3, 2), np.nan))
 
 
+def test_many_predictions_replace_together_or_not_at_all(kb):
+    from metabo.kb.predictions import add_many_predictions
+
+    ids = [kb.add_run(dataset_id="test-toy", algorithm="knn", params={"n_neighbors": k}, metric="error_rate",
+                      value=0.1, source="s") for k in (1, 2)]
+    rng = np.random.default_rng(1)
+    a, b, c = (rng.dirichlet(np.ones(2), size=5) for _ in range(3))
+    kb.add_predictions(ids[0], a)
+    add_many_predictions(kb, [(ids[0], "valid", b), (ids[1], "test", a), (ids[1], "test", c)], dataset_id="test-toy")
+    np.testing.assert_array_equal(kb.get_predictions(ids[0]), b.astype(np.float32))  # replaced
+    np.testing.assert_array_equal(kb.get_predictions(ids[1], split="test"), c.astype(np.float32))  # the last wins
+    with pytest.raises(InputDataError, match="unknown run id 'nope'"):
+        add_many_predictions(kb, [(ids[0], "valid", c), ("nope", "valid", c)])
+    with pytest.raises(InputDataError, match="of dataset 'other'"):  # a run of another dataset is not found
+        add_many_predictions(kb, [(ids[0], "valid", c)], dataset_id="other")
+    np.testing.assert_array_equal(kb.get_predictions(ids[0]), b.astype(np.float32))  # nothing of either stored
+    assert kb.query("SELECT count(*) AS n FROM predictions")["n"].iloc[0] == 2
+
+
 def test_meta_features_nan_is_null_and_replace(kb):
     kb.add_meta_features("test-toy", {"ClassEntropy": float("nan"), "NumberOfInstances": 31})
     mf = kb.query("SELECT name, value FROM meta_features WHERE dataset_id = 'test-toy' ORDER BY name")
