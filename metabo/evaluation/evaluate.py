@@ -44,8 +44,9 @@ import logging
 import math
 import time
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal, cast
 
 import numpy as np
@@ -375,10 +376,13 @@ def evaluate(
 
 
 # ---------------------------------------------------------------------- to the knowledge base
-def run_rows(evaluations: list[Evaluation], dataset_id: str, source: str,
-             protocol: str | None = None) -> tuple[pd.DataFrame, list[tuple[int, int]]]:
+def run_rows(evaluations: list[Evaluation], dataset_id: str, source: str, protocol: str | None = None,
+             created_at: Sequence[datetime] | None = None) -> tuple[pd.DataFrame, list[tuple[int, int]]]:
     """The run rows and, per evaluation, (evaluation index, row of its primary run), the
-    run its predictions attach to (module docstring)."""
+    run its predictions attach to (module docstring). ``created_at``: each evaluation's
+    time (naive UTC; default: when the rows are stored)."""
+    if created_at is not None and len(created_at) != len(evaluations):
+        raise InputDataError(f"created_at has {len(created_at)} times for {len(evaluations)} evaluations")
     rows: list[dict[str, Any]] = []
     primary: list[tuple[int, int]] = []
     for i, ev in enumerate(evaluations):
@@ -388,6 +392,7 @@ def run_rows(evaluations: list[Evaluation], dataset_id: str, source: str,
             "fidelity": float(ev.fidelity), "fit_seconds": ev.fit_seconds,
             "predict_seconds": ev.predict_seconds, "status": ev.status, "message": ev.message,
             "source": source, "protocol": protocol,
+            **({} if created_at is None else {"created_at": created_at[i]}),
         }
         named = list(ev.valid.items())
         named += [(TEST_PREFIX + m, v) for m, v in (ev.test or {}).items()]
@@ -405,6 +410,7 @@ def run_rows(evaluations: list[Evaluation], dataset_id: str, source: str,
     columns = [
         "dataset_id", "algorithm", "params", "metric", "value", "fold", "repeat", "split_seed",
         "fidelity", "fit_seconds", "predict_seconds", "status", "message", "source", "protocol",
+        *([] if created_at is None else ["created_at"]),
     ]
     frame = pd.DataFrame(rows, columns=columns)
     frame["split_seed"] = frame["split_seed"].astype("Int64")

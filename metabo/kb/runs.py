@@ -22,7 +22,8 @@ their predictions: the rows of :func:`metabo.evaluation.evaluate.run_rows`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -315,7 +316,7 @@ def add_runs(kb: KnowledgeBase, runs: pd.DataFrame | Iterable[Mapping[str, Any]]
 
 
 def record(kb: KnowledgeBase, evaluations: Iterable[Evaluation], *, dataset_id: str, source: str,
-           protocol: str | None = None) -> int:
+           protocol: str | None = None, created_at: Sequence[datetime] | None = None) -> int:
     """Store the runs and predictions of ``evaluations`` in one transaction.
 
     ``protocol``: how they were measured
@@ -325,12 +326,13 @@ def record(kb: KnowledgeBase, evaluations: Iterable[Evaluation], *, dataset_id: 
     Algorithms not yet registered in ``kb`` are registered. Returns how many run rows
     were new (recording the same evaluations twice adds none; their predictions are
     replaced). Predictions go to the primary metric's run
-    (:mod:`metabo.evaluation.evaluate`).
+    (:mod:`metabo.evaluation.evaluate`). ``created_at``: each evaluation's time (naive
+    UTC; default: now).
     """
     from metabo.evaluation.evaluate import run_rows
 
     evaluations = list(evaluations)
-    frame, primary = run_rows(evaluations, dataset_id, source, protocol)
+    frame, primary = run_rows(evaluations, dataset_id, source, protocol, created_at)
     if frame.empty:
         return 0
     with kb.transaction():

@@ -159,6 +159,15 @@ def state_values(kb: KnowledgeBase, prefix: str) -> list[str]:
 
 def set_state(kb: KnowledgeBase, key: str, value: Any) -> None:
     """Save a cursor; call inside the batch's transaction so both land together."""
+    set_states(kb, {key: value})
+
+
+def set_states(kb: KnowledgeBase, values: Mapping[str, Any]) -> None:
+    """Save several cursors (key -> JSON-able value) in one delete and one insert."""
+    if not values:
+        return
+    now = utcnow()
     with kb.transaction() as tx:
-        tx.execute("DELETE FROM ingest_state WHERE key = ?", [key])
-        tx.execute("INSERT INTO ingest_state VALUES (?, ?, ?)", [key, json.dumps(value), utcnow()])
+        tx.execute("DELETE FROM ingest_state WHERE key IN (SELECT unnest(?::VARCHAR[]))", [list(values)])
+        tx.executemany("INSERT INTO ingest_state VALUES (?, ?, ?)",
+                       [[key, json.dumps(value), now] for key, value in values.items()])

@@ -1,4 +1,4 @@
-"""Ask/tell over a CASH space, every told result written to the knowledge base at once.
+"""Ask/tell over a CASH space, every told result written to the knowledge base.
 
 Optuna's ``ask``/``tell`` shape: :meth:`Optimizer.ask` returns a :class:`Trial` (number,
 algorithm, params, config_id), the caller evaluates it however it likes and
@@ -18,6 +18,14 @@ completed record. Runs: either the caller's evaluations through
 ``test_value``, one of ``test_<metric>``. Trial records are JSON cursors in
 ``ingest_state`` under ``session:<id>:trial:<number>``, so :meth:`Optimizer.resume`
 rebuilds the history, numbers and pending trials included, from the store alone.
+
+Writes are immediate by default. With ``write_every`` seconds (what
+:func:`metabo.tuning.tune` uses), asks and tells wait and are written together, in one
+transaction, once the oldest has waited that long, and at :meth:`Optimizer.flush` and
+:meth:`Optimizer.finish`: each write of a trial costs several queries of a columnar store
+whatever its size, about a tenth of a second per trial, which on a small table is as much
+as the trial. A process killed between writes loses the trials since the last one (never
+part of one); the store holds the session as of that write, resumable.
 
 Pending trials at resume (asked, never told: the process stopped mid-evaluation) are
 re-asked first, with their numbers and configurations, so nothing is skipped and the
@@ -48,6 +56,7 @@ from metabo.exceptions import InputDataError, MetaboError
 from metabo.kb.canonical import config_id
 from metabo.kb.schema import check_outcome
 from metabo.kb.sessions import get_session, state_values  # get_session: also imported from here
+from metabo.kb.timestamps import utcnow
 from metabo.optimizer.history import LIARS, History, Liar, Trial, TrialRecord
 from metabo.optimizer.strategy import PosteriorModel, Strategy
 from metabo.space.cash import CASHSpace, as_cash
@@ -107,6 +116,7 @@ class Optimizer:
         seed: int = 0,
         settings: dict[str, Any] | None = None,
         liar: Liar | None = "max",
+        write_every: float = 0.0,
     ) -> None:
         if liar is not None and liar not in LIARS:
             raise InputDataError(f"liar must be one of {LIARS} or None, got {liar!r}")
@@ -122,6 +132,11 @@ class Optimizer:
         self.seed = int(seed)
         self._history = History()
         self._reask: list[int] = []
+        self.write_every = write_every
+        # asks and tells not yet written (module docstring): (record, evaluations or None,
+        # when it was told or None for an ask), and the monotonic time the oldest was made
+        self._unwritten: list[tuple[TrialRecord, list[Evaluation] | None, datetime | None]] = []
+        self._waiting_since = 0.0
         if kb is not None:
             if dataset_id is None:
                 raise InputDataError(
@@ -146,7 +161,7 @@ class Optimizer:
     @classmethod
     def resume(
         cls, kb: KnowledgeBase, session_id: str, space: CASHSpace | SearchSpace, strategy: Strategy, *,
-        reask_pending: bool = True,
+        reask_pending: bool = True, write_every: float = 0.0,
     ) -> Optimizer:
         """The optimizer of a stored session, its history rebuilt from ``kb``.
 
@@ -179,6 +194,7 @@ class Optimizer:
         records = [TrialRecord.from_json(json.loads(text)) for text in texts]
         self._history = History(records)
         self._reask = [r.number for r in records if not r.complete] if reask_pending else []
+        self.write_every, self._unwritten, self._waiting_since = write_every, [], 0.0
         kb.set_session_status(session_id, "running")
         logger.info("resumed session %s: %d trials, %d pending", session_id, len(records), len(self._reask))
         return self
@@ -214,7 +230,7 @@ class Optimizer:
         record = TrialRecord(number, algorithm, params, cid, suggest_seconds=seconds)
         self._history.add(record)
         if self.kb is not None:
-            self.kb.set_state(trial_key(self.session_id, number), record.to_json())
+            self._write(record, None, told=False)
         logger.debug("trial %d: %s %s (%.3f s)", number, algorithm, params, seconds)
         return record.trial
 
@@ -258,34 +274,61 @@ class Optimizer:
         }
         done = replace(record, state="complete", **outcome)
         if self.kb is not None:
-            self._record(done, evaluations)
+            self._write(done, None if evaluations is None else list(evaluations), told=True)
         if number in self._reask:
             self._reask.remove(number)
         return self._history.complete(number, **outcome)
 
-    def _record(self, done: TrialRecord, evaluations: Iterable[Evaluation] | None) -> None:
-        from metabo.kb.runs import record as record_evaluations
+    def _write(self, record: TrialRecord, evaluations: list[Evaluation] | None, *, told: bool) -> None:
+        """Write ``record`` (asked, or ``told`` with its ``evaluations``) now, or with the
+        next write when ``write_every`` allows it to wait (module docstring); a told
+        trial's runs keep the time it was told."""
+        if not self._unwritten:
+            self._waiting_since = time.monotonic()
+        self._unwritten.append((record, evaluations, utcnow() if told else None))
+        if time.monotonic() - self._waiting_since >= self.write_every:
+            self.flush()
 
-        kb = self.kb
-        assert kb is not None and self.dataset_id is not None
-        source = f"session:{self.session_id}"
+    def flush(self) -> None:
+        """Write the asks and tells still waiting (module docstring), in one transaction:
+        the told trials' runs (their evaluations through :func:`metabo.kb.runs.record`, or
+        one row per metric) and every trial's latest record. Nothing is lost when it fails:
+        they wait for the next write."""
+        if self.kb is None or not self._unwritten:
+            return
+        from metabo.kb.runs import record as record_evaluations
+        from metabo.kb.sessions import set_states
+
+        kb, source = self.kb, f"session:{self.session_id}"
+        assert self.dataset_id is not None
+        told = [(done, evaluations, at) for done, evaluations, at in self._unwritten if at is not None]
         with kb.transaction():
-            if evaluations is not None:
-                record_evaluations(kb, evaluations, dataset_id=self.dataset_id, source=source)
-            else:
-                kb.add_algorithms([done.algorithm])
+            evaluated = [(e, at) for _, evaluations, at in told if evaluations is not None for e in evaluations]
+            if evaluated:
+                record_evaluations(kb, [e for e, _ in evaluated], dataset_id=self.dataset_id, source=source,
+                                   created_at=[at for _, at in evaluated])
+            rows: list[dict[str, Any]] = []
+            for done, evaluations, at in told:
+                if evaluations is not None:
+                    continue
                 base = {"dataset_id": self.dataset_id, "algorithm": done.algorithm, "params": dict(done.params),
                         "source": source, "status": done.status, "message": done.message,
-                        "fit_seconds": done.fit_seconds, "predict_seconds": done.predict_seconds}
-                rows = [{**base, "metric": self.metric, "value": done.value}]
+                        "fit_seconds": done.fit_seconds, "predict_seconds": done.predict_seconds, "created_at": at}
+                rows.append({**base, "metric": self.metric, "value": done.value})
                 if done.test_value is not None:
                     rows.append({**base, "metric": TEST_PREFIX + self.metric, "value": done.test_value})
+            if rows:
+                kb.add_algorithms(sorted({r["algorithm"] for r in rows}))
                 kb.add_runs(rows)
-            kb.set_state(trial_key(self.session_id, done.number), done.to_json())
+            # the latest record of each trial (a tell's replaces its ask's)
+            set_states(kb, {trial_key(self.session_id, r.number): r.to_json() for r, _, _ in self._unwritten})
+        self._unwritten.clear()
 
     def finish(self, status: str = "done") -> None:
-        """Mark the session finished in the knowledge base (no-op without one)."""
+        """Write what waits (:meth:`flush`) and mark the session finished in the
+        knowledge base (no-op without one)."""
         if self.kb is not None:
+            self.flush()
             self.kb.set_session_status(self.session_id, status)
 
     # ---------------------------------------------------------------- selection

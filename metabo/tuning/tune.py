@@ -125,6 +125,11 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+#: seconds the search's asks and tells may wait to be written to the knowledge base together
+#: (:class:`~metabo.optimizer.optimizer.Optimizer`'s ``write_every``): a trial's write costs
+#: about a tenth of a second whatever its size, as much as a trial on a small table
+WRITE_EVERY = 2.0
+
 
 @dataclass(frozen=True)
 class TuneResult:
@@ -373,6 +378,7 @@ def tune(
         settings["default_time_limit"] = limit.describe()
     opt = open_session(kb, space, strategy, session_id=session_id, dataset_id=setup.dataset_id, metric=metric,
                        seed=seed, settings=settings)
+    opt.write_every = WRITE_EVERY
     ends: dict[int, float] = {}
 
     def told(record: TrialRecord, ended: float | None = None) -> None:
@@ -473,6 +479,10 @@ def tune(
                        on_evaluated=None if library is None else library.observe)
     except TimeBudgetExceeded as e:  # e.g. in a strategy's ask: the trials told so far stand
         logger.warning("search stopped: %s", e)
+    except BaseException:  # interrupted or failed: the trials told so far are written first
+        with contextlib.suppress(Exception):
+            opt.flush()
+        raise
     opt.finish()
     best = opt.best(select, model=selection_model(opt.strategy, select, seed=seed))
     rungs: list[Rung] = []

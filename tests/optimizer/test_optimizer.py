@@ -115,6 +115,43 @@ def test_resume_continues_the_uninterrupted_sequence(kb_path, dataset_id, small_
     assert n_runs == 8
 
 
+def test_waiting_writes_land_together_as_immediate_ones_would(kb_path, dataset_id, small_cash):
+    """write_every: nothing of the session's trials is in the store until the write, then
+    the same runs and trial records as writing each at once, and a resume from it sees
+    the same history; finish() writes what still waits."""
+    space, objective = small_cash
+
+    def stored(kb, session):
+        runs = kb.query("SELECT config_id, metric, value, status, fold FROM runs WHERE source = ? "
+                        "ORDER BY config_id, metric", [f"session:{session}"])
+        states = kb.query("SELECT key, value FROM ingest_state WHERE key LIKE ? ORDER BY key", [f"session:{session}:%"])
+        return runs, [(k.split(":", 2)[2], v) for k, v in states.itertuples(index=False)]
+
+    with KnowledgeBase(kb_path) as kb:
+        at_once = Optimizer(space, RandomSearch(), kb=kb, session_id="now", dataset_id=dataset_id, seed=5)
+        later = Optimizer(space, RandomSearch(), kb=kb, session_id="later", dataset_id=dataset_id, seed=5,
+                          write_every=1e9)
+        for opt in (at_once, later):
+            run(opt, objective, 3)
+            t = opt.ask()  # pending when written
+            opt.tell(opt.ask(), None, status="crash", message="boom")
+        assert stored(kb, "later")[0].empty and stored(kb, "later")[1] == []
+        later.flush()
+        runs_now, states_now = stored(kb, "now")
+        runs_later, states_later = stored(kb, "later")
+        assert len(runs_now) == 4 and runs_later.equals(runs_now)
+        assert [k for k, _ in states_later] == [k for k, _ in states_now]
+        assert [json.loads(v)["state"] for _, v in states_later] == [json.loads(v)["state"] for _, v in states_now]
+        in_time = kb.query("SELECT config_id FROM runs WHERE source = 'session:later' ORDER BY created_at")
+        assert in_time["config_id"].tolist() == [r.config_id for r in later.history.completed]  # told order kept
+        resumed = Optimizer.resume(kb, "later", space, RandomSearch())
+        assert sequence(resumed)[:3] == sequence(at_once)[:3] and [r.number for r in resumed.history.pending] == [3]
+        resumed.write_every = 1e9
+        resumed.tell(t, 0.5)
+        resumed.finish()
+        assert kb.query("SELECT count(*) AS n FROM runs WHERE source = 'session:later'")["n"].iloc[0] == 5
+
+
 def test_random_search_never_repeats(small_cash):
     space, objective = small_cash
     tiny = type(space)({"b": space["b"].__class__("b", (space["b"]["n"],))})  # 10 configurations in all
