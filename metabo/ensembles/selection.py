@@ -88,7 +88,7 @@ def ensemble_selection(probas: Sequence[np.ndarray] | np.ndarray, y: np.ndarray,
     trajectory = [float(loss(y, P[order[: k + 1]].mean(axis=0))) for k in range(len(order))]
     while len(order) < max_size:
         size = len(order) + 1
-        if metric == "error_rate":
+        if metric == "error_rate" and H > SETTLE_FROM and P.shape[2] > 1:
             scores = _error_rates_of_additions(total, P, y, size, spread + rounding * size)
         else:
             scores = library_losses(metric, loss, y, (total[None] + P) / size)
@@ -100,14 +100,15 @@ def ensemble_selection(probas: Sequence[np.ndarray] | np.ndarray, y: np.ndarray,
     return EnsembleSelection(tuple(order[: best + 1]), trajectory[best], tuple(trajectory), tuple(order))
 
 
-#: Library sizes up to which :func:`_error_rates_of_additions` scores every row: finding the
-#: settled rows costs about as much as scoring four models on all of them.
+#: Library sizes up to which selection scores every row (:func:`library_losses`) rather than
+#: :func:`_error_rates_of_additions`: finding the settled rows costs about as much as
+#: scoring four models on all of them.
 SETTLE_FROM = 4
 
 
 def _error_rates_of_additions(total: np.ndarray, P: np.ndarray, y: np.ndarray, size: int,
                               lead: float) -> np.ndarray:
-    """The error rate of ``(total + P_h) / size`` for every ``h`` (``library_losses``), its
+    """With two classes or more, the error rate of ``(total + P_h) / size`` for every ``h`` (``library_losses``), its
     arg max evaluated only on the rows one more member can change. Adding ``P_h`` moves the
     difference of two classes' scores by at most the range of the library's values, so a
     row whose leading class is ahead of the next by more than ``lead`` (that range and a
@@ -116,8 +117,6 @@ def _error_rates_of_additions(total: np.ndarray, P: np.ndarray, y: np.ndarray, s
     cheaper once the ensemble has a few members, since most rows' lead then grows with
     each one."""
     n, K = total.shape
-    if K < 2 or len(P) <= SETTLE_FROM:
-        return np.mean(first_argmax((total[None] + P) / size) != y[None, :], axis=1)
     if K == 2:
         ahead = np.abs(total[:, 1] - total[:, 0])
     else:

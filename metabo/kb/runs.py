@@ -343,6 +343,5 @@ def record(kb: KnowledgeBase, evaluations: Iterable[Evaluation], *, dataset_id: 
         arrays = [(ids[row], split, proba) for i, row in primary
                   for split, proba in (("valid", evaluations[i].valid_proba), ("test", evaluations[i].test_proba))
                   if proba is not None]
-        datasets = normalized["dataset_id"].unique()
-        add_many_predictions(kb, arrays, dataset_id=str(datasets[0]) if len(datasets) == 1 else None)
+        add_many_predictions(kb, arrays, dataset_id=dataset_id)
     return inserted

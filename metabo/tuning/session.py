@@ -117,10 +117,11 @@ def check_resumable(kb: KnowledgeBase, session_id: str, dataset_id: str | None, 
 
 def open_session(
     kb: KnowledgeBase | None, space: CASHSpace | SearchSpace, strategy: Strategy, *, session_id: str | None,
-    dataset_id: str | None, metric: str, seed: int, settings: dict[str, Any],
+    dataset_id: str | None, metric: str, seed: int, settings: dict[str, Any], write_every: float = 0.0,
 ) -> Optimizer:
     """The stored session ``session_id`` resumed (it must have tuned ``metric`` on
-    ``dataset_id`` under the same protocol), or a new optimizer."""
+    ``dataset_id`` under the same protocol), or a new optimizer; either writes its trials
+    every ``write_every`` seconds (:class:`Optimizer`)."""
     if kb is not None and session_id is not None and (row := get_session(kb, session_id)) is not None:
         stored = json.loads(row["settings"]).get("protocol")
         if stored is not None and "protocol" in settings and stored != settings["protocol"]:
@@ -128,7 +129,7 @@ def open_session(
                 f"session {session_id!r} evaluated its trials with {stored}, not {settings['protocol']}: its values "
                 "are not comparable; resume it with the same protocol (cv: none for a hold-out, K for K folds)"
             )
-        opt = Optimizer.resume(kb, session_id, space, strategy)
+        opt = Optimizer.resume(kb, session_id, space, strategy, write_every=write_every)
         if opt.dataset_id != dataset_id or opt.metric != metric:
             raise InputDataError(
                 f"session {session_id!r} tuned {opt.metric} on dataset {opt.dataset_id!r}, not {metric} on "
@@ -136,7 +137,7 @@ def open_session(
             )
         return opt
     return Optimizer(space, strategy, kb=kb, session_id=session_id, dataset_id=dataset_id, metric=metric,
-                     seed=seed, settings=settings)
+                     seed=seed, settings=settings, write_every=write_every)
 
 
 @dataclass(frozen=True)

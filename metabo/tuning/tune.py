@@ -377,8 +377,7 @@ def tune(
         limit = default_trial_limit(setup, kb, space, seed=seed, metric=metric, costs=costs)
         settings["default_time_limit"] = limit.describe()
     opt = open_session(kb, space, strategy, session_id=session_id, dataset_id=setup.dataset_id, metric=metric,
-                       seed=seed, settings=settings)
-    opt.write_every = WRITE_EVERY
+                       seed=seed, settings=settings, write_every=WRITE_EVERY)
     ends: dict[int, float] = {}
 
     def told(record: TrialRecord, ended: float | None = None) -> None:
