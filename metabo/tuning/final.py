@@ -8,7 +8,7 @@ import logging
 import math
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,6 +34,7 @@ logger = logging.getLogger(__name__)
 
 #: under a time budget the search stops in time to fit this many members of an ensemble
 #: (the best trial and the runners-up): the ensemble's own fits are reserved, not hoped for
+#: (the runners-up's at most as long as the search has run, :func:`members_reserve`)
 ENSEMBLE_RESERVE = 5
 
 
@@ -157,6 +158,17 @@ def _halving_reserve(history: History, sizes: Sequence[int], budget: float,
         seconds += sum((r.fit_seconds or 0.0) + (r.predict_seconds or 0.0) for r in chosen) * rows / sizes[0]
         chosen = chosen[:math.ceil(len(chosen) / ETA)]
     return min(seconds, HALVING_SHARE * budget)
+
+
+def members_reserve(fits: Iterable[float], *, searched: float) -> float:
+    """The seconds a search under a time budget reserves for an ensemble's members other
+    than the best: the sum of their predicted ``fits``, but never more than the ``searched``
+    seconds so far. The ensemble is made of the search's trials, so a library of a few
+    seconds' trials does not stop the search for its slow members' fits (ensemble selection
+    gains with the library, Caruana et al. 2004, sec. 2); the reserve grows with the
+    search. A member whose fit does not fit after the search is left out of the ensemble
+    (:func:`_ensemble_model`), the best configuration's fit being reserved in full."""
+    return min(sum(fits), max(searched, 0.0))
 
 
 def _promote(opt: Optimizer, setup: Setup, *, seed: int, clock: TimeBudget | None, time_limit: float | None,

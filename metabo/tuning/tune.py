@@ -103,6 +103,7 @@ from metabo.tuning.final import (
     best_that_fits,
     final_model,
     fit_on_every_row,
+    members_reserve,
     model_writer,
 )
 from metabo.tuning.registry import resolve_strategy
@@ -430,15 +431,16 @@ def tune(
         def reserve() -> float:
             """The scored fit of the best trial, its fit on every row when one is made, the
             guard's answer after the search (on a library one model larger than now), and the
-            fits of an ensemble's other members (at most ENSEMBLE_RESERVE in all). When
-            the runners-up's fits would stop the search, the guard is asked whether there
-            will be an ensemble (its answer kept until the library or the best trial
-            changes) and its members' fits reserved, or none: a search whose ensemble would
-            not be kept is not cut short for it. The guard is first asked as soon as the
-            library holds two models (a moment), to measure it; later it is not asked when
-            twice its predicted seconds would not leave a trial's time, since near the end
-            of the budget its selections over a large library would run past it. Under
-            ``save_model`` every fit is followed by its write (WRITE_PER_FIT)."""
+            fits of an ensemble's other members (at most ENSEMBLE_RESERVE in all, never more
+            seconds than the search has run: ``members_reserve``). When the runners-up's fits
+            would stop the search, the guard is asked whether there will be an ensemble (its
+            answer kept until the library or the best trial changes) and its members' fits
+            reserved, or none: a search whose ensemble would not be kept is not cut short for
+            it. The guard is first asked as soon as the library holds two models (a moment),
+            to measure it; later it is not asked when twice its predicted seconds would not
+            leave a trial's time, since near the end of the budget its selections over a large
+            library would run past it. Under ``save_model`` every fit is followed by its write
+            (WRITE_PER_FIT)."""
             # the trial whose model would be fitted: the best whose fit fits in the time left
             best = best_that_fits(opt.history, scored_fit, clock.left())
             own = scored_fit(best) + (written * final_fit_seconds(best, train_rows=train_rows,
@@ -457,7 +459,7 @@ def tune(
             own += guard_seconds(len(library) + 1)  # its answer after the search: reserved, not hoped for
             runners_up = sorted((r for r in opt.history.completed if r.ok and r.number != best.number
                                  and affordable(r)), key=lambda r: (r.value, r.number))[:ENSEMBLE_RESERVE - 1]
-            likely = own + sum(scored_fit(r) for r in runners_up)
+            likely = own + members_reserve((scored_fit(r) for r in runners_up), searched=clock.elapsed())
             if clock.trial_limit(likely) is not None:
                 return likely  # a trial starts either way: it is only kept short of the ensemble's fits
             if key not in decided:
@@ -468,7 +470,8 @@ def tune(
             if choice is None or choice.kept != "ensemble":
                 return own
             members = sorted((k for k in choice.weights if k != best.number), key=lambda k: -choice.weights[k])
-            return own + sum(scored_fit(opt.history[k]) for k in members[:ENSEMBLE_RESERVE - 1])
+            member_fits = (scored_fit(opt.history[k]) for k in members[:ENSEMBLE_RESERVE - 1])
+            return own + members_reserve(member_fits, searched=clock.elapsed())
 
     try:  # the trials end by their own limits; a second more for telling the one cut last
         with deadline(clock, grace=DEADLINE_GRACE + 1.0):

@@ -107,3 +107,15 @@ def test_bad_ensemble_arguments_are_refused():
         tune("sklearn:iris", budget=1, ensemble="bagging")
     with pytest.raises(InputDataError, match="ensemble_size"):
         tune("sklearn:iris", budget=1, ensemble_size=0)
+
+
+def test_the_members_reserve_is_at_most_the_search_so_far():
+    """The runners-up's fits are reserved in full once the search has run longer than they
+    take, and cut to the search's seconds before: a search of a few seconds is not stopped
+    for the fits of its slow trials."""
+    from metabo.tuning.final import members_reserve
+
+    assert members_reserve([1.0, 2.5], searched=10.0) == pytest.approx(3.5)
+    assert members_reserve([4.0, 8.0], searched=5.0) == pytest.approx(5.0)
+    assert members_reserve([], searched=5.0) == 0.0
+    assert members_reserve(iter([3.0]), searched=-1.0) == 0.0  # a clock not started yet reserves nothing
