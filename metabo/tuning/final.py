@@ -8,7 +8,7 @@ import logging
 import math
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,7 +17,7 @@ import numpy as np
 from metabo.evaluation.parallel import run_task
 from metabo.evaluation.protocols import ReshuffledHoldout, class_codes, class_labels
 from metabo.exceptions import EvaluationError, TimeBudgetExceeded
-from metabo.optimizer.budget import DEADLINE_GRACE, TimeBudget, deadline, final_fit_seconds
+from metabo.optimizer.budget import DEADLINE_GRACE, FINAL_FIT_MARGIN, TimeBudget, deadline, final_fit_seconds
 from metabo.optimizer.halving import ETA, Rung, first_promotion, successive_halving
 from metabo.optimizer.history import History, TrialRecord
 from metabo.optimizer.limits import DefaultLimit
@@ -173,13 +173,17 @@ def members_reserve(fits: Iterable[float], *, searched: float) -> float:
 
 def _promote(opt: Optimizer, setup: Setup, *, seed: int, clock: TimeBudget | None, time_limit: float | None,
              default_limit: DefaultLimit | None, memory_limit_mb: int | None,
-             scaling: Callable[[str, float, float], float] | None = None) -> list[Rung]:
+             scaling: Callable[[str, float, float], float] | None = None,
+             ) -> tuple[list[Rung], dict[int, tuple[int, float]]]:
     """Successive halving's rungs after the search (:func:`~metabo.optimizer.halving.successive_halving`):
     each promoted trial evaluated on the hold-out split with more training rows, its split
     limited as a trial's is (the default limit scaled to the rows), under the ``clock``
-    (less the final fit's predicted seconds). Promotions are not stored as runs."""
+    (less the final fit's predicted seconds); and, by trial, the training rows and fit
+    seconds of its evaluation on the most rows (for :func:`grown_fit_seconds`). Promotions
+    are not stored as runs."""
     first = {r.number: float(r.value) for r in opt.history.completed if r.ok}
     train_rows, fits, refit_rows = setup.split_rows(seed)
+    grown: dict[int, tuple[int, float]] = {}
 
     def evaluate_at(number: int, rows: int) -> float:
         record = opt.history[number]
@@ -202,6 +206,8 @@ def _promote(opt: Optimizer, setup: Setup, *, seed: int, clock: TimeBudget | Non
         except EvaluationError as e:
             logger.warning("successive halving: trial %d on %d rows could not run: %s", number, rows, e)
             return math.nan
+        if outcome["fit_seconds"] > 0:  # a fit cut by its limit took at least that: evidence too
+            grown[number] = (rows, float(outcome["fit_seconds"]))
         logger.info("successive halving: trial %d %s on %d rows: %s %.4g", number, record.algorithm, rows,
                     outcome["status"], outcome["value"])
         return float(outcome["value"]) if outcome["status"] == "ok" else math.nan
@@ -209,9 +215,33 @@ def _promote(opt: Optimizer, setup: Setup, *, seed: int, clock: TimeBudget | Non
     with deadline(clock, grace=DEADLINE_GRACE + 1.0):
         try:
             return successive_halving(first, setup.rungs, evaluate_at,
-                                      groups={k: opt.history[k].algorithm for k in first})
+                                      groups={k: opt.history[k].algorithm for k in first}), grown
         except TimeBudgetExceeded:  # raised outside an evaluation: the search's choice stands
-            return [Rung(setup.rungs[0], first)]
+            return [Rung(setup.rungs[0], first)], grown
+
+
+def grown_fit_seconds(record: TrialRecord | None, grown: Mapping[int, tuple[int, float]], *, train_rows: int,
+                      final_rows: int, fits: int = 1,
+                      scaling: Callable[[str, float, float], float] | None = None) -> float:
+    """:func:`~metabo.optimizer.budget.final_fit_seconds`, or more when successive halving
+    measured the trial's fit on more rows (``grown[number] = (rows, seconds)``) and that
+    measurement, grown to ``final_rows`` at the exponent the table itself showed between
+    the two sizes (at least linear), predicts a longer fit (times ``FINAL_FIT_MARGIN``).
+
+    The recorded exponents come from tables of at most the store's largest size; beyond
+    it an algorithm whose cost is superlinear in the rows (libsvm's SMO solver for kernel
+    SVMs: at least quadratic in the rows once the kernel cache no longer holds them,
+    Bottou & Lin 2007, "Support Vector Machine Solvers") is under-predicted by a factor of
+    ten or more (``reports/final-fit-costs``). Two sizes of the table at hand show it."""
+    base = final_fit_seconds(record, train_rows=train_rows, final_rows=final_rows, fits=fits, scaling=scaling)
+    if record is None or record.number not in grown or not record.fit_seconds:
+        return base
+    rows, seconds = grown[record.number]
+    first = record.fit_seconds / max(fits, 1)  # one fit on train_rows rows
+    if rows <= train_rows or seconds <= 0 or first <= 0 or final_rows <= rows:
+        return base
+    exponent = max(math.log(seconds / first) / math.log(rows / train_rows), 1.0)
+    return max(base, FINAL_FIT_MARGIN * seconds * (final_rows / rows) ** exponent)
 
 
 def _library(setup: Setup, *, seed: int, metric: str, ensemble_size: int | None, keep_predictions: bool
@@ -234,12 +264,12 @@ def _library(setup: Setup, *, seed: int, metric: str, ensemble_size: int | None,
 def _ensemble_model(choice: EnsembleChoice, history: History, setup: Setup, *, seed: int, metric: str,
                     clock: TimeBudget | None, train_rows: int, fits: int, refit_rows: int,
                     scaling: Callable[[str, float, float], float] | None = None,
-                    writer: ModelWriter | None = None,
+                    writer: ModelWriter | None = None, grown: Mapping[int, tuple[int, float]] | None = None,
                     ) -> tuple[tuple[EnsembleModel, float | None] | None, str]:
     """The chosen ensemble fitted on training + validation rows and its test ``metric``
     (:func:`~metabo.ensembles.model.refit_test_error`) with a note, or None and why.
     Under a time budget only the members of highest weight whose predicted fits
-    (:func:`~metabo.optimizer.budget.final_fit_seconds`), and writes when a ``writer``
+    (:func:`grown_fit_seconds`, with the fits successive halving measured, ``grown``), and writes when a ``writer``
     will write the model (:meth:`ModelWriter.predict`), fit in the time left are fitted,
     their weights renormalized (the note says so); None when fewer than two fit, when the
     budget runs out during the fit, or when a member's fit fails."""
@@ -249,7 +279,7 @@ def _ensemble_model(choice: EnsembleChoice, history: History, setup: Setup, *, s
     note = ""
     if clock is not None:  # the members of highest weight whose fits fit in the time left
         left, need, kept = clock.left(), 0.0, {}
-        fit = {k: final_fit_seconds(history[k], train_rows=train_rows, final_rows=refit_rows, fits=fits,
+        fit = {k: grown_fit_seconds(history[k], grown or {}, train_rows=train_rows, final_rows=refit_rows, fits=fits,
                                     scaling=scaling) for k in weights}
         writes = {k: 0.0 if writer is None else writer.predict(s) for k, s in fit.items()}
         seconds = {k: fit[k] + writes[k] for k in weights}

@@ -103,6 +103,7 @@ from metabo.tuning.final import (
     best_that_fits,
     final_model,
     fit_on_every_row,
+    grown_fit_seconds,
     members_reserve,
     model_writer,
 )
@@ -399,6 +400,9 @@ def tune(
     reserve = None
     # how fit seconds grow from a trial's rows to the final fit's (recorded fit times; linear without)
     scaling = None if limit is None else limit.scaling
+    # by trial, the training rows and fit seconds of its fit on the most rows: successive
+    # halving's promotions, after the search (final.grown_fit_seconds)
+    grown: dict[int, tuple[int, float]] = {}
     # the guard's answer for (library size, best trial): asked during the search by the
     # reserve below, reused after it when neither has changed since
     decided: dict[tuple[int, int], EnsembleChoice | None] = {}
@@ -425,7 +429,7 @@ def tune(
         written = 1.0 + (WRITE_PER_FIT if writer is not None else 0.0)
 
         def scored_fit(record: TrialRecord | None) -> float:
-            return written * final_fit_seconds(record, train_rows=train_rows, final_rows=refit_rows, fits=fits,
+            return written * grown_fit_seconds(record, grown, train_rows=train_rows, final_rows=refit_rows, fits=fits,
                                                scaling=scaling)
 
         def reserve() -> float:
@@ -489,8 +493,9 @@ def tune(
     best = opt.best(select, model=selection_model(opt.strategy, select, seed=seed))
     rungs: list[Rung] = []
     if setup.rungs and best.ok:
-        rungs = _promote(opt, setup, seed=seed, clock=clock, time_limit=time_limit, default_limit=limit,
-                         memory_limit_mb=memory_limit_mb, scaling=scaling)
+        rungs, measured = _promote(opt, setup, seed=seed, clock=clock, time_limit=time_limit, default_limit=limit,
+                                   memory_limit_mb=memory_limit_mb, scaling=scaling)
+        grown.update(measured)  # the final fits are predicted from the most rows each trial was fitted on
         top = winner(rungs)
         if top is not None and top != best.number:
             logger.info("successive halving: trial %d is the best on %d rows (the search's best: trial %d)",
@@ -538,7 +543,7 @@ def tune(
             began = time.monotonic()
             fitted, why = _ensemble_model(choice, opt.history, setup, seed=seed, metric=metric, clock=clock,
                                           train_rows=train_rows, fits=fits, refit_rows=refit_rows, scaling=scaling,
-                                          writer=writer)
+                                          writer=writer, grown=grown)
             if fitted is None:
                 ensemble_note = f"the ensemble was not fitted ({why}): the selected configuration instead"
             else:

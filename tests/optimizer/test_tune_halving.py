@@ -118,3 +118,27 @@ def test_the_promotions_reserve_counts_only_trials_whose_final_fit_would_fit():
     assert _halving_reserve(history, sizes, 1000.0, lambda r: r.algorithm != "kernel_svm") == \
         pytest.approx((1 + 2) * 3)
     assert _halving_reserve(history, sizes, 10.0) == pytest.approx(HALVING_SHARE * 10.0)  # capped
+
+
+def test_a_fit_measured_on_more_rows_predicts_the_final_fit_at_the_tables_own_exponent():
+    """grown_fit_seconds by hand: a fit of 1 s on 1,000 rows and 16 s on 4,000 grows as
+    rows^2 on this table, so on 8,000 rows it takes 16 * 2^2 = 64 s, reserved twice
+    (FINAL_FIT_MARGIN); the recorded (here linear) prediction is kept when it is larger,
+    growth slower than linear counts as linear, and a trial never promoted keeps it."""
+    from metabo.optimizer.budget import FINAL_FIT_MARGIN, final_fit_seconds
+    from metabo.tuning.final import grown_fit_seconds
+
+    history = _records([("kernel_svm", 0.2, 1.0), ("lightgbm", 0.3, 1.0), ("catboost", 0.4, 1.0)])
+    svm, gbm, cat = history[0], history[1], history[2]
+    kw = {"train_rows": 1000, "final_rows": 8000}
+    linear = final_fit_seconds(svm, **kw)
+    assert linear == pytest.approx(FINAL_FIT_MARGIN * 8.0)
+    grown = {0: (4000, 16.0), 1: (4000, 2.0)}
+    assert grown_fit_seconds(svm, grown, **kw) == pytest.approx(FINAL_FIT_MARGIN * 64.0)
+    # 2 s on 4,000 rows: slower than linear from 1 s on 1,000, grown linearly: 4 s, below the recorded 8 s
+    assert grown_fit_seconds(gbm, grown, **kw) == pytest.approx(linear)
+    assert grown_fit_seconds(cat, grown, **kw) == pytest.approx(final_fit_seconds(cat, **kw))
+    assert grown_fit_seconds(None, grown, **kw) == 0.0
+    # a trial of five fits (cross-validation) made 5 s in all: 1 s a fit, as above
+    five = _records([("kernel_svm", 0.2, 5.0)])
+    assert grown_fit_seconds(five[0], grown, fits=5, **kw) == pytest.approx(FINAL_FIT_MARGIN * 64.0)
