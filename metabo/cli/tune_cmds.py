@@ -292,11 +292,15 @@ def cmd_tune(args: argparse.Namespace) -> int:
     print(f"test {result.metric}: {_fmt(result.test_error)}")
     _print_rungs(result)
     if result.refit_test_error is not None:
-        print(f"refitted on training + validation rows, test {result.metric}: {_fmt(result.refit_test_error)}")
+        part = "a stratified part of the " if result.model_rows == "subsample" else ""
+        print(f"refitted on {part}training + validation rows, test {result.metric}: "
+              f"{_fmt(result.refit_test_error)}")
     _print_ensemble(result)
     if result.model is not None:
-        rows = "every row" if result.model_rows == "all" else "training + validation rows"
-        cut = (" (its fit on every row failed, diverged or ran out of time: see the log)"
+        rows = {"all": "every row", "subsample": "a stratified part of the training + validation rows"}.get(
+            result.model_rows or "", "training + validation rows")
+        cut = (" (no fit on all of them fits in the time budget: see the log)" if result.model_rows == "subsample"
+               else " (its fit on every row failed, diverged or ran out of time: see the log)"
                if result.model_rows != args.final_rows else "")
         what = "the selection" if len(result.model.members_) == 1 else \
             f"the ensemble of {len(result.model.members_)} members"

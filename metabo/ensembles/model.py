@@ -60,6 +60,7 @@ from metabo.evaluation.protocols import (
     RefitOnTrainValid,
     class_codes,
     class_labels,
+    stratified_subsample,
 )
 from metabo.evaluation.runner import describe
 from metabo.exceptions import EvaluationError, InputDataError
@@ -409,12 +410,16 @@ def refit_test_error(
     *,
     seed: int,
     metric: str = "error_rate",
+    max_rows: int | None = None,
 ) -> tuple[EnsembleModel, float]:
     """Fit the ensemble on every row of ``protocol``'s first split that is not test (its
     training and validation rows, thesis sec. 4.4.1, the training rows a ``max_train``
     subsample left out included: the search may subsample, the final model does not) and
     score it with ``metric`` on that split's test rows
-    (:class:`~metabo.evaluation.protocols.RefitOnTrainValid` checks there is one).
+    (:class:`~metabo.evaluation.protocols.RefitOnTrainValid` checks there is one). With
+    ``max_rows``, on a stratified subsample of at most that many of those rows (seeded:
+    :func:`~metabo.evaluation.protocols.stratified_subsample`), for a fit that would not
+    end in time on all of them.
 
     The metric gets the test codes, the ensemble's probabilities and its predicted codes
     (so an error rate counts the majority vote's mistakes under ``combine="vote"``).
@@ -424,6 +429,8 @@ def refit_test_error(
     split = RefitOnTrainValid(protocol).splits(dataset, seed)[0]
     assert split.test_idx is not None  # RefitOnTrainValid.splits checks there is one
     rows = np.setdiff1d(np.arange(dataset.n_instances), split.test_idx)
+    if max_rows is not None:
+        rows = stratified_subsample(rows, class_codes(dataset), max_rows, np.random.default_rng(seed))
     model = EnsembleModel(members, weights, combine, seed).fit_dataset(dataset, rows)
     P = model.member_probabilities(dataset.X.iloc[split.test_idx])
     proba = np.tensordot(model.weights_, P, axes=1)

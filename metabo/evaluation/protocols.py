@@ -194,8 +194,9 @@ def _cut(positions: np.ndarray, order: np.ndarray, sizes: list[int]) -> list[np.
     return [np.sort(positions[order[a:b]]) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
-def _subsample(train: np.ndarray, codes: np.ndarray, max_train: int | None, rng: np.random.Generator) -> np.ndarray:
-    """At most ``max_train`` rows of ``train``, stratified, every class kept first."""
+def stratified_subsample(train: np.ndarray, codes: np.ndarray, max_train: int | None,
+                         rng: np.random.Generator) -> np.ndarray:
+    """At most ``max_train`` rows of ``train`` (sorted), stratified, every class kept first."""
     if max_train is None or len(train) <= max_train:
         return train
     order = _order(codes[train], rng, stratified=True, small=math.inf)
@@ -267,9 +268,9 @@ class Holdout:
         rng = np.random.default_rng(seed)
         fractions = (self.train, self.valid, self.test) if self.test > 0 else (self.train, self.valid)
         parts = _hold_out(codes, np.arange(len(codes)), fractions, rng, self.stratified)
-        train = _subsample(parts[0], codes, self.max_train, rng)
-        valid = _subsample(parts[1], codes, self.max_eval, rng)
-        test = _subsample(parts[2], codes, self.max_eval, rng) if self.test > 0 else None
+        train = stratified_subsample(parts[0], codes, self.max_train, rng)
+        valid = stratified_subsample(parts[1], codes, self.max_eval, rng)
+        test = stratified_subsample(parts[2], codes, self.max_eval, rng) if self.test > 0 else None
         return [Split(0, 0, seed, train, valid, test)]
 
 
@@ -302,7 +303,7 @@ class KFold:
         out = []
         for i, valid in enumerate(folds):
             train = np.sort(np.concatenate([f for j, f in enumerate(folds) if j != i]))
-            out.append(Split(i, 0, seed, _subsample(train, codes, self.max_train, rng), valid, test))
+            out.append(Split(i, 0, seed, stratified_subsample(train, codes, self.max_train, rng), valid, test))
         return out
 
 
@@ -342,7 +343,7 @@ class ReshuffledHoldout:
         rng = np.random.default_rng(np.random.SeedSequence([seed, self.iteration]))
         total = self.train + self.valid
         train, valid = _hold_out(codes, rows, (self.train / total, self.valid / total), rng, self.stratified)
-        train = _subsample(train, codes, self.max_train, rng)
+        train = stratified_subsample(train, codes, self.max_train, rng)
         return [Split(0, self.iteration, seed, train, valid, test)]
 
 

@@ -139,6 +139,34 @@ def best_that_fits(history: History, seconds: Callable[[TrialRecord], float], le
     return min(ok, key=lambda r: (cost[r.number], r.value, r.number))
 
 
+#: the exponent of rows at which a fit's seconds are assumed to grow when no trial's final
+#: fit is predicted to fit (:func:`rows_that_fit`): the worst case of the learners of the
+#: space, kernel SVMs' SMO solvers (between n^2 and n^3 in the rows, Bottou & Lin 2007,
+#: "Support Vector Machine Solvers"), whose recorded exponents under-predict them 4-30x
+#: on large tables (reports/final-fit-costs)
+WORST_GROWTH = 3.0
+
+
+def rows_that_fit(seconds: Callable[[int], float], left: float, *, low: int, high: int) -> int:
+    """The most rows ``r`` in ``[low, high]`` whose fit is predicted (``seconds(r)``,
+    non-decreasing in ``r``) to take at most ``left`` seconds, by bisection; ``low`` when
+    none does (the rows its trial was fitted on, in the seconds it took).
+
+    Under a time budget, when no trial's fit on every non-test row fits in the time left
+    (:func:`best_that_fits` finds none), the best trial is fitted on this many of them: a
+    fit in compiled code cannot be stopped at the deadline, and a model on fewer rows is
+    still a model, where a fit on all of them would run past the budget and leave none."""
+    if seconds(high) <= left:
+        return high
+    while high - low > 1:
+        middle = (low + high) // 2
+        if seconds(middle) <= left:
+            low = middle
+        else:
+            high = middle
+    return low
+
+
 def _halving_reserve(history: History, sizes: Sequence[int], budget: float,
                      promotable: Callable[[TrialRecord], bool] | None = None) -> float:
     """The seconds the promotions after the search are predicted to take (at most
@@ -313,16 +341,18 @@ def _ensemble_model(choice: EnsembleChoice, history: History, setup: Setup, *, s
     return (model, error if math.isfinite(error) else None), note
 
 
-def final_model(best: TrialRecord, setup: Setup, *, seed: int, metric: str
+def final_model(best: TrialRecord, setup: Setup, *, seed: int, metric: str, max_rows: int | None = None
                 ) -> tuple[EnsembleModel | None, float | None]:
-    """The selected configuration fitted on every non-test row of its split and its test
-    ``metric`` (:func:`~metabo.ensembles.model.refit_test_error`); ``(None, None)``, logged,
-    when that fit fails (the search's results stand)."""
+    """The selected configuration fitted on every non-test row of its split (at most
+    ``max_rows`` of them, stratified) and its test ``metric``
+    (:func:`~metabo.ensembles.model.refit_test_error`); ``(None, None)``, logged, when that
+    fit fails (the search's results stand)."""
     from metabo.ensembles.model import refit_test_error
 
     try:
         model, error = refit_test_error([(best.algorithm, dict(best.params))], None, "average", setup.data,
-                                        _at(setup.protocol, best.number), seed=seed, metric=metric)
+                                        _at(setup.protocol, best.number), seed=seed, metric=metric,
+                                        max_rows=max_rows)
     except EvaluationError as e:
         logger.warning("the final fit of trial %d failed: %s", best.number, e)
         return None, None

@@ -83,7 +83,7 @@ from metabo.evaluation.backends import check_backend
 from metabo.evaluation.evaluate import DEFAULT_METRICS
 from metabo.evaluation.protocols import EvaluationProtocol
 from metabo.exceptions import InputDataError, TimeBudgetExceeded
-from metabo.optimizer.budget import DEADLINE_GRACE, TimeBudget, deadline, final_fit_seconds
+from metabo.optimizer.budget import DEADLINE_GRACE, FINAL_FIT_MARGIN, TimeBudget, deadline, final_fit_seconds
 from metabo.optimizer.halving import Rung, winner
 from metabo.optimizer.history import History, TrialRecord
 from metabo.optimizer.optimizer import Select, get_session
@@ -95,6 +95,7 @@ from metabo.tuning.final import (
     ENSEMBLE_RESERVE,
     GUARD_MARGIN,
     GUARD_REMEASURE,
+    WORST_GROWTH,
     WRITE_PER_FIT,
     _ensemble_model,
     _halving_reserve,
@@ -106,6 +107,7 @@ from metabo.tuning.final import (
     grown_fit_seconds,
     members_reserve,
     model_writer,
+    rows_that_fit,
 )
 from metabo.tuning.registry import resolve_strategy
 from metabo.tuning.session import (
@@ -152,8 +154,10 @@ class TuneResult:
     #: given), ``save(path)``
     model: EnsembleModel | None = None
     #: the rows ``model`` was fitted on: ``all``, or ``train+valid`` (asked for with
-    #: ``final_rows``, or the fit on every row failed or was cut by the time budget)
-    model_rows: Literal["all", "train+valid"] | None = None
+    #: ``final_rows``, or the fit on every row failed or was cut by the time budget), or
+    #: ``subsample`` (a stratified part of the training + validation rows: under a time
+    #: budget no trial's fit on all of them was predicted to fit, final.rows_that_fit)
+    model_rows: Literal["all", "train+valid", "subsample"] | None = None
     #: wall-clock seconds from ``started`` to the end of each told trial, by number
     trial_end_seconds: dict[int, float] | None = None
     #: the :func:`time.monotonic` instant those seconds count from: the time budget's start
@@ -501,33 +505,50 @@ def tune(
             logger.info("successive halving: trial %d is the best on %d rows (the search's best: trial %d)",
                         top, max(r.rows for r in rungs if r.complete), best.number)
             best = opt.history[top]
+    max_rows = None  # the rows the model is fitted on when no trial's fit on all of them fits
     if clock is not None and refit and best.ok and scored_fit(best) > clock.left():
         fitting = best_that_fits(opt.history, scored_fit, clock.left())
-        if fitting is not None and fitting.number != best.number:
-            logger.warning("trial %d (%s) would need about %.0f s to fit on %d rows and %.1f s are left: the model is "
-                           "trial %d (%s, %.4g), the best whose fit fits", best.number, best.algorithm,
-                           scored_fit(best), refit_rows, clock.left(), fitting.number, fitting.algorithm,
-                           fitting.value)
-            best = fitting
+        if fitting is not None and scored_fit(fitting) <= clock.left():
+            if fitting.number != best.number:
+                logger.warning("trial %d (%s) would need about %.0f s to fit on %d rows and %.1f s are left: the "
+                               "model is trial %d (%s, %.4g), the best whose fit fits", best.number, best.algorithm,
+                               scored_fit(best), refit_rows, clock.left(), fitting.number, fitting.algorithm,
+                               fitting.value)
+                best = fitting
+        else:  # none fits: the best, on the rows whose fit does (final.rows_that_fit), its
+            # seconds predicted at the worst growth (final.WORST_GROWTH): the predictions just
+            # found no fit that fits, and one that runs past the budget leaves no model
+            chosen = best
+
+            def fit_on(rows: int) -> float:
+                worst = FINAL_FIT_MARGIN * (chosen.fit_seconds or 0.0) / max(fits, 1) * (
+                    rows / max(train_rows, 1)) ** WORST_GROWTH
+                return written * max(worst, grown_fit_seconds(chosen, grown, train_rows=train_rows, final_rows=rows,
+                                                              fits=fits, scaling=scaling))
+
+            max_rows = rows_that_fit(fit_on, clock.left(), low=min(train_rows, refit_rows), high=refit_rows)
+            logger.warning("no trial's fit on the %d training + validation rows fits in the %.1f s left (trial %d %s "
+                           "would need about %.0f s): it is fitted on %d of them, stratified", refit_rows,
+                           clock.left(), best.number, best.algorithm, scored_fit(best), max_rows)
     choice = None
     model, refit_error, refit_seconds = None, None, None
-    model_rows: Literal["all", "train+valid"] | None = None
+    model_rows: Literal["all", "train+valid", "subsample"] | None = None
     t0 = time.monotonic()
     fitted_in = 0.0  # the measured seconds of the model in hand's fit
     if refit and best.ok:  # here, on the dataset in memory
         try:  # the selected configuration first: whatever happens next, a model (a second past the
             # budget rather than none, as a trial cut last gets; the CLI's watchdog allows 3)
             with deadline(clock, grace=DEADLINE_GRACE + 1.0):
-                model, refit_error = final_model(best, setup, seed=seed, metric=metric)
+                model, refit_error = final_model(best, setup, seed=seed, metric=metric, max_rows=max_rows)
         except TimeBudgetExceeded as e:  # the search's results stand, without a model
             logger.warning("no final model: %s", e)
             model, refit_error = None, None
         fitted_in = time.monotonic() - t0
         if model is not None:
-            model_rows = "train+valid"
+            model_rows = "train+valid" if max_rows is None else "subsample"
             if writer is not None and clock is not None:  # written now, and measured (ModelWriter)
                 writer.first(model, fitted_in)
-    if library is not None and best.ok and (model is not None or not refit):
+    if library is not None and best.ok and max_rows is None and (model is not None or not refit):
         key = (len(library), best.number)
         try:  # the guard's cross-validated selections take a moment too: after the model above
             if key not in decided and clock is not None and clock.left() < guard_seconds(len(library)):
@@ -549,7 +570,7 @@ def tune(
             else:
                 (model, refit_error), ensemble_note = fitted, why
                 fitted_in = time.monotonic() - began
-        if model is not None and final_rows == "all":
+        if model is not None and final_rows == "all" and max_rows is None:
             # ended in time to write the model it makes (or else the model in hand); not started
             # when the scored fit's measured seconds, grown to every row, would not end by then
             # (a compiled fit is cut only when it returns to Python)

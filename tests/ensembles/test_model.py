@@ -284,3 +284,21 @@ def test_as_fitted_kinds_converts_only_the_columns_of_another_kind():
     assert out["t"].dtype == np.float64 and out["t"].iloc[0] == 3.0 and np.isnan(out["t"].iloc[1])
     assert isinstance(out["c"].dtype, pd.CategoricalDtype) and out["c"].astype(str).tolist() == ["1", "2"]
     assert frame["t"].tolist() == ["3", "?"]  # the input is not changed
+
+
+def test_refit_on_at_most_max_rows_keeps_every_class_and_the_seed(iris):
+    """``max_rows``: the fit sees a stratified subsample of that many training + validation
+    rows (every class kept), the same rows under the same seed, and is scored on the same
+    test rows."""
+    protocol = Holdout(train=0.5, valid=0.25, test=0.25)
+    split = RefitOnTrainValid(protocol).splits(iris, 4)[0]
+    model, error = refit_test_error([KNN], None, "average", iris, protocol, seed=4, max_rows=30)
+    estimator = model.pipelines_[0][-1]
+    assert estimator.n_samples_fit_ == 30
+    assert len(estimator.classes_) == 3  # every class
+    again, again_error = refit_test_error([KNN], None, "average", iris, protocol, seed=4, max_rows=30)
+    test = iris.X.iloc[split.test_idx]
+    np.testing.assert_array_equal(model.predict_proba(test), again.predict_proba(test))
+    assert error == again_error == get_metric("error_rate")(class_codes(iris)[split.test_idx], model.predict_proba(test))
+    whole, _ = refit_test_error([KNN], None, "average", iris, protocol, seed=4, max_rows=10_000)  # more than there are
+    assert whole.pipelines_[0][-1].n_samples_fit_ == len(iris.y) - len(split.test_idx)

@@ -142,3 +142,15 @@ def test_a_fit_measured_on_more_rows_predicts_the_final_fit_at_the_tables_own_ex
     # a trial of five fits (cross-validation) made 5 s in all: 1 s a fit, as above
     five = _records([("kernel_svm", 0.2, 5.0)])
     assert grown_fit_seconds(five[0], grown, fits=5, **kw) == pytest.approx(FINAL_FIT_MARGIN * 64.0)
+
+
+def test_rows_that_fit_is_the_most_rows_whose_predicted_fit_fits():
+    from metabo.tuning.final import rows_that_fit
+
+    def seconds(rows: int) -> float:  # 1 s per 100 rows
+        return rows / 100
+
+    assert rows_that_fit(seconds, 50.0, low=2000, high=40_000) == 5000
+    assert rows_that_fit(seconds, 50.5, low=2000, high=40_000) == 5050
+    assert rows_that_fit(seconds, 1000.0, low=2000, high=40_000) == 40_000  # all of them fit
+    assert rows_that_fit(seconds, 5.0, low=2000, high=40_000) == 2000  # none: the trial's own rows
