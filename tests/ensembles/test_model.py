@@ -299,6 +299,7 @@ def test_refit_on_at_most_max_rows_keeps_every_class_and_the_seed(iris):
     again, again_error = refit_test_error([KNN], None, "average", iris, protocol, seed=4, max_rows=30)
     test = iris.X.iloc[split.test_idx]
     np.testing.assert_array_equal(model.predict_proba(test), again.predict_proba(test))
-    assert error == again_error == get_metric("error_rate")(class_codes(iris)[split.test_idx], model.predict_proba(test))
+    codes = class_codes(iris)[split.test_idx]
+    assert error == again_error == get_metric("error_rate")(codes, model.predict_proba(test))
     whole, _ = refit_test_error([KNN], None, "average", iris, protocol, seed=4, max_rows=10_000)  # more than there are
     assert whole.pipelines_[0][-1].n_samples_fit_ == len(iris.y) - len(split.test_idx)
