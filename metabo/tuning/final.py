@@ -147,15 +147,30 @@ def best_that_fits(history: History, seconds: Callable[[TrialRecord], float], le
 WORST_GROWTH = 3.0
 
 
-def rows_that_fit(seconds: Callable[[int], float], left: float, *, low: int, high: int) -> int:
-    """The most rows ``r`` in ``[low, high]`` whose fit is predicted (``seconds(r)``,
-    non-decreasing in ``r``) to take at most ``left`` seconds, by bisection; ``low`` when
-    none does (the rows its trial was fitted on, in the seconds it took).
+def rows_that_fit(record: TrialRecord, grown: Mapping[int, tuple[int, float]], left: float, *, train_rows: int,
+                  refit_rows: int, fits: int = 1, scaling: Callable[[str, float, float], float] | None = None,
+                  factor: float = 1.0) -> int:
+    """The most training + validation rows, between the trial's own ``train_rows`` and all
+    ``refit_rows``, on which ``record``'s fit is predicted to take at most ``left`` seconds
+    (found by bisection; ``train_rows`` when none is, the rows its trial was fitted on in
+    the seconds it took). A fit on ``r`` rows is predicted as the larger of
+    :func:`grown_fit_seconds` and the trial's measured fit grown as ``r^WORST_GROWTH``
+    (times ``FINAL_FIT_MARGIN``), times ``factor`` (a write after it).
 
     Under a time budget, when no trial's fit on every non-test row fits in the time left
     (:func:`best_that_fits` finds none), the best trial is fitted on this many of them: a
     fit in compiled code cannot be stopped at the deadline, and a model on fewer rows is
-    still a model, where a fit on all of them would run past the budget and leave none."""
+    still a model, where a fit on all of them would run past the budget and leave none.
+    The worst growth is assumed because the predictions have just failed to find a fit
+    that fits."""
+    first = (record.fit_seconds or 0.0) / max(fits, 1)
+
+    def seconds(rows: int) -> float:
+        worst = FINAL_FIT_MARGIN * first * (rows / max(train_rows, 1)) ** WORST_GROWTH
+        return factor * max(worst, grown_fit_seconds(record, grown, train_rows=train_rows, final_rows=rows, fits=fits,
+                                                     scaling=scaling))
+
+    low, high = min(train_rows, refit_rows), refit_rows
     if seconds(high) <= left:
         return high
     while high - low > 1:

@@ -83,7 +83,7 @@ from metabo.evaluation.backends import check_backend
 from metabo.evaluation.evaluate import DEFAULT_METRICS
 from metabo.evaluation.protocols import EvaluationProtocol
 from metabo.exceptions import InputDataError, TimeBudgetExceeded
-from metabo.optimizer.budget import DEADLINE_GRACE, FINAL_FIT_MARGIN, TimeBudget, deadline, final_fit_seconds
+from metabo.optimizer.budget import DEADLINE_GRACE, TimeBudget, deadline, final_fit_seconds
 from metabo.optimizer.halving import Rung, winner
 from metabo.optimizer.history import History, TrialRecord
 from metabo.optimizer.optimizer import Select, get_session
@@ -95,7 +95,6 @@ from metabo.tuning.final import (
     ENSEMBLE_RESERVE,
     GUARD_MARGIN,
     GUARD_REMEASURE,
-    WORST_GROWTH,
     WRITE_PER_FIT,
     _ensemble_model,
     _halving_reserve,
@@ -515,18 +514,9 @@ def tune(
                                scored_fit(best), refit_rows, clock.left(), fitting.number, fitting.algorithm,
                                fitting.value)
                 best = fitting
-        else:  # none fits: the best, on the rows whose fit does (final.rows_that_fit), its
-            # seconds predicted at the worst growth (final.WORST_GROWTH): the predictions just
-            # found no fit that fits, and one that runs past the budget leaves no model
-            chosen = best
-
-            def fit_on(rows: int) -> float:
-                worst = FINAL_FIT_MARGIN * (chosen.fit_seconds or 0.0) / max(fits, 1) * (
-                    rows / max(train_rows, 1)) ** WORST_GROWTH
-                return written * max(worst, grown_fit_seconds(chosen, grown, train_rows=train_rows, final_rows=rows,
-                                                              fits=fits, scaling=scaling))
-
-            max_rows = rows_that_fit(fit_on, clock.left(), low=min(train_rows, refit_rows), high=refit_rows)
+        else:  # none fits: the best, on the rows whose fit does
+            max_rows = rows_that_fit(best, grown, clock.left(), train_rows=train_rows, refit_rows=refit_rows,
+                                     fits=fits, scaling=scaling, factor=written)
             logger.warning("no trial's fit on the %d training + validation rows fits in the %.1f s left (trial %d %s "
                            "would need about %.0f s): it is fitted on %d of them, stratified", refit_rows,
                            clock.left(), best.number, best.algorithm, scored_fit(best), max_rows)

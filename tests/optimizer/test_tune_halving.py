@@ -144,13 +144,19 @@ def test_a_fit_measured_on_more_rows_predicts_the_final_fit_at_the_tables_own_ex
     assert grown_fit_seconds(five[0], grown, fits=5, **kw) == pytest.approx(FINAL_FIT_MARGIN * 64.0)
 
 
-def test_rows_that_fit_is_the_most_rows_whose_predicted_fit_fits():
-    from metabo.tuning.final import rows_that_fit
+def test_rows_that_fit_is_the_most_rows_whose_fit_fits_at_the_worst_growth():
+    """A trial that fitted 1,000 rows in 1 s: on r rows its fit is predicted at r^3 (WORST_GROWTH),
+    reserved twice (FINAL_FIT_MARGIN), above the linear prediction: 16 s hold 2,000 rows, 54 s
+    3,000; all 40,000 when there is time; the trial's own 1,000 when even those do not fit."""
+    from metabo.tuning.final import WORST_GROWTH, rows_that_fit
 
-    def seconds(rows: int) -> float:  # 1 s per 100 rows
-        return rows / 100
-
-    assert rows_that_fit(seconds, 50.0, low=2000, high=40_000) == 5000
-    assert rows_that_fit(seconds, 50.5, low=2000, high=40_000) == 5050
-    assert rows_that_fit(seconds, 1000.0, low=2000, high=40_000) == 40_000  # all of them fit
-    assert rows_that_fit(seconds, 5.0, low=2000, high=40_000) == 2000  # none: the trial's own rows
+    assert WORST_GROWTH == 3.0
+    (record,) = _records([("kernel_svm", 0.2, 1.0)]).completed
+    kw = {"train_rows": 1000, "refit_rows": 40_000}
+    assert rows_that_fit(record, {}, 16.0, **kw) == 2000
+    assert rows_that_fit(record, {}, 54.0, **kw) == 3000
+    assert rows_that_fit(record, {}, 2 * 40.0 ** 3, **kw) == 40_000
+    assert rows_that_fit(record, {}, 1.0, **kw) == 1000
+    assert rows_that_fit(record, {}, 32.0, factor=2.0, **kw) == 2000  # each fit followed by a write as long
+    # a measured growth faster than cubic (4 s on 1,500 rows: exponent 3.4) predicts more
+    assert rows_that_fit(record, {0: (1500, 4.0)}, 16.0, **kw) < 2000
