@@ -3,6 +3,7 @@ final fit and the fit on every row."""
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import logging
 import math
@@ -170,16 +171,9 @@ def rows_that_fit(record: TrialRecord, grown: Mapping[int, tuple[int, float]], l
         return factor * max(worst, grown_fit_seconds(record, grown, train_rows=train_rows, final_rows=rows, fits=fits,
                                                      scaling=scaling))
 
-    low, high = min(train_rows, refit_rows), refit_rows
-    if seconds(high) <= left:
-        return high
-    while high - low > 1:
-        middle = (low + high) // 2
-        if seconds(middle) <= left:
-            low = middle
-        else:
-            high = middle
-    return low
+    low = min(train_rows, refit_rows)
+    fitting = bisect.bisect_right(range(low, refit_rows + 1), left, key=seconds)  # seconds() is non-decreasing
+    return max(low + fitting - 1, low)
 
 
 def _halving_reserve(history: History, sizes: Sequence[int], budget: float,
