@@ -129,6 +129,22 @@ class OutOfFoldLibrary:
             del self._values[worst], self.selection.probas[worst]
         return True
 
+    def refitted(self, models: dict[int, tuple[float, np.ndarray]]) -> OutOfFoldLibrary:
+        """A library of the same selection rows and options holding only ``models`` (trial
+        number -> (value, probabilities on the selection rows)): the same configurations
+        trained on more rows (successive halving's promotions, :func:`metabo.tuning.tune`).
+        Ensemble selection's weights fit the predictions they are chosen on (Caruana et
+        al. 2004, sec. 2: the library's models are the ones combined); on a large table the
+        search's models are trained on a few thousand rows, and how they complement each
+        other changes as they are trained on the rest."""
+        library = OutOfFoldLibrary(self.selection.y, self.selection.n_classes, metric=self.metric,
+                                   ensemble_size=self.selection.ensemble_size, max_models=self.max_models,
+                                   seed=self.seed)
+        library.n_splits = self.n_splits
+        for number, (value, proba) in sorted(models.items()):
+            library.add(number, value, proba)
+        return library
+
     def choose(self, single: int | None) -> EnsembleChoice | None:
         """The bagged ensemble selection over the library, kept if its cross-validated gain
         over model ``single`` (the search's selection; None: the library's best on the

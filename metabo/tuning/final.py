@@ -199,25 +199,32 @@ def _halving_reserve(history: History, sizes: Sequence[int], budget: float,
 
 def members_reserve(fits: Iterable[float], *, searched: float) -> float:
     """The seconds a search under a time budget reserves for an ensemble's members other
-    than the best: the sum of their predicted ``fits``, but never more than the ``searched``
-    seconds so far. The ensemble is made of the search's trials, so a library of a few
-    seconds' trials does not stop the search for its slow members' fits (ensemble selection
-    gains with the library, Caruana et al. 2004, sec. 2); the reserve grows with the
-    search. A member whose fit does not fit after the search is left out of the ensemble
-    (:func:`_ensemble_model`), the best configuration's fit being reserved in full."""
-    return min(sum(fits), max(searched, 0.0))
+    than the best: the sum of their predicted ``fits`` without the margin they carry
+    (:data:`~metabo.optimizer.budget.FINAL_FIT_MARGIN`), but never more than the
+    ``searched`` seconds so far. The ensemble is made of the search's trials, so a library
+    of a few seconds' trials does not stop the search for its slow members' fits (ensemble
+    selection gains with the library, Caruana et al. 2004, sec. 2); the reserve grows with
+    the search. The margin is for a fit that must end, the best configuration's, which is
+    reserved in full; a member whose fit does not fit after the search is left out of the
+    ensemble (:func:`_ensemble_model`), so its expected seconds are reserved, not its worst."""
+    return min(sum(fits) / FINAL_FIT_MARGIN, max(searched, 0.0))
 
 
 def _promote(opt: Optimizer, setup: Setup, *, seed: int, clock: TimeBudget | None, time_limit: float | None,
              default_limit: DefaultLimit | None, memory_limit_mb: int | None,
              scaling: Callable[[str, float, float], float] | None = None,
+             on_promoted: Callable[[int, int, float, np.ndarray], None] | None = None,
              ) -> tuple[list[Rung], dict[int, tuple[int, float]]]:
     """Successive halving's rungs after the search (:func:`~metabo.optimizer.halving.successive_halving`):
     each promoted trial evaluated on the hold-out split with more training rows, its split
     limited as a trial's is (the default limit scaled to the rows), under the ``clock``
     (less the final fit's predicted seconds); and, by trial, the training rows and fit
     seconds of its evaluation on the most rows (for :func:`grown_fit_seconds`). Promotions
-    are not stored as runs."""
+    are not stored as runs. ``on_promoted(trial, rows, value, probabilities)`` sees each
+    successful promotion's probabilities on the validation rows (the search's selection
+    rows: the training rows alone are capped, :class:`~metabo.evaluation.protocols.Holdout`)."""
+    from metabo.ensembles.search import out_of_fold
+
     first = {r.number: float(r.value) for r in opt.history.completed if r.ok}
     train_rows, fits, refit_rows = setup.split_rows(seed)
     grown: dict[int, tuple[int, float]] = {}
@@ -237,7 +244,8 @@ def _promote(opt: Optimizer, setup: Setup, *, seed: int, clock: TimeBudget | Non
             limit = default_limit(record.algorithm, opt.history) * rows / setup.rungs[0]
         protocol = dataclasses.replace(setup.protocol, max_train=rows)  # type: ignore[type-var]
         result = run_task(setup.task(record, protocol, seed=seed, time_limit=limit, memory_limit_mb=memory_limit_mb,
-                                     keep_predictions=False, in_process=True, total_time_limit=total))
+                                     keep_predictions=on_promoted is not None, in_process=True,
+                                     total_time_limit=total))
         try:
             outcome = _outcome(_evaluations(record, result), opt.metric)
         except EvaluationError as e:
@@ -247,6 +255,10 @@ def _promote(opt: Optimizer, setup: Setup, *, seed: int, clock: TimeBudget | Non
             grown[number] = (rows, float(outcome["fit_seconds"]))
         logger.info("successive halving: trial %d %s on %d rows: %s %.4g", number, record.algorithm, rows,
                     outcome["status"], outcome["value"])
+        if on_promoted is not None and outcome["status"] == "ok":
+            probas = [e.valid_proba for e in _evaluations(record, result)]
+            if all(p is not None for p in probas):
+                on_promoted(number, rows, float(outcome["value"]), out_of_fold(probas))  # type: ignore[arg-type]
         return float(outcome["value"]) if outcome["status"] == "ok" else math.nan
 
     with deadline(clock, grace=DEADLINE_GRACE + 1.0):
@@ -296,6 +308,30 @@ def _library(setup: Setup, *, seed: int, metric: str, ensemble_size: int | None,
         return None, "no ensemble: the protocol has no validation rows"
     return OutOfFoldLibrary.for_splits(splits, class_codes(setup.data), len(class_labels(setup.data)), metric=metric,
                             ensemble_size=ensemble_size or ENSEMBLE_SIZE, seed=seed), ""
+
+
+class Promotions:
+    """The probabilities on the selection rows of successive halving's promotions, by
+    training rows and trial (give it as :func:`_promote`'s ``on_promoted``)."""
+
+    def __init__(self) -> None:
+        self.models: dict[int, dict[int, tuple[float, np.ndarray]]] = {}
+
+    def __call__(self, number: int, rows: int, value: float, proba: np.ndarray) -> None:
+        self.models.setdefault(rows, {})[number] = (value, proba)
+
+    def library(self, library: OutOfFoldLibrary, best: int) -> OutOfFoldLibrary | None:
+        """``library`` refitted (:meth:`~metabo.ensembles.library.OutOfFoldLibrary.refitted`)
+        on the promotions of the most rows among which ``best`` and another trial
+        succeeded: the ensemble is then chosen among models trained as the final ones are,
+        on more than the search's first rung. None when no rung holds two such trials (the
+        search's library stands)."""
+        for rows in sorted(self.models, reverse=True):
+            if best in self.models[rows] and len(self.models[rows]) >= 2:
+                logger.info("the ensemble is chosen among the %d trials promoted to %d training rows",
+                            len(self.models[rows]), rows)
+                return library.refitted(self.models[rows])
+        return None
 
 
 def _ensemble_model(choice: EnsembleChoice, history: History, setup: Setup, *, seed: int, metric: str,

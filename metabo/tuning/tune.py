@@ -96,6 +96,7 @@ from metabo.tuning.final import (
     GUARD_MARGIN,
     GUARD_REMEASURE,
     WRITE_PER_FIT,
+    Promotions,
     _ensemble_model,
     _halving_reserve,
     _library,
@@ -496,14 +497,18 @@ def tune(
     best = opt.best(select, model=selection_model(opt.strategy, select, seed=seed))
     rungs: list[Rung] = []
     if setup.rungs and best.ok:
+        promotions = Promotions()  # their predictions: the ensemble is chosen among the most rows'
         rungs, measured = _promote(opt, setup, seed=seed, clock=clock, time_limit=time_limit, default_limit=limit,
-                                   memory_limit_mb=memory_limit_mb, scaling=scaling)
+                                   memory_limit_mb=memory_limit_mb, scaling=scaling,
+                                   on_promoted=None if library is None else promotions)
         grown.update(measured)  # the final fits are predicted from the most rows each trial was fitted on
-        top = winner(rungs)
-        if top is not None and top != best.number:
+        if (top := winner(rungs)) is not None and top != best.number:
             logger.info("successive halving: trial %d is the best on %d rows (the search's best: trial %d)",
                         top, max(r.rows for r in rungs if r.complete), best.number)
             best = opt.history[top]
+        if library is not None and (refitted := promotions.library(library, best.number)) is not None:
+            library = refitted
+            decided.clear()  # its answers were the search's library's
     max_rows = None  # the rows the model is fitted on when no trial's fit on all of them fits
     if clock is not None and refit and best.ok and scored_fit(best) > clock.left():
         fitting = best_that_fits(opt.history, scored_fit, clock.left())
@@ -588,8 +593,7 @@ def tune(
         writer.write(model)
     return TuneResult(opt.session_id, setup.dataset_id, metric, select, best, opt.history, refit_error, name, note,
                       model=model, model_rows=model_rows, trial_end_seconds=ends, started=started,
-                      refit_seconds=refit_seconds,
-                      total_seconds=time.monotonic() - started,
+                      refit_seconds=refit_seconds, total_seconds=time.monotonic() - started,
                       cv=setup.folds, ensemble=choice, ensemble_note=ensemble_note, rungs=rungs,
                       model_path=None if writer is None or writer.written is None else writer.path,
                       write_seconds=None if writer is None else writer.seconds)

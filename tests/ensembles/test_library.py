@@ -73,3 +73,30 @@ def test_it_chooses_what_the_guard_decides_on_the_same_library():
     # independent errors at 30% each: the averaged ensemble is right far more often
     assert choice.kept == "ensemble" and sum(choice.weights.values()) == pytest.approx(1.0)
     assert lib.choose(99) is None  # a trial without predictions in the library
+
+
+def test_refitted_holds_only_the_given_models_on_the_same_rows_and_chooses_as_a_fresh_library():
+    lib = OutOfFoldLibrary.for_splits(SPLITS, CODES, K, max_models=7, seed=3)
+    for number in range(4):
+        lib.observe(_record(number, 0.2), _evaluations(_noisy(number, 0.2)))
+    grown = {1: (0.15, _noisy(11, 0.15)), 3: (0.1, _noisy(13, 0.1)), 5: (0.12, _noisy(15, 0.12))}
+    refitted = lib.refitted(grown)
+    assert sorted(refitted.selection.probas) == [1, 3, 5] and len(lib) == 4  # the search's library untouched
+    assert refitted.n_splits == 2 and refitted.max_models == 7 and refitted.seed == 3
+    np.testing.assert_array_equal(refitted.selection.y, lib.selection.y)
+    fresh = OutOfFoldLibrary(CODES, K, max_models=7, seed=3)
+    for number, (value, proba) in grown.items():
+        fresh.add(number, value, proba)
+    assert refitted.choose(3).decision == fresh.choose(3).decision
+
+
+def test_the_promotions_library_is_the_rung_of_most_rows_holding_the_best_and_another():
+    from metabo.tuning.final import Promotions
+
+    lib = OutOfFoldLibrary.for_splits(SPLITS, CODES, K, seed=0)
+    promotions = Promotions()
+    for number, rows in [(0, 6000), (1, 6000), (2, 6000), (0, 18000), (2, 18000), (1, 54000)]:
+        promotions(number, rows, 0.1, _noisy(number + rows, 0.1))
+    assert sorted(promotions.library(lib, 0).selection.probas) == [0, 2]  # 18,000 rows: 0 and 2
+    assert sorted(promotions.library(lib, 1).selection.probas) == [0, 1, 2]  # 1 alone on 54,000: 6,000's
+    assert promotions.library(lib, 7) is None  # never promoted: the search's library stands

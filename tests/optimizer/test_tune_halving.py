@@ -160,3 +160,28 @@ def test_rows_that_fit_is_the_most_rows_whose_fit_fits_at_the_worst_growth():
     assert rows_that_fit(record, {}, 32.0, factor=2.0, **kw) == 2000  # each fit followed by a write as long
     # a measured growth faster than cubic (4 s on 1,500 rows: exponent 3.4) predicts more
     assert rows_that_fit(record, {0: (1500, 4.0)}, 16.0, **kw) < 2000
+
+
+def test_the_rungs_validation_rows_are_the_searchs():
+    """A promotion predicts the rows the search's trials predicted (only the training rows
+    grow), so its probabilities make a library of the same selection rows."""
+    import dataclasses
+
+    from metabo.tuning.session import load_setup
+
+    X, y = make_classification(n_samples=30_000, n_features=4, weights=[0.8], random_state=1)
+    setup, _ = load_setup(pd.DataFrame(X).assign(target=y), target="target", halving="auto", seed=2)
+    assert len(setup.rungs) == 3
+    first = setup.protocol.splits(setup.data, 2)[0]
+    grown = dataclasses.replace(setup.protocol, max_train=setup.rungs[1]).splits(setup.data, 2)[0]
+    assert len(first.train_idx) == setup.rungs[0] and len(grown.train_idx) == setup.rungs[1]
+    np.testing.assert_array_equal(first.valid_idx, grown.valid_idx)
+    np.testing.assert_array_equal(first.test_idx, grown.test_idx)
+
+
+@pytest.mark.slow
+def test_the_ensemble_is_chosen_among_the_trials_of_the_largest_rung(large):
+    result = tune(large, target="target", budget=7, space=SPACE, strategy="random", seed=0)
+    promoted = {k for k, v in result.rungs[1].values.items() if np.isfinite(v)}
+    assert result.ensemble is not None and result.ensemble.models == len(promoted) >= 2
+    assert set(result.ensemble.weights) <= promoted and result.best.number in promoted

@@ -110,12 +110,14 @@ def test_bad_ensemble_arguments_are_refused():
 
 
 def test_the_members_reserve_is_at_most_the_search_so_far():
-    """The runners-up's fits are reserved in full once the search has run longer than they
-    take, and cut to the search's seconds before: a search of a few seconds is not stopped
-    for the fits of its slow trials."""
+    """The runners-up's expected fits (their predictions without the margin) are reserved
+    once the search has run longer than they take, and cut to the search's seconds before:
+    a search of a few seconds is not stopped for the fits of its slow trials."""
     from metabo.tuning.final import members_reserve
 
-    assert members_reserve([1.0, 2.5], searched=10.0) == pytest.approx(3.5)
+    # the fits' margin (FINAL_FIT_MARGIN = 2) taken off: 3.5 / 2, and 12 / 2 capped at 5
+    assert members_reserve([1.0, 2.5], searched=10.0) == pytest.approx(1.75)
     assert members_reserve([4.0, 8.0], searched=5.0) == pytest.approx(5.0)
+    assert members_reserve([4.0, 8.0], searched=7.0) == pytest.approx(6.0)
     assert members_reserve([], searched=5.0) == 0.0
     assert members_reserve(iter([3.0]), searched=-1.0) == 0.0  # a clock not started yet reserves nothing
