@@ -176,6 +176,18 @@ def rows_that_fit(record: TrialRecord, grown: Mapping[int, tuple[int, float]], l
     return max(low + fitting - 1, low)
 
 
+def first_promoted(history: History, sizes: Sequence[int],
+                   promotable: Callable[[TrialRecord], bool] | None = None) -> list[TrialRecord]:
+    """The trials successive halving would promote to its second rung now
+    (:func:`~metabo.optimizer.halving.first_promotion`), among those ``promotable`` admits;
+    none when ``sizes`` has fewer than three rungs (no halving)."""
+    if len(sizes) < 3:
+        return []
+    done = [r for r in history.completed if r.ok and (promotable is None or promotable(r))]
+    return [history[k] for k in first_promotion({r.number: float(r.value) for r in done}, len(sizes),
+                                                groups={r.number: r.algorithm for r in done})]
+
+
 def _halving_reserve(history: History, sizes: Sequence[int], budget: float,
                      promotable: Callable[[TrialRecord], bool] | None = None) -> float:
     """The seconds the promotions after the search are predicted to take (at most
@@ -185,9 +197,7 @@ def _halving_reserve(history: History, sizes: Sequence[int], budget: float,
     promoted, :func:`_promote`)."""
     if len(sizes) < 3:
         return 0.0
-    done = [r for r in history.completed if r.ok and (promotable is None or promotable(r))]
-    chosen = [history[k] for k in first_promotion({r.number: float(r.value) for r in done}, len(sizes),
-                                                  groups={r.number: r.algorithm for r in done})]
+    chosen = first_promoted(history, sizes, promotable)
     seconds = 0.0
     for rows in sizes[1:-1]:
         if len(chosen) < 2:

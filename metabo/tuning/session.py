@@ -103,6 +103,23 @@ def check_limits(time_limit: object, memory_limit_mb: object) -> None:
         raise InputDataError(f"memory_limit_mb must be a positive integer (or None), got {memory_limit_mb!r}")
 
 
+def check_options(*, final_rows: object, ensemble: object, halving: object, ensemble_size: object,
+                  save_model: object, refit: bool) -> None:
+    """``tune``'s options that name a choice are one of its choices, ``ensemble_size`` is a
+    positive integer (or None), and a model to save is refitted."""
+    if final_rows not in ("all", "train+valid"):
+        raise InputDataError(f"final_rows must be 'all' or 'train+valid', got {final_rows!r}")
+    if ensemble not in ("posthoc", "none"):
+        raise InputDataError(f"ensemble must be 'posthoc' or 'none', got {ensemble!r}")
+    if halving not in ("auto", "none"):
+        raise InputDataError(f"halving must be 'auto' or 'none', got {halving!r}")
+    if ensemble_size is not None and (isinstance(ensemble_size, bool) or not isinstance(ensemble_size, int)
+                                      or ensemble_size < 1):
+        raise InputDataError(f"ensemble_size must be a positive integer, got {ensemble_size!r}")
+    if save_model is not None and not refit:
+        raise InputDataError("save_model writes the final model: it needs refit=True")
+
+
 def check_resumable(kb: KnowledgeBase, session_id: str, dataset_id: str | None, metric: str) -> None:
     """Raise :class:`InputDataError` unless the stored session ``session_id`` (if any) tuned
     ``metric`` on ``dataset_id``: a session continues on its own task only."""

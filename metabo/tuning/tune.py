@@ -103,6 +103,7 @@ from metabo.tuning.final import (
     _promote,
     best_that_fits,
     final_model,
+    first_promoted,
     fit_on_every_row,
     grown_fit_seconds,
     members_reserve,
@@ -113,6 +114,7 @@ from metabo.tuning.registry import resolve_strategy
 from metabo.tuning.session import (
     check_budget,
     check_limits,
+    check_options,
     check_resumable,
     default_trial_limit,
     load_setup,
@@ -311,17 +313,8 @@ def tune(
             skops file, or a joblib pickle with ``trusted`` (:meth:`EnsembleModel.save`). The
             path is checked before anything runs; ``refit=False`` is refused.
     """
-    if final_rows not in ("all", "train+valid"):
-        raise InputDataError(f"final_rows must be 'all' or 'train+valid', got {final_rows!r}")
-    if ensemble not in ("posthoc", "none"):
-        raise InputDataError(f"ensemble must be 'posthoc' or 'none', got {ensemble!r}")
-    if halving not in ("auto", "none"):
-        raise InputDataError(f"halving must be 'auto' or 'none', got {halving!r}")
-    if ensemble_size is not None and (isinstance(ensemble_size, bool) or not isinstance(ensemble_size, int)
-                                      or ensemble_size < 1):
-        raise InputDataError(f"ensemble_size must be a positive integer, got {ensemble_size!r}")
-    if save_model is not None and not refit:
-        raise InputDataError("save_model writes the final model: it needs refit=True")
+    check_options(final_rows=final_rows, ensemble=ensemble, halving=halving, ensemble_size=ensemble_size,
+                  save_model=save_model, refit=refit)
     writer = model_writer(save_model, trusted=trusted)
     clock = time_budget if isinstance(time_budget, TimeBudget) or time_budget is None else TimeBudget(time_budget)
     check_budget(budget, clock)
@@ -446,9 +439,11 @@ def tune(
             reserved, or none: a search whose ensemble would not be kept is not cut short for
             it. The guard is first asked as soon as the library holds two models (a moment),
             to measure it; later it is not asked when twice its predicted seconds would not
-            leave a trial's time, since near the end of the budget its selections over a large
-            library would run past it. Under ``save_model`` every fit is followed by its write
-            (WRITE_PER_FIT)."""
+            leave a trial's time. Under successive halving the ensemble is chosen after the
+            promotions among their models (``Promotions``), which the search cannot know yet:
+            its members are not reserved (those that fit in what is left are fitted), and the
+            guard is measured once and reserved on the first promotion's models. Under
+            ``save_model`` every fit is followed by its write (WRITE_PER_FIT)."""
             # the trial whose model would be fitted: the best whose fit fits in the time left
             best = best_that_fits(opt.history, scored_fit, clock.left())
             own = scored_fit(best) + (written * final_fit_seconds(best, train_rows=train_rows,
@@ -462,8 +457,10 @@ def tune(
             if library is None or best is None or len(library) < 2:
                 return own
             key = (len(library), best.number)
-            if not asked or len(library) >= GUARD_REMEASURE * asked[0][1]:
+            if not asked or (len(library) >= GUARD_REMEASURE * asked[0][1] and not setup.rungs):
                 ask_guard(key)
+            if setup.rungs:
+                return own + guard_seconds(len(first_promoted(opt.history, setup.rungs, affordable)))
             own += guard_seconds(len(library) + 1)  # its answer after the search: reserved, not hoped for
             runners_up = sorted((r for r in opt.history.completed if r.ok and r.number != best.number
                                  and affordable(r)), key=lambda r: (r.value, r.number))[:ENSEMBLE_RESERVE - 1]

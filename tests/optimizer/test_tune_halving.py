@@ -107,7 +107,7 @@ def test_the_model_is_the_best_trial_whose_final_fit_fits_in_the_time_left():
 
 
 def test_the_promotions_reserve_counts_only_trials_whose_final_fit_would_fit():
-    from metabo.tuning.final import HALVING_SHARE, _halving_reserve
+    from metabo.tuning.final import HALVING_SHARE, _halving_reserve, first_promoted
 
     history = _records([("lightgbm", 0.30, 1.0), ("kernel_svm", 0.20, 3.0), ("catboost", 0.25, 2.0)])
     sizes = (2000, 6000, 18000, 40000)
@@ -118,6 +118,10 @@ def test_the_promotions_reserve_counts_only_trials_whose_final_fit_would_fit():
     assert _halving_reserve(history, sizes, 1000.0, lambda r: r.algorithm != "kernel_svm") == \
         pytest.approx((1 + 2) * 3)
     assert _halving_reserve(history, sizes, 10.0) == pytest.approx(HALVING_SHARE * 10.0)  # capped
+    # the trials themselves (the guard's library after the promotions is at most these)
+    assert [r.number for r in first_promoted(history, sizes)] == [1, 2, 0]
+    assert [r.number for r in first_promoted(history, sizes, lambda r: r.algorithm != "kernel_svm")] == [2, 0]
+    assert first_promoted(history, (2000, 6000)) == []  # two rungs: no halving
 
 
 def test_a_fit_measured_on_more_rows_predicts_the_final_fit_at_the_tables_own_exponent():
