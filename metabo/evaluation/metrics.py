@@ -244,6 +244,8 @@ def first_argmax(a: np.ndarray) -> np.ndarray:
     K = a.shape[-1]
     if K > 16:
         return a.argmax(axis=-1)
+    if K == 2:  # one comparison: class 1 only when strictly ahead (ties go to the first)
+        return (a[..., 1] > a[..., 0]).astype(np.intp)
     idx = np.zeros(a.shape[:-1], dtype=np.intp)
     best = a[..., 0].copy()
     for k in range(1, K):
