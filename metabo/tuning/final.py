@@ -188,16 +188,14 @@ def first_promoted(history: History, sizes: Sequence[int],
                                                 groups={r.number: r.algorithm for r in done})]
 
 
-def _halving_reserve(history: History, sizes: Sequence[int], budget: float,
-                     promotable: Callable[[TrialRecord], bool] | None = None) -> float:
+def _halving_reserve(chosen: Sequence[TrialRecord], sizes: Sequence[int], budget: float) -> float:
     """The seconds the promotions after the search are predicted to take (at most
     :data:`HALVING_SHARE` of the ``budget``): each rung's trials' fit seconds on the first
-    rung, scaled linearly to the rung's rows (:mod:`metabo.optimizer.halving`), among the
-    trials ``promotable`` admits (those whose final fit would fit: the others are not
-    promoted, :func:`_promote`)."""
+    rung, scaled linearly to the rung's rows (:mod:`metabo.optimizer.halving`), starting
+    from the trials the first promotion would take, ``chosen`` (:func:`first_promoted`,
+    among those whose final fit would fit: the others are not promoted, :func:`_promote`)."""
     if len(sizes) < 3:
         return 0.0
-    chosen = first_promoted(history, sizes, promotable)
     seconds = 0.0
     for rows in sizes[1:-1]:
         if len(chosen) < 2:

@@ -453,14 +453,15 @@ def tune(
             def affordable(record: TrialRecord) -> bool:
                 return scored_fit(record) <= clock.left()
 
-            own += _halving_reserve(opt.history, setup.rungs, clock.seconds, affordable)
+            promoted = first_promoted(opt.history, setup.rungs, affordable)  # none without halving
+            own += _halving_reserve(promoted, setup.rungs, clock.seconds)
             if library is None or best is None or len(library) < 2:
                 return own
             key = (len(library), best.number)
             if not asked or (len(library) >= GUARD_REMEASURE * asked[0][1] and not setup.rungs):
                 ask_guard(key)
             if setup.rungs:
-                return own + guard_seconds(len(first_promoted(opt.history, setup.rungs, affordable)))
+                return own + guard_seconds(len(promoted))
             own += guard_seconds(len(library) + 1)  # its answer after the search: reserved, not hoped for
             runners_up = sorted((r for r in opt.history.completed if r.ok and r.number != best.number
                                  and affordable(r)), key=lambda r: (r.value, r.number))[:ENSEMBLE_RESERVE - 1]

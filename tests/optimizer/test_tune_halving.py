@@ -113,11 +113,12 @@ def test_the_promotions_reserve_counts_only_trials_whose_final_fit_would_fit():
     sizes = (2000, 6000, 18000, 40000)
     # the first promotion is the best ceil(3 / 3) = 1 and each algorithm's best, so all three on 6,000
     # rows (x3); the next rung would hold ceil(3 / 3) = 1 trial, which decides nothing: not reserved
-    assert _halving_reserve(history, sizes, 1000.0) == pytest.approx((1 + 3 + 2) * 3)
+    assert _halving_reserve(first_promoted(history, sizes), sizes, 1000.0) == pytest.approx((1 + 3 + 2) * 3)
     # the SVM is not promotable: lightgbm and catboost on 6,000 rows
-    assert _halving_reserve(history, sizes, 1000.0, lambda r: r.algorithm != "kernel_svm") == \
+    assert _halving_reserve(first_promoted(history, sizes, lambda r: r.algorithm != "kernel_svm"), sizes, 1000.0) == \
         pytest.approx((1 + 2) * 3)
-    assert _halving_reserve(history, sizes, 10.0) == pytest.approx(HALVING_SHARE * 10.0)  # capped
+    # capped
+    assert _halving_reserve(first_promoted(history, sizes), sizes, 10.0) == pytest.approx(HALVING_SHARE * 10.0)
     # the trials themselves (the guard's library after the promotions is at most these)
     assert [r.number for r in first_promoted(history, sizes)] == [1, 2, 0]
     assert [r.number for r in first_promoted(history, sizes, lambda r: r.algorithm != "kernel_svm")] == [2, 0]
