@@ -25,7 +25,7 @@ safeguards of this project:
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -144,6 +144,13 @@ class OutOfFoldLibrary:
         for number, (value, proba) in sorted(models.items()):
             library.add(number, value, proba)
         return library
+
+    def among(self, numbers: Iterable[int]) -> OutOfFoldLibrary:
+        """A library of the same selection rows and options holding only the models
+        ``numbers`` of this one (those it does not hold are ignored): an ensemble chosen
+        among the models that can still be fitted."""
+        return self.refitted({k: (self._values[k], self.selection.probas[k]) for k in numbers
+                              if k in self.selection.probas})
 
     def choose(self, single: int | None) -> EnsembleChoice | None:
         """The bagged ensemble selection over the library, kept if its cross-validated gain

@@ -346,25 +346,35 @@ def _ensemble_model(choice: EnsembleChoice, history: History, setup: Setup, *, s
                     clock: TimeBudget | None, train_rows: int, fits: int, refit_rows: int,
                     scaling: Callable[[str, float, float], float] | None = None,
                     writer: ModelWriter | None = None, grown: Mapping[int, tuple[int, float]] | None = None,
+                    library: OutOfFoldLibrary | None = None, single: int | None = None,
                     ) -> tuple[tuple[EnsembleModel, float | None] | None, str]:
     """The chosen ensemble fitted on training + validation rows and its test ``metric``
     (:func:`~metabo.ensembles.model.refit_test_error`) with a note, or None and why.
-    Under a time budget only the members of highest weight whose predicted fits
-    (:func:`grown_fit_seconds`, with the fits successive halving measured, ``grown``), and writes when a ``writer``
-    will write the model (:meth:`ModelWriter.predict`), fit in the time left are fitted,
-    their weights renormalized (the note says so); None when fewer than two fit, when the
-    budget runs out during the fit, or when a member's fit fails."""
+
+    Under a time budget only the members whose predicted fits (:func:`grown_fit_seconds`,
+    with the fits successive halving measured, ``grown``), and writes when a ``writer``
+    will write the model (:meth:`ModelWriter.predict`), fit in the time left are fitted:
+    the selected configuration ``single`` first (the guard's comparison), then the others
+    by weight. When that leaves some out, the ensemble is chosen again among those that
+    fit (``library``'s :meth:`~metabo.ensembles.library.OutOfFoldLibrary.among`) and passes
+    the guard again against ``single``: the members left out were part of what the guard
+    measured, and a subset of an ensemble, its weights renormalized, need not beat the
+    single model it was compared with (without a ``library``, the subset is kept with its
+    weights renormalized). None when fewer than two fit, when the subset's ensemble does
+    not pass the guard, when the budget runs out during the fit, or when a member's fit
+    fails."""
     from metabo.ensembles.model import refit_test_error
 
     weights = dict(choice.weights)
+    combine = choice.combine
     note = ""
-    if clock is not None:  # the members of highest weight whose fits fit in the time left
+    if clock is not None:  # the selected configuration, then the members of highest weight, that fit
         left, need, kept = clock.left(), 0.0, {}
         fit = {k: grown_fit_seconds(history[k], grown or {}, train_rows=train_rows, final_rows=refit_rows, fits=fits,
                                     scaling=scaling) for k in weights}
         writes = {k: 0.0 if writer is None else writer.predict(s) for k, s in fit.items()}
         seconds = {k: fit[k] + writes[k] for k in weights}
-        for k in sorted(weights, key=lambda k: (-weights[k], k)):
+        for k in sorted(weights, key=lambda k: (k != single, -weights[k], k)):
             if need + seconds[k] > left:
                 break
             need += seconds[k]
@@ -373,8 +383,20 @@ def _ensemble_model(choice: EnsembleChoice, history: History, setup: Setup, *, s
             return None, (f"its {len(weights)} members need about {sum(seconds.values()):.1f} s, "
                           f"{max(left, 0):.1f} s were left")
         if len(kept) < len(weights):
-            note = (f"{len(kept)} of its {len(weights)} members, those of highest weight that fit in the "
-                    f"{left:.1f} s left")
+            note = f"{len(kept)} of its {len(weights)} members fit in the {left:.1f} s left"
+            if library is not None:
+                try:
+                    with deadline(clock):
+                        again = library.among(kept).choose(single)
+                except TimeBudgetExceeded:
+                    return None, f"{note}, and no time was left to choose among them"
+                if again is None or again.kept != "ensemble":
+                    gain = "" if again is None else f" (cross-validated gain {again.decision.gain:+.4f} +- " \
+                                                    f"{again.decision.se:.4f})"
+                    return None, f"{note}, and their ensemble does not beat the selected configuration{gain}"
+                kept, combine = dict(again.weights), again.combine
+                note += (f"; chosen again among them, cross-validated gain {again.decision.gain:+.4f} +- "
+                         f"{again.decision.se:.4f}")
             total = sum(kept.values())
             weights = {k: w / total for k, w in kept.items()}
     numbers = list(weights)
@@ -384,7 +406,7 @@ def _ensemble_model(choice: EnsembleChoice, history: History, setup: Setup, *, s
         stop = clock.less(sum(writes[k] for k in numbers) + DEADLINE_GRACE)
     try:
         with deadline(stop):
-            model, error = refit_test_error(members, list(weights.values()), choice.combine,  # type: ignore[arg-type]
+            model, error = refit_test_error(members, list(weights.values()), combine,  # type: ignore[arg-type]
                                             setup.data, setup.protocol, seed=seed, metric=metric)
     except TimeBudgetExceeded:
         return None, "the time budget ran out during its fit"

@@ -557,7 +557,7 @@ def tune(
             began = time.monotonic()
             fitted, why = _ensemble_model(choice, opt.history, setup, seed=seed, metric=metric, clock=clock,
                                           train_rows=train_rows, fits=fits, refit_rows=refit_rows, scaling=scaling,
-                                          writer=writer, grown=grown)
+                                          writer=writer, grown=grown, library=library, single=best.number)
             if fitted is None:
                 ensemble_note = f"the ensemble was not fitted ({why}): the selected configuration instead"
             else:

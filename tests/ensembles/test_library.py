@@ -90,6 +90,17 @@ def test_refitted_holds_only_the_given_models_on_the_same_rows_and_chooses_as_a_
     assert refitted.choose(3).decision == fresh.choose(3).decision
 
 
+def test_among_keeps_the_given_models_predictions_and_values():
+    lib = OutOfFoldLibrary.for_splits(SPLITS, CODES, K, max_models=7, seed=3)
+    for number in range(4):
+        lib.observe(_record(number, 0.1 * (number + 1)), _evaluations(_noisy(number, 0.2)))
+    part = lib.among([3, 1, 9])  # 9 is not in the library: ignored
+    assert sorted(part.selection.probas) == [1, 3] and len(lib) == 4
+    assert part._values == {1: lib._values[1], 3: lib._values[3]}
+    np.testing.assert_array_equal(part.selection.probas[3], lib.selection.probas[3])
+    assert part.max_models == 7 and part.seed == 3 and part.n_splits == 2
+
+
 def test_the_promotions_library_is_the_rung_of_most_rows_holding_the_best_and_another():
     from metabo.tuning.final import Promotions
 

@@ -100,6 +100,54 @@ def test_the_members_writes_are_priced_with_their_fits(kept):
     assert fitted is not None and len(fitted[0].members_) >= 3
 
 
+def _two_class_model(y: np.ndarray, wrong: np.ndarray) -> np.ndarray:
+    """Probabilities of the true class .9, except .4 on the rows ``wrong``."""
+    p_true = np.full(len(y), 0.9)
+    p_true[wrong] = 0.4
+    P = np.empty((len(y), 2))
+    P[np.arange(len(y)), y], P[np.arange(len(y)), 1 - y] = p_true, 1.0 - p_true
+    return P
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("partner", ["duplicate", "complement"])
+def test_members_left_out_for_time_pass_the_guard_again(kept, partner):
+    """When only the selected configuration ``a`` and the member ``b`` of highest weight
+    fit in the time left, their ensemble is chosen again among them and must pass the
+    guard against ``a``: a ``b`` that predicts what ``a`` predicts gains nothing, so no
+    ensemble (what the guard measured included ``c``); a ``b`` right wherever ``a`` is
+    wrong makes an ensemble of the two."""
+    from metabo.ensembles.guard import GuardDecision
+    from metabo.ensembles.library import EnsembleChoice, OutOfFoldLibrary
+    from metabo.optimizer.budget import final_fit_seconds
+    from metabo.tuning.final import _ensemble_model
+    from metabo.tuning.session import prepare
+
+    setup = prepare(load_dataset("sklearn:breast_cancer"), kb=None, seed=0)
+    a, b, c = [r.number for r in kept.history.completed if r.ok][:3]
+    y = np.arange(600) % 2
+    library = OutOfFoldLibrary(y, 2, seed=0)
+    library.add(a, 0.2, _two_class_model(y, np.arange(0, 120)))
+    library.add(b, 0.2, _two_class_model(y, np.arange(0, 120) if partner == "duplicate" else np.arange(120, 240)))
+    library.add(c, 0.2, _two_class_model(y, np.arange(240, 360)))
+    weights = {a: 0.2, b: 0.5, c: 0.3}  # a is not the heaviest: it is kept first all the same
+    choice = EnsembleChoice(GuardDecision("ensemble", "average", weights, 0.1, 0.01, {}), 3)
+    kw = {"train_rows": 364, "fits": 5, "refit_rows": 455}
+    fit = {k: final_fit_seconds(kept.history[k], train_rows=364, final_rows=455, fits=5) for k in weights}
+    left = fit[a] + fit[b] + 0.5 * fit[c]  # c's fit does not fit
+    clock = TimeBudget(left + 60.0, start=time.monotonic() - 60.0)
+    fitted, why = _ensemble_model(choice, kept.history, setup, seed=0, metric="error_rate", clock=clock,
+                                  library=library, single=a, **kw)
+    assert why.startswith("2 of its 3 members fit in the")
+    if partner == "duplicate":
+        assert fitted is None and "their ensemble does not beat the selected configuration" in why
+    else:
+        assert fitted is not None and "chosen again among them" in why, why
+        again = library.among([a, b]).choose(a)
+        assert again is not None and sorted(again.weights) == sorted([a, b])
+        assert [m for m, _ in fitted[0].members_] == [kept.history[k].algorithm for k in again.weights]
+
+
 def test_bad_ensemble_arguments_are_refused():
     from metabo.exceptions import InputDataError
 
