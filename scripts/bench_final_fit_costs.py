@@ -71,10 +71,10 @@ def one(spec: str, kb_file: str, *, budget: float, seed: int, top: int, scratch:
     else:
         shutil.copyfile(kb_file, copy)
     automl.write_cell(data, seed, scratch / "cell")
-    train = str(scratch / "cell" / "train.csv")
+    train = load_dataset(str(scratch / "cell" / "train.csv"), target=automl.TARGET)  # read once, used twice
     with KnowledgeBase(copy) as kb:
-        result = tune(train, target=automl.TARGET, time_budget=budget, kb=kb, seed=seed, halving="auto")
-        setup = prepare(train, kb=kb, target=automl.TARGET, seed=seed, halving="auto")
+        result = tune(train, time_budget=budget, kb=kb, seed=seed, halving="auto")
+        setup = prepare(train, kb=kb, seed=seed, halving="auto")
         costs = search_costs(kb, setup, default_cash_space())
     train_rows, fits, refit_rows = setup.split_rows(seed)
     scaling = None if costs is None else costs.scaling

@@ -299,9 +299,11 @@ def cmd_tune(args: argparse.Namespace) -> int:
     if result.model is not None:
         rows = {"all": "every row", "subsample": "a stratified part of the training + validation rows"}.get(
             result.model_rows or "", "training + validation rows")
-        cut = (" (no fit on all of them fits in the time budget: see the log)" if result.model_rows == "subsample"
-               else " (its fit on every row failed, diverged or ran out of time: see the log)"
-               if result.model_rows != args.final_rows else "")
+        cut = ""
+        if result.model_rows == "subsample":
+            cut = " (no fit on all of them fits in the time budget: see the log)"
+        elif result.model_rows != args.final_rows:
+            cut = " (its fit on every row failed, diverged or ran out of time: see the log)"
         what = "the selection" if len(result.model.members_) == 1 else \
             f"the ensemble of {len(result.model.members_)} members"
         print(f"model: {what} fitted on {rows}{cut}")

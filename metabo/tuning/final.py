@@ -9,7 +9,7 @@ import logging
 import math
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -121,16 +121,18 @@ def model_writer(path: str | os.PathLike[str] | None, *, trusted: bool) -> Model
 HALVING_SHARE = 0.5
 
 
-def best_that_fits(history: History, seconds: Callable[[TrialRecord], float], left: float) -> TrialRecord | None:
+def best_that_fits(history: History, seconds: Callable[[TrialRecord], float], left: float, *,
+                   exclude: Container[int] = ()) -> TrialRecord | None:
     """The successful trial of lowest value (earliest among ties) whose final fit is
     predicted (``seconds``) to take at most ``left`` seconds; when none is, the one of the
-    shortest predicted fit; None without a successful trial.
+    shortest predicted fit; None without a successful trial (the trials ``exclude`` are
+    not considered).
 
     Under a time budget the model is fitted after the search, and a fit in compiled code
     (libsvm's, say) cannot be stopped at the deadline: a kernel SVM that won on the first
     rung's 2,000 rows needs minutes on 60,000. Selecting it would lose the model; the
     search reserving its fit would stop with most of the budget unspent."""
-    ok = [r for r in history.completed if r.ok and math.isfinite(r.value)]
+    ok = [r for r in history.completed if r.ok and math.isfinite(r.value) and r.number not in exclude]
     if not ok:
         return None
     cost = {r.number: seconds(r) for r in ok}
@@ -138,6 +140,11 @@ def best_that_fits(history: History, seconds: Callable[[TrialRecord], float], le
     if fitting:
         return min(fitting, key=lambda r: (r.value, r.number))
     return min(ok, key=lambda r: (cost[r.number], r.value, r.number))
+
+
+def _one_fit(record: TrialRecord, fits: int) -> float:
+    """The seconds of one of ``record``'s fits on its training rows (its trial made ``fits``)."""
+    return (record.fit_seconds or 0.0) / max(fits, 1)
 
 
 #: the exponent of rows at which a fit's seconds are assumed to grow when no trial's final
@@ -164,7 +171,7 @@ def rows_that_fit(record: TrialRecord, grown: Mapping[int, tuple[int, float]], l
     still a model, where a fit on all of them would run past the budget and leave none.
     The worst growth is assumed because the predictions have just failed to find a fit
     that fits."""
-    first = (record.fit_seconds or 0.0) / max(fits, 1)
+    first = _one_fit(record, fits)
 
     def seconds(rows: int) -> float:
         worst = FINAL_FIT_MARGIN * first * (rows / max(train_rows, 1)) ** WORST_GROWTH
@@ -222,6 +229,7 @@ def _promote(opt: Optimizer, setup: Setup, *, seed: int, clock: TimeBudget | Non
              default_limit: DefaultLimit | None, memory_limit_mb: int | None,
              scaling: Callable[[str, float, float], float] | None = None,
              on_promoted: Callable[[int, int, float, np.ndarray], None] | None = None,
+             known: dict[tuple[int, int], float] | None = None,
              ) -> tuple[list[Rung], dict[int, tuple[int, float]]]:
     """Successive halving's rungs after the search (:func:`~metabo.optimizer.halving.successive_halving`):
     each promoted trial evaluated on the hold-out split with more training rows, its split
@@ -230,7 +238,9 @@ def _promote(opt: Optimizer, setup: Setup, *, seed: int, clock: TimeBudget | Non
     seconds of its evaluation on the most rows (for :func:`grown_fit_seconds`). Promotions
     are not stored as runs. ``on_promoted(trial, rows, value, probabilities)`` sees each
     successful promotion's probabilities on the validation rows (the search's selection
-    rows: the training rows alone are capped, :class:`~metabo.evaluation.protocols.Holdout`)."""
+    rows: the training rows alone are capped, :class:`~metabo.evaluation.protocols.Holdout`).
+    ``known`` ((trial, rows) -> value) holds the promotions of an earlier round, which are
+    not evaluated again, and gains this round's."""
     from metabo.ensembles.search import out_of_fold
 
     first = {r.number: float(r.value) for r in opt.history.completed if r.ok}
@@ -238,6 +248,14 @@ def _promote(opt: Optimizer, setup: Setup, *, seed: int, clock: TimeBudget | Non
     grown: dict[int, tuple[int, float]] = {}
 
     def evaluate_at(number: int, rows: int) -> float:
+        if known is not None and (number, rows) in known:
+            return known[number, rows]
+        value = _evaluate_at(number, rows)
+        if known is not None:
+            known[number, rows] = value
+        return value
+
+    def _evaluate_at(number: int, rows: int) -> float:
         record = opt.history[number]
         total = None
         if clock is not None:
@@ -255,7 +273,8 @@ def _promote(opt: Optimizer, setup: Setup, *, seed: int, clock: TimeBudget | Non
                                      keep_predictions=on_promoted is not None, in_process=True,
                                      total_time_limit=total))
         try:
-            outcome = _outcome(_evaluations(record, result), opt.metric)
+            evaluations = _evaluations(record, result)
+            outcome = _outcome(evaluations, opt.metric)
         except EvaluationError as e:
             logger.warning("successive halving: trial %d on %d rows could not run: %s", number, rows, e)
             return math.nan
@@ -264,7 +283,7 @@ def _promote(opt: Optimizer, setup: Setup, *, seed: int, clock: TimeBudget | Non
         logger.info("successive halving: trial %d %s on %d rows: %s %.4g", number, record.algorithm, rows,
                     outcome["status"], outcome["value"])
         if on_promoted is not None and outcome["status"] == "ok":
-            probas = [e.valid_proba for e in _evaluations(record, result)]
+            probas = [e.valid_proba for e in evaluations]
             if all(p is not None for p in probas):
                 on_promoted(number, rows, float(outcome["value"]), out_of_fold(probas))  # type: ignore[arg-type]
         return float(outcome["value"]) if outcome["status"] == "ok" else math.nan
@@ -294,7 +313,7 @@ def grown_fit_seconds(record: TrialRecord | None, grown: Mapping[int, tuple[int,
     if record is None or record.number not in grown or not record.fit_seconds:
         return base
     rows, seconds = grown[record.number]
-    first = record.fit_seconds / max(fits, 1)  # one fit on train_rows rows
+    first = _one_fit(record, fits)
     if rows <= train_rows or seconds <= 0 or first <= 0 or final_rows <= rows:
         return base
     exponent = max(math.log(seconds / first) / math.log(rows / train_rows), 1.0)

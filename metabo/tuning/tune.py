@@ -83,7 +83,7 @@ from metabo.evaluation.backends import check_backend
 from metabo.evaluation.evaluate import DEFAULT_METRICS
 from metabo.evaluation.protocols import EvaluationProtocol
 from metabo.exceptions import InputDataError, TimeBudgetExceeded
-from metabo.optimizer.budget import DEADLINE_GRACE, TimeBudget, deadline, final_fit_seconds
+from metabo.optimizer.budget import DEADLINE_GRACE, TimeBudget, deadline
 from metabo.optimizer.halving import Rung, winner
 from metabo.optimizer.history import History, TrialRecord
 from metabo.optimizer.optimizer import Select, get_session
@@ -92,25 +92,18 @@ from metabo.space.space import SearchSpace
 from metabo.strategies import Strategy, selection_model
 from metabo.strategies.names import AUTO
 from metabo.tuning.final import (
-    ENSEMBLE_RESERVE,
-    GUARD_MARGIN,
-    GUARD_REMEASURE,
-    WRITE_PER_FIT,
     Promotions,
     _ensemble_model,
-    _halving_reserve,
     _library,
     _promote,
     best_that_fits,
     final_model,
-    first_promoted,
     fit_on_every_row,
-    grown_fit_seconds,
-    members_reserve,
     model_writer,
     rows_that_fit,
 )
 from metabo.tuning.registry import resolve_strategy
+from metabo.tuning.reserve import GuardAnswers, SearchReserve
 from metabo.tuning.session import (
     check_budget,
     check_limits,
@@ -301,7 +294,12 @@ def tune(
             rows or more, the search runs on 2,000 of them and its best trials are
             evaluated again on 3, 9, ... times as many (successive halving,
             :mod:`metabo.optimizer.halving`); the selected configuration is the best of the
-            largest rung (``TuneResult.rungs``); ``none``: every trial on every training row.
+            largest rung (``TuneResult.rungs``); under a ``time_budget`` a search that the
+            promotions' predicted seconds stopped resumes when they leave time for more
+            trials, and its best trials are promoted in turn (those promoted before are not
+            evaluated again): brackets one after another, as Hyperband's outer loop runs
+            them (Li et al. 2018, sec. 3; here every bracket starts on the first rung);
+            ``none``: every trial on every training row.
         opening: evaluate :data:`OPENING` as the session's first trial as soon as the data
             are loaded, before the knowledge base is read (module docstring); None
             (default): under a ``time_budget``, on a new session of a CASH space with
@@ -394,135 +392,73 @@ def tune(
               on_evaluated=None if library is None else library.observe,
               progress=functools.partial(told, ended=opened.ended), note=" (opening)")
 
-    reserve = None
-    # how fit seconds grow from a trial's rows to the final fit's (recorded fit times; linear without)
-    scaling = None if limit is None else limit.scaling
     # by trial, the training rows and fit seconds of its fit on the most rows: successive
     # halving's promotions, after the search (final.grown_fit_seconds)
     grown: dict[int, tuple[int, float]] = {}
-    # the guard's answer for (library size, best trial): asked during the search by the
-    # reserve below, reused after it when neither has changed since
-    decided: dict[tuple[int, int], EnsembleChoice | None] = {}
-    # (seconds, library size) of the guard's last answer: its selections score every model at
-    # every greedy step, so an answer on a larger library is predicted as the last one's
-    # seconds times GUARD_MARGIN * size / its size (linear in the models); it is measured
-    # again once the library has grown GUARD_REMEASURE times, since a small library's
-    # answer is mostly fixed costs and would overstate a large one's
-    asked: list[tuple[float, int]] = []
-
-    def guard_seconds(size: int) -> float:
-        """The guard's predicted seconds on a library of ``size`` models (0 before it is measured)."""
-        return asked[0][0] * GUARD_MARGIN * max(size / asked[0][1], 1.0) if asked else 0.0
-
-    def ask_guard(key: tuple[int, int]) -> None:
-        assert library is not None
-        began = time.monotonic()
-        decided.clear()
-        decided[key] = library.choose(key[1])
-        asked[:] = [(time.monotonic() - began, key[0])]
+    guard = GuardAnswers(library)  # asked during the search by the reserve, reused after it
+    scaling = None if limit is None else limit.scaling  # fit seconds from a trial's rows to the final fit's
+    reserve = None
     if clock is not None and refit:
-
-        # a model that will be written: each reserved fit is followed by its write (WRITE_PER_FIT)
-        written = 1.0 + (WRITE_PER_FIT if writer is not None else 0.0)
-
-        def scored_fit(record: TrialRecord | None) -> float:
-            return written * grown_fit_seconds(record, grown, train_rows=train_rows, final_rows=refit_rows, fits=fits,
-                                               scaling=scaling)
-
-        def reserve() -> float:
-            """The scored fit of the best trial, its fit on every row when one is made, the
-            guard's answer after the search (on a library one model larger than now), and the
-            fits of an ensemble's other members (at most ENSEMBLE_RESERVE in all, never more
-            seconds than the search has run: ``members_reserve``). When the runners-up's fits
-            would stop the search, the guard is asked whether there will be an ensemble (its
-            answer kept until the library or the best trial changes) and its members' fits
-            reserved, or none: a search whose ensemble would not be kept is not cut short for
-            it. The guard is first asked as soon as the library holds two models (a moment),
-            to measure it; later it is not asked when twice its predicted seconds would not
-            leave a trial's time. Under successive halving the ensemble is chosen after the
-            promotions among their models (``Promotions``), which the search cannot know yet:
-            its members are not reserved (those that fit in what is left are fitted), and the
-            guard is measured once and reserved on the first promotion's models. Under
-            ``save_model`` every fit is followed by its write (WRITE_PER_FIT)."""
-            # the trial whose model would be fitted: the best whose fit fits in the time left
-            best = best_that_fits(opt.history, scored_fit, clock.left())
-            own = scored_fit(best) + (written * final_fit_seconds(best, train_rows=train_rows,
-                                                                  final_rows=setup.data.n_instances, fits=fits,
-                                                                  scaling=scaling)
-                                      if final_rows == "all" else 0.0)
-            def affordable(record: TrialRecord) -> bool:
-                return scored_fit(record) <= clock.left()
-
-            promoted = first_promoted(opt.history, setup.rungs, affordable)  # none without halving
-            own += _halving_reserve(promoted, setup.rungs, clock.seconds)
-            if library is None or best is None or len(library) < 2:
-                return own
-            key = (len(library), best.number)
-            if not asked or (len(library) >= GUARD_REMEASURE * asked[0][1] and not setup.rungs):
-                ask_guard(key)
-            if setup.rungs:
-                return own + guard_seconds(len(promoted))
-            own += guard_seconds(len(library) + 1)  # its answer after the search: reserved, not hoped for
-            runners_up = sorted((r for r in opt.history.completed if r.ok and r.number != best.number
-                                 and affordable(r)), key=lambda r: (r.value, r.number))[:ENSEMBLE_RESERVE - 1]
-            likely = own + members_reserve((scored_fit(r) for r in runners_up), searched=clock.elapsed())
-            if clock.trial_limit(likely) is not None:
-                return likely  # a trial starts either way: it is only kept short of the ensemble's fits
-            if key not in decided:
-                if clock.left() - own < 2 * guard_seconds(len(library)) + clock.min_trial:
-                    return own  # no time to ask the guard and still run a trial: no ensemble is reserved for
-                ask_guard(key)
-            choice = decided[key]
-            if choice is None or choice.kept != "ensemble":
-                return own
-            members = sorted((k for k in choice.weights if k != best.number), key=lambda k: -choice.weights[k])
-            member_fits = (scored_fit(opt.history[k]) for k in members[:ENSEMBLE_RESERVE - 1])
-            return own + members_reserve(member_fits, searched=clock.elapsed())
-
-    try:  # the trials end by their own limits; a second more for telling the one cut last
-        with deadline(clock, grace=DEADLINE_GRACE + 1.0):
-            run_trials(opt, setup, budget=budget, seed=seed, time_limit=time_limit, memory_limit_mb=memory_limit_mb,
-                       keep_predictions=keep_predictions, n_jobs=n_jobs, backend=backend, scheduler=scheduler,
-                       progress=told, clock=clock, reserve=reserve, default_limit=limit,
-                       on_evaluated=None if library is None else library.observe)
-    except TimeBudgetExceeded as e:  # e.g. in a strategy's ask: the trials told so far stand
-        logger.warning("search stopped: %s", e)
-    except BaseException:  # interrupted or failed: the trials told so far are written first
-        with contextlib.suppress(Exception):
-            opt.flush()
-        raise
-    opt.finish()
-    best = opt.best(select, model=selection_model(opt.strategy, select, seed=seed))
+        reserve = SearchReserve(opt, setup, clock, guard, grown, train_rows, fits, refit_rows, final_rows,
+                                writing=writer is not None, scaling=scaling)
     rungs: list[Rung] = []
-    if setup.rungs and best.ok:
-        promotions = Promotions()  # their predictions: the ensemble is chosen among the most rows'
+    promotions = Promotions()  # their predictions: the ensemble is chosen among the most rows'
+    known: dict[tuple[int, int], float] = {}  # the promotions made: (trial, rows) -> value
+    while True:  # the search, then successive halving's promotions, until no trial has time to start
+        searched = len(opt.history.completed)
+        try:  # the trials end by their own limits; a second more for telling the one cut last
+            with deadline(clock, grace=DEADLINE_GRACE + 1.0):
+                run_trials(opt, setup, budget=budget, seed=seed, time_limit=time_limit,
+                           memory_limit_mb=memory_limit_mb, keep_predictions=keep_predictions, n_jobs=n_jobs,
+                           backend=backend, scheduler=scheduler, progress=told, clock=clock, reserve=reserve,
+                           default_limit=limit, on_evaluated=None if library is None else library.observe)
+        except TimeBudgetExceeded as e:  # e.g. in a strategy's ask: the trials told so far stand
+            logger.warning("search stopped: %s", e)
+        except BaseException:  # interrupted or failed: the trials told so far are written first
+            with contextlib.suppress(Exception):
+                opt.flush()
+            raise
+        if reserve is not None and reserve.parts:
+            logger.info("the search ended with %.1f s left; its reserve: %s", reserve.clock.left(), reserve.describe())
+        best = opt.best(select, model=selection_model(opt.strategy, select, seed=seed))
+        if (rungs and len(opt.history.completed) == searched) or not (setup.rungs and best.ok):
+            break  # no halving, or no trial since the last promotions: they stand
         rungs, measured = _promote(opt, setup, seed=seed, clock=clock, time_limit=time_limit, default_limit=limit,
                                    memory_limit_mb=memory_limit_mb, scaling=scaling,
-                                   on_promoted=None if library is None else promotions)
+                                   on_promoted=None if library is None else promotions, known=known)
         grown.update(measured)  # the final fits are predicted from the most rows each trial was fitted on
-        if (top := winner(rungs)) is not None and top != best.number:
-            logger.info("successive halving: trial %d is the best on %d rows (the search's best: trial %d)",
-                        top, max(r.rows for r in rungs if r.complete), best.number)
-            best = opt.history[top]
-        if library is not None and (refitted := promotions.library(library, best.number)) is not None:
-            library = refitted
-            decided.clear()  # its answers were the search's library's
+        if reserve is None or (top := winner(rungs)) is None:
+            break
+        # a search that stopped for promotions its reserve overstated resumes: the trials the
+        # promotions settled are no longer the model's candidates, and are not promoted again
+        reserve.settled = {r.number for r in opt.history.completed if r.number != top}
+        reserve.promoted = {k for k, rows in known if rows == setup.rungs[1]}
+        logger.info("successive halving: promotions done with %.1f s left; the search goes on while a trial has "
+                    "time", reserve.clock.left())
+    opt.finish()
+    if (top := winner(rungs)) is not None and top != best.number:
+        logger.info("successive halving: trial %d is the best on %d rows (the search's best: trial %d)",
+                    top, max(r.rows for r in rungs if r.complete), best.number)
+        best = opt.history[top]
+    if rungs and library is not None and (refitted := promotions.library(library, best.number)) is not None:
+        library = guard.library = refitted
+        guard.decided.clear()  # its answers were the search's library's
     max_rows = None  # the rows the model is fitted on when no trial's fit on all of them fits
-    if clock is not None and refit and best.ok and scored_fit(best) > clock.left():
-        fitting = best_that_fits(opt.history, scored_fit, clock.left())
-        if fitting is not None and scored_fit(fitting) <= clock.left():
+    if reserve is not None and best.ok and reserve.scored_fit(best) > reserve.clock.left():
+        fitting = best_that_fits(opt.history, reserve.scored_fit, reserve.clock.left())
+        if fitting is not None and reserve.scored_fit(fitting) <= reserve.clock.left():
             if fitting.number != best.number:
                 logger.warning("trial %d (%s) would need about %.0f s to fit on %d rows and %.1f s are left: the "
                                "model is trial %d (%s, %.4g), the best whose fit fits", best.number, best.algorithm,
-                               scored_fit(best), refit_rows, clock.left(), fitting.number, fitting.algorithm,
-                               fitting.value)
+                               reserve.scored_fit(best), refit_rows, reserve.clock.left(), fitting.number,
+                               fitting.algorithm, fitting.value)
                 best = fitting
         else:  # none fits: the best, on the rows whose fit does
-            max_rows = rows_that_fit(best, grown, clock.left(), train_rows=train_rows, refit_rows=refit_rows,
-                                     fits=fits, scaling=scaling, factor=written)
+            max_rows = rows_that_fit(best, grown, reserve.clock.left(), train_rows=train_rows, refit_rows=refit_rows,
+                                     fits=fits, scaling=scaling, factor=reserve.written)
             logger.warning("no trial's fit on the %d training + validation rows fits in the %.1f s left (trial %d %s "
                            "would need about %.0f s): it is fitted on %d of them, stratified", refit_rows,
-                           clock.left(), best.number, best.algorithm, scored_fit(best), max_rows)
+                           reserve.clock.left(), best.number, best.algorithm, reserve.scored_fit(best), max_rows)
     choice = None
     model, refit_error, refit_seconds = None, None, None
     model_rows: Literal["all", "train+valid", "subsample"] | None = None
@@ -544,10 +480,10 @@ def tune(
     if library is not None and best.ok and max_rows is None and (model is not None or not refit):
         key = (len(library), best.number)
         try:  # the guard's cross-validated selections take a moment too: after the model above
-            if key not in decided and clock is not None and clock.left() < guard_seconds(len(library)):
+            if key not in guard.decided and clock is not None and clock.left() < guard.seconds(len(library)):
                 raise TimeBudgetExceeded("the guard would run past the budget")  # not started, as in reserve()
             with deadline(clock):
-                choice = decided[key] if key in decided else library.choose(best.number)
+                choice = guard.decided[key] if key in guard.decided else library.choose(best.number)
             if choice is None:
                 ensemble_note = f"{len(library)} trial(s) with out-of-fold predictions: nothing to ensemble"
         except TimeBudgetExceeded:

@@ -104,6 +104,7 @@ def test_the_model_is_the_best_trial_whose_final_fit_fits_in_the_time_left():
     assert best_that_fits(history, seconds, 5.0).algorithm == "lightgbm"
     assert best_that_fits(history, seconds, 0.5).algorithm == "lightgbm"  # none fits: the quickest fit
     assert best_that_fits(_records([]), seconds, 10.0) is None
+    assert best_that_fits(history, seconds, 300.0, exclude={1}).algorithm == "catboost"  # settled: not a candidate
 
 
 def test_the_promotions_reserve_counts_only_trials_whose_final_fit_would_fit():
@@ -123,6 +124,61 @@ def test_the_promotions_reserve_counts_only_trials_whose_final_fit_would_fit():
     assert [r.number for r in first_promoted(history, sizes)] == [1, 2, 0]
     assert [r.number for r in first_promoted(history, sizes, lambda r: r.algorithm != "kernel_svm")] == [2, 0]
     assert first_promoted(history, (2000, 6000)) == []  # two rungs: no halving
+
+
+def test_after_promotions_the_reserve_drops_the_settled_trials_and_the_promotions_made():
+    """SearchReserve by hand, without a library (no guard) and without the fit on every row:
+    the best trial whose fit fits and the first promotion's fits. Once a round of promotions
+    has settled the kernel SVM and promoted the three trials, the model's candidate is the
+    catboost and no promotion is reserved again: the search that stopped for them resumes."""
+    from types import SimpleNamespace
+
+    from metabo.optimizer.budget import TimeBudget, final_fit_seconds
+    from metabo.tuning.final import _halving_reserve, first_promoted
+    from metabo.tuning.reserve import GuardAnswers, SearchReserve
+
+    history = _records([("lightgbm", 0.30, 1.0), ("kernel_svm", 0.20, 3.0), ("catboost", 0.25, 2.0)])
+    sizes = (2000, 6000, 18000, 40000)
+    setup = SimpleNamespace(rungs=sizes, data=SimpleNamespace(n_instances=50000))
+    reserve = SearchReserve(SimpleNamespace(history=history), setup, TimeBudget(1000.0), GuardAnswers(None), {},
+                            train_rows=2000, fits=1, refit_rows=40000, final_rows="train+valid")
+    kw = {"train_rows": 2000, "final_rows": 40000}
+    assert reserve.scored_fit(history[1]) == pytest.approx(final_fit_seconds(history[1], **kw))
+    assert reserve() == pytest.approx(final_fit_seconds(history[1], **kw)
+                                      + _halving_reserve(first_promoted(history, sizes), sizes, 1000.0))
+    reserve.settled, reserve.promoted = {0, 1}, {0, 1, 2}
+    assert reserve() == pytest.approx(final_fit_seconds(history[2], **kw))
+    reserve.promoted = {1}  # the SVM's promotion made, lightgbm's and catboost's not
+    assert reserve() == pytest.approx(final_fit_seconds(history[2], **kw) + (1 + 2) * 3)
+    assert SearchReserve(SimpleNamespace(history=history), setup, TimeBudget(1.0), GuardAnswers(None), {},
+                         train_rows=2000, fits=1, refit_rows=40000, final_rows="train+valid",
+                         writing=True).written == pytest.approx(1.1)
+
+
+def test_promotions_already_made_are_not_evaluated_again(large, monkeypatch):
+    """_promote with ``known``: a round of promotions after a resumed search takes the values
+    of the trials promoted before instead of evaluating them again."""
+    import importlib
+    from types import SimpleNamespace
+
+    from metabo.tuning.final import _promote
+    from metabo.tuning.session import prepare
+
+    final = importlib.import_module("metabo.tuning.final")
+
+    def no_evaluation(*args, **kwargs):
+        raise AssertionError("a known promotion was evaluated again")
+
+    monkeypatch.setattr(final, "run_task", no_evaluation)
+    setup = prepare(large, kb=None, target="target", halving="auto", meta_features=False)
+    assert setup.rungs == (2000, 6000, 12240)
+    history = _records([("decision_tree", 0.30, 1.0), ("gaussian_nb", 0.20, 1.0), ("decision_tree", 0.25, 1.0)])
+    known = {(0, 6000): 0.21, (1, 6000): 0.19, (2, 6000): 0.18}
+    rungs, grown = _promote(SimpleNamespace(history=history, metric="error_rate"), setup, seed=0, clock=None,
+                            time_limit=None, default_limit=None, memory_limit_mb=None, known=known)
+    # the best ceil(3 / 3) = 1 and each algorithm's best: trials 1 and 2, at their known values
+    assert [r.rows for r in rungs] == [2000, 6000] and rungs[1].values == {1: 0.19, 2: 0.18}
+    assert winner(rungs) == 2 and grown == {} and len(known) == 3
 
 
 def test_a_fit_measured_on_more_rows_predicts_the_final_fit_at_the_tables_own_exponent():

@@ -1,0 +1,176 @@
+"""What a search under a time budget keeps back for the work after it: the final model's
+fits, successive halving's promotions, the ensemble guard's answer and the members' fits
+(:class:`SearchReserve`, called before every trial by
+:func:`~metabo.tuning.trials.run_trials`), and the guard's answers asked on the way
+(:class:`GuardAnswers`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Literal
+
+from metabo.optimizer.budget import TimeBudget, final_fit_seconds
+from metabo.optimizer.history import TrialRecord
+from metabo.optimizer.optimizer import Optimizer
+from metabo.tuning.final import (
+    ENSEMBLE_RESERVE,
+    GUARD_MARGIN,
+    GUARD_REMEASURE,
+    WRITE_PER_FIT,
+    _halving_reserve,
+    best_that_fits,
+    first_promoted,
+    grown_fit_seconds,
+    members_reserve,
+)
+from metabo.tuning.session import Setup
+
+if TYPE_CHECKING:
+    from metabo.ensembles.library import EnsembleChoice, OutOfFoldLibrary
+
+
+class GuardAnswers:
+    """The guard's answers (:meth:`~metabo.ensembles.library.OutOfFoldLibrary.choose`) by
+    (library size, best trial), asked during the search and reused after it when neither
+    has changed since, and the seconds they take. An answer's selections score every
+    model at every greedy step, so an answer on a larger library is predicted as the last
+    measured one's seconds times :data:`~metabo.tuning.final.GUARD_MARGIN` x size / its
+    size (linear in the models)."""
+
+    def __init__(self, library: OutOfFoldLibrary | None) -> None:
+        self.library = library
+        self.decided: dict[tuple[int, int], EnsembleChoice | None] = {}
+        #: (seconds, library size) of the last answer measured (empty before the first)
+        self.asked: list[tuple[float, int]] = []
+
+    def seconds(self, size: int) -> float:
+        """The predicted seconds of an answer on a library of ``size`` models (0 before one is measured)."""
+        if not self.asked:
+            return 0.0
+        seconds, measured = self.asked[0]
+        return seconds * GUARD_MARGIN * max(size / measured, 1.0)
+
+    def ask(self, key: tuple[int, int]) -> None:
+        """Ask the guard about the library of ``key[0]`` models and the best trial ``key[1]``, and time it."""
+        assert self.library is not None
+        began = time.monotonic()
+        self.decided.clear()
+        self.decided[key] = self.library.choose(key[1])
+        self.asked[:] = [(time.monotonic() - began, key[0])]
+
+
+@dataclasses.dataclass
+class SearchReserve:
+    """The seconds the search keeps back before each trial (its call), under ``clock``.
+
+    The scored fit of the trial whose model would be fitted (the best whose fit fits,
+    :func:`~metabo.tuning.final.best_that_fits`) and its fit on every row when one is made
+    (``final_rows="all"``); successive halving's promotions
+    (:func:`~metabo.tuning.final._halving_reserve`); the guard's answer after the search
+    (on a library one model larger than now); and the fits of an ensemble's other members
+    (at most ``ENSEMBLE_RESERVE`` in all, never more seconds than the search has run:
+    :func:`~metabo.tuning.final.members_reserve`). When the runners-up's fits would stop
+    the search, the guard is asked whether there will be an ensemble (its answer kept until
+    the library or the best trial changes) and its members' fits reserved, or none: a
+    search whose ensemble would not be kept is not cut short for it. The guard is first
+    asked as soon as the library holds two models (a moment), to measure it; later it is
+    not asked when twice its predicted seconds would not leave a trial's time, and it is
+    measured again once the library has grown ``GUARD_REMEASURE`` times (a small library's
+    answer is mostly fixed costs and would overstate a large one's). Under successive
+    halving the ensemble is chosen after the promotions among their models
+    (:class:`~metabo.tuning.final.Promotions`), which the search cannot know yet: its
+    members are not reserved (those that fit in what is left are fitted), and the guard is
+    measured once and reserved on the first promotion's models. Under a model writer every
+    fit is followed by its write (``WRITE_PER_FIT``).
+
+    When the search resumes after a round of promotions (:func:`metabo.tuning.tune.tune`),
+    the trials ``settled`` by them (every trial but the promotions' winner) are no longer
+    candidates for the model, and the trials already ``promoted`` (evaluated on the second
+    rung) are not promoted again."""
+
+    opt: Optimizer
+    setup: Setup
+    clock: TimeBudget
+    guard: GuardAnswers
+    grown: Mapping[int, tuple[int, float]]
+    train_rows: int
+    fits: int
+    refit_rows: int
+    final_rows: Literal["all", "train+valid"]
+    writing: bool = False
+    scaling: Callable[[str, float, float], float] | None = None
+    settled: set[int] = dataclasses.field(default_factory=set)
+    promoted: set[int] = dataclasses.field(default_factory=set)
+    #: the last call's seconds by what they are kept for, and the trial whose model they fit
+    parts: dict[str, float] = dataclasses.field(default_factory=dict)
+    model: TrialRecord | None = None
+
+    def describe(self) -> str:
+        """The last call's reserve, part by part (for the log when the search stops)."""
+        what = "" if self.model is None else f" (the model: trial {self.model.number} {self.model.algorithm})"
+        return ", ".join(f"{k} {v:.1f} s" for k, v in self.parts.items() if v > 0) + what
+
+    @property
+    def written(self) -> float:
+        """A reserved fit's seconds per second of fit: one, plus its write under a model writer."""
+        return 1.0 + (WRITE_PER_FIT if self.writing else 0.0)
+
+    def scored_fit(self, record: TrialRecord | None) -> float:
+        """The predicted seconds of ``record``'s fit on training + validation rows (and its write)."""
+        return self.written * grown_fit_seconds(record, self.grown, train_rows=self.train_rows,
+                                                final_rows=self.refit_rows, fits=self.fits, scaling=self.scaling)
+
+    def __call__(self) -> float:
+        opt, clock, guard, library = self.opt, self.clock, self.guard, self.guard.library
+        # the trial whose model would be fitted: the best whose fit fits in the time left, among
+        # those the promotions have not settled, or else among all (as tune then chooses)
+        best = best_that_fits(opt.history, self.scored_fit, clock.left(), exclude=self.settled)
+        if self.settled and (best is None or self.scored_fit(best) > clock.left()):
+            best = best_that_fits(opt.history, self.scored_fit, clock.left())
+        self.model, parts = best, self.parts
+        parts.clear()
+        parts["model's fit"] = self.scored_fit(best)
+        if self.final_rows == "all":
+            parts["its fit on every row"] = self.written * final_fit_seconds(
+                best, train_rows=self.train_rows, final_rows=self.setup.data.n_instances, fits=self.fits,
+                scaling=self.scaling)
+
+        def affordable(record: TrialRecord) -> bool:
+            return self.scored_fit(record) <= clock.left()
+
+        promoted = first_promoted(opt.history, self.setup.rungs, affordable)  # none without halving
+        parts["promotions"] = _halving_reserve([r for r in promoted if r.number not in self.promoted],
+                                               self.setup.rungs, clock.seconds)
+        own = sum(parts.values())
+        if library is None or best is None or len(library) < 2:
+            return own
+        key = (len(library), best.number)
+        if not guard.asked or (len(library) >= GUARD_REMEASURE * guard.asked[0][1] and not self.setup.rungs):
+            guard.ask(key)
+        if self.setup.rungs:
+            parts["guard"] = guard.seconds(len(promoted))
+            return own + parts["guard"]
+        parts["guard"] = guard.seconds(len(library) + 1)  # its answer after the search: reserved, not hoped for
+        own += parts["guard"]
+        runners_up = sorted((r for r in opt.history.completed if r.ok and r.number != best.number
+                             and affordable(r)), key=lambda r: (r.value, r.number))[:ENSEMBLE_RESERVE - 1]
+        likely = own + members_reserve((self.scored_fit(r) for r in runners_up), searched=clock.elapsed())
+        if clock.trial_limit(likely) is not None:
+            parts["members"] = likely - own
+            return likely  # a trial starts either way: it is only kept short of the ensemble's fits
+        if key not in guard.decided:
+            if clock.left() - own < 2 * guard.seconds(len(library)) + clock.min_trial:
+                return own  # no time to ask the guard and still run a trial: no ensemble is reserved for
+            guard.ask(key)
+        choice = guard.decided[key]
+        if choice is None or choice.kept != "ensemble":
+            return own
+        members = sorted((k for k in choice.weights if k != best.number), key=lambda k: -choice.weights[k])
+        member_fits = (self.scored_fit(opt.history[k]) for k in members[:ENSEMBLE_RESERVE - 1])
+        parts["members"] = members_reserve(member_fits, searched=clock.elapsed())
+        return own + parts["members"]
+
+
+__all__ = ["GuardAnswers", "SearchReserve"]
