@@ -157,7 +157,7 @@ WORST_GROWTH = 3.0
 
 def rows_that_fit(record: TrialRecord, grown: Mapping[int, tuple[int, float]], left: float, *, train_rows: int,
                   refit_rows: int, fits: int = 1, scaling: Callable[[str, float, float], float] | None = None,
-                  factor: float = 1.0) -> int:
+                  factor: float = 1.0, exponents: Mapping[str, float] | None = None) -> int:
     """The most training + validation rows, between the trial's own ``train_rows`` and all
     ``refit_rows``, on which ``record``'s fit is predicted to take at most ``left`` seconds
     (found by bisection; ``train_rows`` when none is, the rows its trial was fitted on in
@@ -176,7 +176,7 @@ def rows_that_fit(record: TrialRecord, grown: Mapping[int, tuple[int, float]], l
     def seconds(rows: int) -> float:
         worst = FINAL_FIT_MARGIN * first * (rows / max(train_rows, 1)) ** WORST_GROWTH
         return factor * max(worst, grown_fit_seconds(record, grown, train_rows=train_rows, final_rows=rows, fits=fits,
-                                                     scaling=scaling))
+                                                     scaling=scaling, exponents=exponents))
 
     low = min(train_rows, refit_rows)
     fitting = bisect.bisect_right(range(low, refit_rows + 1), left, key=seconds)  # seconds() is non-decreasing
@@ -298,11 +298,14 @@ def _promote(opt: Optimizer, setup: Setup, *, seed: int, clock: TimeBudget | Non
 
 def grown_fit_seconds(record: TrialRecord | None, grown: Mapping[int, tuple[int, float]], *, train_rows: int,
                       final_rows: int, fits: int = 1,
-                      scaling: Callable[[str, float, float], float] | None = None) -> float:
+                      scaling: Callable[[str, float, float], float] | None = None,
+                      exponents: Mapping[str, float] | None = None) -> float:
     """:func:`~metabo.optimizer.budget.final_fit_seconds`, or more when successive halving
     measured the trial's fit on more rows (``grown[number] = (rows, seconds)``) and that
     measurement, grown to ``final_rows`` at the exponent the table itself showed between
     the two sizes (at least linear), predicts a longer fit (times ``FINAL_FIT_MARGIN``).
+    A trial never promoted is grown from its own fit at the exponent its algorithm showed
+    on this table (``exponents``, :func:`growth_exponents`), when that predicts more.
 
     The recorded exponents come from tables of at most the store's largest size; beyond
     it an algorithm whose cost is superlinear in the rows (libsvm's SMO solver for kernel
@@ -310,14 +313,40 @@ def grown_fit_seconds(record: TrialRecord | None, grown: Mapping[int, tuple[int,
     Bottou & Lin 2007, "Support Vector Machine Solvers") is under-predicted by a factor of
     ten or more (``reports/final-fit-costs``). Two sizes of the table at hand show it."""
     base = final_fit_seconds(record, train_rows=train_rows, final_rows=final_rows, fits=fits, scaling=scaling)
-    if record is None or record.number not in grown or not record.fit_seconds:
+    if record is None or not record.fit_seconds or (first := _one_fit(record, fits)) <= 0:
         return base
+    if record.number not in grown:
+        exponent = (exponents or {}).get(record.algorithm)
+        if exponent is None or final_rows <= train_rows:
+            return base
+        return max(base, FINAL_FIT_MARGIN * first * (final_rows / max(train_rows, 1)) ** exponent)
     rows, seconds = grown[record.number]
-    first = _one_fit(record, fits)
-    if rows <= train_rows or seconds <= 0 or first <= 0 or final_rows <= rows:
+    if rows <= train_rows or seconds <= 0 or final_rows <= rows:
         return base
-    exponent = max(math.log(seconds / first) / math.log(rows / train_rows), 1.0)
-    return max(base, FINAL_FIT_MARGIN * seconds * (final_rows / rows) ** exponent)
+    return max(base, FINAL_FIT_MARGIN * seconds * (final_rows / rows) ** _exponent(first, train_rows, seconds, rows))
+
+
+def _exponent(first: float, train_rows: int, seconds: float, rows: int) -> float:
+    """The exponent of rows at which a fit of ``first`` seconds on ``train_rows`` grew to
+    ``seconds`` on ``rows`` (at least linear)."""
+    return max(math.log(seconds / first) / math.log(rows / train_rows), 1.0)
+
+
+def growth_exponents(history: History, grown: Mapping[int, tuple[int, float]], *, train_rows: int,
+                     fits: int = 1) -> dict[str, float]:
+    """By algorithm, the highest exponent of rows its promoted trials' fits grew at on this
+    table (``grown``, :func:`_promote`): how the fits of its trials never promoted are
+    predicted to grow (:func:`grown_fit_seconds`). After a resumed search the model may be
+    a trial that was not promoted, of an algorithm whose fits the promotions showed to
+    grow faster than the recorded exponents say (a kernel SVM)."""
+    exponents: dict[str, float] = {}
+    for number, (rows, seconds) in grown.items():
+        record = history[number]
+        first = _one_fit(record, fits)
+        if rows > train_rows and seconds > 0 and first > 0:
+            exponent = _exponent(first, train_rows, seconds, rows)
+            exponents[record.algorithm] = max(exponents.get(record.algorithm, exponent), exponent)
+    return exponents
 
 
 def _library(setup: Setup, *, seed: int, metric: str, ensemble_size: int | None, keep_predictions: bool
@@ -366,12 +395,14 @@ def _ensemble_model(choice: EnsembleChoice, history: History, setup: Setup, *, s
                     scaling: Callable[[str, float, float], float] | None = None,
                     writer: ModelWriter | None = None, grown: Mapping[int, tuple[int, float]] | None = None,
                     library: OutOfFoldLibrary | None = None, single: int | None = None,
+                    exponents: Mapping[str, float] | None = None,
                     ) -> tuple[tuple[EnsembleModel, float | None] | None, str]:
     """The chosen ensemble fitted on training + validation rows and its test ``metric``
     (:func:`~metabo.ensembles.model.refit_test_error`) with a note, or None and why.
 
     Under a time budget only the members whose predicted fits (:func:`grown_fit_seconds`,
-    with the fits successive halving measured, ``grown``), and writes when a ``writer``
+    with the fits successive halving measured, ``grown``, and
+    the exponents they showed, ``exponents``), and writes when a ``writer``
     will write the model (:meth:`ModelWriter.predict`), fit in the time left are fitted:
     the selected configuration ``single`` first (the guard's comparison), then the others
     by weight. When that leaves some out, the ensemble is chosen again among those that
@@ -390,7 +421,7 @@ def _ensemble_model(choice: EnsembleChoice, history: History, setup: Setup, *, s
     if clock is not None:  # the selected configuration, then the members of highest weight, that fit
         left, need, kept = clock.left(), 0.0, {}
         fit = {k: grown_fit_seconds(history[k], grown or {}, train_rows=train_rows, final_rows=refit_rows, fits=fits,
-                                    scaling=scaling) for k in weights}
+                                    scaling=scaling, exponents=exponents) for k in weights}
         writes = {k: 0.0 if writer is None else writer.predict(s) for k, s in fit.items()}
         seconds = {k: fit[k] + writes[k] for k in weights}
         for k in sorted(weights, key=lambda k: (k != single, -weights[k], k)):

@@ -103,6 +103,8 @@ class SearchReserve:
     scaling: Callable[[str, float, float], float] | None = None
     settled: set[int] = dataclasses.field(default_factory=set)
     promoted: set[int] = dataclasses.field(default_factory=set)
+    #: by algorithm, the exponent of rows its promoted fits grew at (final.growth_exponents)
+    exponents: dict[str, float] = dataclasses.field(default_factory=dict)
     #: the last call's seconds by what they are kept for, and the trial whose model they fit
     parts: dict[str, float] = dataclasses.field(default_factory=dict)
     model: TrialRecord | None = None
@@ -120,7 +122,8 @@ class SearchReserve:
     def scored_fit(self, record: TrialRecord | None) -> float:
         """The predicted seconds of ``record``'s fit on training + validation rows (and its write)."""
         return self.written * grown_fit_seconds(record, self.grown, train_rows=self.train_rows,
-                                                final_rows=self.refit_rows, fits=self.fits, scaling=self.scaling)
+                                                final_rows=self.refit_rows, fits=self.fits, scaling=self.scaling,
+                                                exponents=self.exponents)
 
     def __call__(self) -> float:
         opt, clock, guard, library = self.opt, self.clock, self.guard, self.guard.library

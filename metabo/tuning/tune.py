@@ -99,6 +99,7 @@ from metabo.tuning.final import (
     best_that_fits,
     final_model,
     fit_on_every_row,
+    growth_exponents,
     model_writer,
     rows_that_fit,
 )
@@ -395,12 +396,13 @@ def tune(
     # by trial, the training rows and fit seconds of its fit on the most rows: successive
     # halving's promotions, after the search (final.grown_fit_seconds)
     grown: dict[int, tuple[int, float]] = {}
+    exponents: dict[str, float] = {}  # by algorithm, how its promoted fits grew (final.growth_exponents)
     guard = GuardAnswers(library)  # asked during the search by the reserve, reused after it
     scaling = None if limit is None else limit.scaling  # fit seconds from a trial's rows to the final fit's
     reserve = None
     if clock is not None and refit:
         reserve = SearchReserve(opt, setup, clock, guard, grown, train_rows, fits, refit_rows, final_rows,
-                                writing=writer is not None, scaling=scaling)
+                                writing=writer is not None, scaling=scaling, exponents=exponents)
     rungs: list[Rung] = []
     promotions = Promotions()  # their predictions: the ensemble is chosen among the most rows'
     known: dict[tuple[int, int], float] = {}  # the promotions made: (trial, rows) -> value
@@ -427,6 +429,7 @@ def tune(
                                    memory_limit_mb=memory_limit_mb, scaling=scaling,
                                    on_promoted=None if library is None else promotions, known=known)
         grown.update(measured)  # the final fits are predicted from the most rows each trial was fitted on
+        exponents.update(growth_exponents(opt.history, grown, train_rows=train_rows, fits=fits))  # and the others
         if reserve is None or (top := winner(rungs)) is None:
             break
         # a search that stopped for promotions its reserve overstated resumes: the trials the
@@ -455,7 +458,8 @@ def tune(
                 best = fitting
         else:  # none fits: the best, on the rows whose fit does
             max_rows = rows_that_fit(best, grown, reserve.clock.left(), train_rows=train_rows, refit_rows=refit_rows,
-                                     fits=fits, scaling=scaling, factor=reserve.written)
+                                     fits=fits, scaling=scaling, factor=reserve.written,
+                                     exponents=exponents)
             logger.warning("no trial's fit on the %d training + validation rows fits in the %.1f s left (trial %d %s "
                            "would need about %.0f s): it is fitted on %d of them, stratified", refit_rows,
                            reserve.clock.left(), best.number, best.algorithm, reserve.scored_fit(best), max_rows)
@@ -493,7 +497,8 @@ def tune(
             began = time.monotonic()
             fitted, why = _ensemble_model(choice, opt.history, setup, seed=seed, metric=metric, clock=clock,
                                           train_rows=train_rows, fits=fits, refit_rows=refit_rows, scaling=scaling,
-                                          writer=writer, grown=grown, library=library, single=best.number)
+                                          writer=writer, grown=grown, library=library, single=best.number,
+                                          exponents=exponents)
             if fitted is None:
                 ensemble_note = f"the ensemble was not fitted ({why}): the selected configuration instead"
             else:

@@ -181,6 +181,25 @@ def test_promotions_already_made_are_not_evaluated_again(large, monkeypatch):
     assert winner(rungs) == 2 and grown == {} and len(known) == 3
 
 
+def test_a_trial_never_promoted_grows_at_the_exponent_its_algorithm_showed():
+    """growth_exponents by hand: a kernel SVM promoted from 1 s on 1,000 rows to 16 s on
+    4,000 grew as rows^2; another SVM never promoted (0.5 s on 1,000 rows) is predicted at
+    2 x 0.5 x 8^2 = 64 s on 8,000 rows, where the recorded (here linear) prediction says 8;
+    an algorithm no promotion measured keeps its prediction. A resumed search may end with
+    such a trial as the model, and libsvm's fit cannot be stopped at the deadline."""
+    from metabo.optimizer.budget import FINAL_FIT_MARGIN, final_fit_seconds
+    from metabo.tuning.final import growth_exponents, grown_fit_seconds
+
+    history = _records([("kernel_svm", 0.2, 1.0), ("lightgbm", 0.3, 1.0), ("kernel_svm", 0.25, 0.5)])
+    grown = {0: (4000, 16.0), 1: (4000, 2.0)}  # lightgbm grew slower than linear: counted as linear
+    exponents = growth_exponents(history, grown, train_rows=1000)
+    assert exponents == pytest.approx({"kernel_svm": 2.0, "lightgbm": 1.0})
+    kw = {"train_rows": 1000, "final_rows": 8000}
+    assert grown_fit_seconds(history[2], grown, exponents=exponents, **kw) == pytest.approx(FINAL_FIT_MARGIN * 32.0)
+    assert grown_fit_seconds(history[2], grown, **kw) == pytest.approx(final_fit_seconds(history[2], **kw))
+    assert growth_exponents(history, {}, train_rows=1000) == {}
+
+
 def test_a_fit_measured_on_more_rows_predicts_the_final_fit_at_the_tables_own_exponent():
     """grown_fit_seconds by hand: a fit of 1 s on 1,000 rows and 16 s on 4,000 grows as
     rows^2 on this table, so on 8,000 rows it takes 16 * 2^2 = 64 s, reserved twice
