@@ -188,7 +188,7 @@ def test_a_trial_never_promoted_grows_at_the_exponent_its_algorithm_showed():
     an algorithm no promotion measured keeps its prediction. A resumed search may end with
     such a trial as the model, and libsvm's fit cannot be stopped at the deadline."""
     from metabo.optimizer.budget import FINAL_FIT_MARGIN, final_fit_seconds
-    from metabo.tuning.final import growth_exponents, grown_fit_seconds
+    from metabo.tuning.final import grown_fit_seconds, growth_exponents
 
     history = _records([("kernel_svm", 0.2, 1.0), ("lightgbm", 0.3, 1.0), ("kernel_svm", 0.25, 0.5)])
     grown = {0: (4000, 16.0), 1: (4000, 2.0)}  # lightgbm grew slower than linear: counted as linear
