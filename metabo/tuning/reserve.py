@@ -87,8 +87,9 @@ class SearchReserve:
 
     When the search resumes after a round of promotions (:func:`metabo.tuning.tune.tune`),
     the trials ``settled`` by them (every trial but the promotions' winner) are no longer
-    candidates for the model, and the trials already ``promoted`` (evaluated on the second
-    rung) are not promoted again."""
+    candidates for the model, and the trials the promotions made so far (``known``,
+    (trial, rows) -> value, :func:`~metabo.tuning.final._promote`) evaluated on the second
+    rung are not promoted again."""
 
     opt: Optimizer
     setup: Setup
@@ -102,7 +103,7 @@ class SearchReserve:
     writing: bool = False
     scaling: Callable[[str, float, float], float] | None = None
     settled: set[int] = dataclasses.field(default_factory=set)
-    promoted: set[int] = dataclasses.field(default_factory=set)
+    known: Mapping[tuple[int, int], float] = dataclasses.field(default_factory=dict)
     #: by algorithm, the exponent of rows its promoted fits grew at (final.growth_exponents)
     exponents: dict[str, float] = dataclasses.field(default_factory=dict)
     #: the last call's seconds by what they are kept for, and the trial whose model they fit
@@ -144,8 +145,8 @@ class SearchReserve:
             return self.scored_fit(record) <= clock.left()
 
         promoted = first_promoted(opt.history, self.setup.rungs, affordable)  # none without halving
-        parts["promotions"] = _halving_reserve([r for r in promoted if r.number not in self.promoted],
-                                               self.setup.rungs, clock.seconds)
+        to_make = [r for r in promoted if (r.number, self.setup.rungs[1]) not in self.known]
+        parts["promotions"] = _halving_reserve(to_make, self.setup.rungs, clock.seconds)
         own = sum(parts.values())
         if library is None or best is None or len(library) < 2:
             return own

@@ -396,16 +396,16 @@ def tune(
     # by trial, the training rows and fit seconds of its fit on the most rows: successive
     # halving's promotions, after the search (final.grown_fit_seconds)
     grown: dict[int, tuple[int, float]] = {}
+    known: dict[tuple[int, int], float] = {}  # the promotions made: (trial, rows) -> value
     exponents: dict[str, float] = {}  # by algorithm, how its promoted fits grew (final.growth_exponents)
     guard = GuardAnswers(library)  # asked during the search by the reserve, reused after it
     scaling = None if limit is None else limit.scaling  # fit seconds from a trial's rows to the final fit's
     reserve = None
     if clock is not None and refit:
         reserve = SearchReserve(opt, setup, clock, guard, grown, train_rows, fits, refit_rows, final_rows,
-                                writing=writer is not None, scaling=scaling, exponents=exponents)
+                                writing=writer is not None, scaling=scaling, exponents=exponents, known=known)
     rungs: list[Rung] = []
     promotions = Promotions()  # their predictions: the ensemble is chosen among the most rows'
-    known: dict[tuple[int, int], float] = {}  # the promotions made: (trial, rows) -> value
     while True:  # the search, then successive halving's promotions, until no trial has time to start
         searched = len(opt.history.completed)
         try:  # the trials end by their own limits; a second more for telling the one cut last
@@ -435,7 +435,6 @@ def tune(
         # a search that stopped for promotions its reserve overstated resumes: the trials the
         # promotions settled are no longer the model's candidates, and are not promoted again
         reserve.settled = {r.number for r in opt.history.completed if r.number != top}
-        reserve.promoted = {k for k, rows in known if rows == setup.rungs[1]}
         logger.info("successive halving: promotions done with %.1f s left; the search goes on while a trial has "
                     "time", reserve.clock.left())
     opt.finish()

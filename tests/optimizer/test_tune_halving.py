@@ -146,9 +146,9 @@ def test_after_promotions_the_reserve_drops_the_settled_trials_and_the_promotion
     assert reserve.scored_fit(history[1]) == pytest.approx(final_fit_seconds(history[1], **kw))
     assert reserve() == pytest.approx(final_fit_seconds(history[1], **kw)
                                       + _halving_reserve(first_promoted(history, sizes), sizes, 1000.0))
-    reserve.settled, reserve.promoted = {0, 1}, {0, 1, 2}
+    reserve.settled, reserve.known = {0, 1}, {(0, 6000): 0.3, (1, 6000): 0.2, (2, 6000): 0.2}
     assert reserve() == pytest.approx(final_fit_seconds(history[2], **kw))
-    reserve.promoted = {1}  # the SVM's promotion made, lightgbm's and catboost's not
+    reserve.known = {(1, 6000): 0.2, (0, 18000): 0.3}  # the SVM's promotion made, lightgbm's and catboost's not
     assert reserve() == pytest.approx(final_fit_seconds(history[2], **kw) + (1 + 2) * 3)
     assert SearchReserve(SimpleNamespace(history=history), setup, TimeBudget(1.0), GuardAnswers(None), {},
                          train_rows=2000, fits=1, refit_rows=40000, final_rows="train+valid",
