@@ -80,54 +80,91 @@ def ensemble_selection(probas: Sequence[np.ndarray] | np.ndarray, y: np.ndarray,
         raise InputDataError(f"max_size and n_init must be >= 1, got {max_size}, {n_init}")
     loss = get_metric(metric)
     H = P.shape[0]
-    # the most one member moves a difference of two classes' scores, and a margin for rounding
-    spread, rounding = float(P.max() - P.min()), 1e-9 * max(1.0, float(np.abs(P).max()))
     single = library_losses(metric, loss, y, P)
     order = [int(h) for h in np.argsort(single, kind="stable")[: min(n_init, H, max_size)]]
+    if H == 1:  # every step adds the one model: the average is that model, the first prefix is kept
+        return EnsembleSelection((0,), float(single[0]), (float(single[0]),) * max_size, (0,) * max_size)
     total = P[order].sum(axis=0)
     trajectory = [float(loss(y, P[order[: k + 1]].mean(axis=0))) for k in range(len(order))]
+    settled = (_SettledRows(P, y, total) if metric == "error_rate" and H * (P.shape[2] - 1) > SETTLE_FROM
+               else None)
     while len(order) < max_size:
         size = len(order) + 1
-        if metric == "error_rate" and H > SETTLE_FROM and P.shape[2] > 1:
-            scores = _error_rates_of_additions(total, P, y, size, spread + rounding * size)
+        if settled is not None:
+            scores = settled.error_rates(total, size)
         else:
             scores = library_losses(metric, loss, y, (total[None] + P) / size)
         h = int(np.argmin(scores))  # ties: the lowest index
         order.append(h)
         total += P[h]
+        if settled is not None:
+            settled.added(h, total, size)
         trajectory.append(float(scores[h]))
     best = int(np.argmin(trajectory))  # the earliest prefix of lowest loss
     return EnsembleSelection(tuple(order[: best + 1]), trajectory[best], tuple(trajectory), tuple(order))
 
 
-#: Library sizes up to which selection scores every row (:func:`library_losses`) rather than
-#: :func:`_error_rates_of_additions`: finding the settled rows costs about as much as
-#: scoring four models on all of them.
-SETTLE_FROM = 4
+#: The size of a library times its classes less one up to which selection scores every row
+#: (:func:`library_losses`) rather than tracking the settled rows (:class:`_SettledRows`):
+#: tracking them costs about as much per step as scoring eight models of two classes
+#: (``scripts/bench_guard.py`` measures the guard's answers).
+SETTLE_FROM = 8
 
 
-def _error_rates_of_additions(total: np.ndarray, P: np.ndarray, y: np.ndarray, size: int,
-                              lead: float) -> np.ndarray:
-    """With two classes or more, the error rate of ``(total + P_h) / size`` for every ``h`` (``library_losses``), its
-    arg max evaluated only on the rows one more member can change. Adding ``P_h`` moves the
-    difference of two classes' scores by at most the range of the library's values, so a
-    row whose leading class is ahead of the next by more than ``lead`` (that range and a
-    margin for the sums' and division's rounding) keeps its prediction whatever is added:
-    it counts the same for every ``h``. Exact (the values of scoring every row), and much
-    cheaper once the ensemble has a few members, since most rows' lead then grows with
-    each one."""
-    n, K = total.shape
-    if K == 2:
-        ahead = np.abs(total[:, 1] - total[:, 0])
-    else:
-        top2 = np.partition(total, K - 2, axis=1)
-        ahead = top2[:, K - 1] - top2[:, K - 2]
-    settled = ahead > lead
-    open_rows = np.flatnonzero(~settled)
-    fixed_wrong = np.count_nonzero(first_argmax(total[settled]) != y[settled])
-    wrong = np.count_nonzero(first_argmax((total[None, open_rows] + P[:, open_rows]) / size) != y[None, open_rows],
-                             axis=1)
-    return (fixed_wrong + wrong) / n
+class _SettledRows:
+    """The error rate of ``(total + P_h) / size`` for every ``h`` (as :func:`library_losses`
+    computes it), with the arg max evaluated only on the rows one more member can change.
+
+    Adding ``P_h`` moves the difference of two classes' scores by at most the range of the
+    library's values, so a row whose leading class ``a`` is ahead of every other by more than
+    that range (and a margin for the sums' rounding) keeps its prediction whatever is
+    added: it counts the same for every ``h``. The lead of such a row is not recomputed
+    after each step; a lower bound of it is carried: adding ``P_h`` changes it by at least
+    ``P_h[a] - max_k P_h[k]``. Rows whose bound falls to the range are scored exactly and
+    their leading class and lead recomputed. Exact (the values of scoring every row), and
+    much cheaper once the ensemble has a few members, since most rows' lead then grows with
+    each one; with many classes it saves the sort of every row at every step."""
+
+    def __init__(self, P: np.ndarray, y: np.ndarray, total: np.ndarray) -> None:
+        self.P, self.y = P, y
+        self.spread = float(P.max() - P.min())
+        self.rounding = 1e-9 * max(1.0, float(np.abs(P).max()))
+        self.top_value = P.max(axis=2)  # (H, n): the most one member adds to any class of a row
+        self.leader = np.zeros(len(y), dtype=np.intp)
+        self.lead = np.zeros(len(y))
+        self._recompute(total, np.arange(len(y)))
+
+    def _recompute(self, total: np.ndarray, rows: np.ndarray) -> None:
+        """The exact leading class (first maximum) and lead of ``rows``."""
+        K = total.shape[1]
+        part = total[rows]
+        self.leader[rows] = first_argmax(part)
+        if K == 2:
+            self.lead[rows] = np.abs(part[:, 1] - part[:, 0])
+        else:
+            top2 = np.partition(part, K - 2, axis=1)
+            self.lead[rows] = top2[:, K - 1] - top2[:, K - 2]
+
+    def _margin(self, size: int) -> float:
+        return self.spread + self.rounding * size
+
+    def error_rates(self, total: np.ndarray, size: int) -> np.ndarray:
+        """The error rate of ``(total + P_h) / size`` for every model ``h``."""
+        open_rows = np.flatnonzero(self.lead <= self._margin(size))
+        fixed_wrong = np.count_nonzero(self.leader != self.y) - np.count_nonzero(
+            self.leader[open_rows] != self.y[open_rows])
+        wrong = np.count_nonzero(
+            first_argmax((total[None, open_rows] + self.P[:, open_rows]) / size) != self.y[None, open_rows], axis=1)
+        return (fixed_wrong + wrong) / len(self.y)
+
+    def added(self, h: int, total: np.ndarray, size: int) -> None:
+        """Carry the leads after ``P_h`` was added to ``total`` (now the sum of ``size``
+        members): a settled row keeps its leading class and its lead bound grows by
+        ``P_h[a] - max_k P_h[k]``; the rows that were open, and those whose bound falls to the
+        range, are recomputed exactly."""
+        was_open = self.lead <= self._margin(size)
+        self.lead += np.take_along_axis(self.P[h], self.leader[:, None], axis=1)[:, 0] - self.top_value[h]
+        self._recompute(total, np.flatnonzero(was_open | (self.lead <= self._margin(size + 1))))
 
 
 def bagged_selection(probas: Sequence[np.ndarray] | np.ndarray, y: np.ndarray, *, metric: str = "error_rate",

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from metabo.ensembles import PostHocSelection, diversity, diversity_matrix, ensemble_selection
 from metabo.ensembles.guard import guarded_ensemble
 from metabo.ensembles.selection import bagged_selection
-from metabo.evaluation.metrics import get_metric
+from metabo.evaluation.metrics import error_rate, get_metric
 from metabo.exceptions import InputDataError
 
 
@@ -74,15 +74,15 @@ def test_vectorized_error_rate_matches_the_metric():
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.integers(0, 2**31 - 1), st.integers(2, 6), st.integers(5, 12), st.booleans())
+@given(st.integers(0, 2**31 - 1), st.sampled_from([2, 3, 6, 26]), st.integers(2, 12), st.booleans())
 def test_scoring_only_the_rows_a_member_can_change_is_exact(seed, K, H, coarse):
-    """The error rates of every addition, the settled rows counted once, equal scoring every
-    row, at every step of a selection; ``coarse`` probabilities (multiples of 1/4) make ties
-    between classes, which the first maximum breaks alike either way."""
-    from metabo.ensembles.selection import SETTLE_FROM, _error_rates_of_additions
+    """The error rates of every addition, the settled rows counted once and their leads
+    carried as bounds from step to step, equal scoring every row, at every step of a
+    selection; ``coarse`` probabilities (multiples of 1/4) make ties between classes, which
+    the first maximum breaks alike either way."""
+    from metabo.ensembles.selection import _SettledRows
     from metabo.evaluation.metrics import library_losses
 
-    assert H > SETTLE_FROM
     rng = np.random.default_rng(seed)
     n = 60
     y = rng.integers(K, size=n)
@@ -90,13 +90,25 @@ def test_scoring_only_the_rows_a_member_can_change_is_exact(seed, K, H, coarse):
     P = 0.5 * P + 0.5 * np.eye(K)[np.where(rng.random((H, n)) < 0.7, y[None], rng.integers(K, size=(H, n)))]
     if coarse:
         P = np.round(P * 4) / 4
-    spread, rounding = float(P.max() - P.min()), 1e-9 * max(1.0, float(np.abs(P).max()))
     total = P[0].copy()
+    settled = _SettledRows(P, y, total)
+    opened = []
     for size in range(2, 30):
-        fast = _error_rates_of_additions(total, P, y, size, spread + rounding * size)
+        fast = settled.error_rates(total, size)
         every_row = library_losses("error_rate", get_metric("error_rate"), y, (total[None] + P) / size)
         np.testing.assert_array_equal(fast, every_row)
-        total += P[int(np.argmin(every_row))]
+        opened.append(np.count_nonzero(settled.lead <= settled._margin(size)))
+        h = int(np.argmin(every_row))
+        total += P[h]
+        settled.added(h, total, size)
+    assert opened[-1] < n  # rows do settle: the shortcut is taken
+
+
+def test_a_library_of_one_model_selects_it():
+    P, y = _library(2, H=1)
+    chosen = ensemble_selection(P, y, max_size=7)
+    assert chosen.weights == {0: 1.0} and chosen.loss == pytest.approx(error_rate(y, P[0]))
+    assert len(chosen.trajectory) == len(chosen.order) == 7
 
 
 def test_bagged_selection_is_the_mean_of_selections_on_seeded_bags():
