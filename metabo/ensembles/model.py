@@ -171,6 +171,9 @@ class EnsembleModel(ClassifierMixin, BaseEstimator):
     members, summed weights), ``pipelines_``, ``feature_names_in_``, ``n_features_in_``.
     """
 
+    members_: list[tuple[str, dict[str, Any]]]
+    pipelines_: list[Any]
+
     def __init__(
         self,
         members: Sequence[tuple[str, Mapping[str, Any]]] = (),
@@ -196,8 +199,14 @@ class EnsembleModel(ClassifierMixin, BaseEstimator):
         target = pd.Series(labels, index=frame.index, name="y")
         return self.fit_dataset(Dataset(name="fit", X=frame, y=target, source="array"))
 
-    def fit_dataset(self, dataset: Dataset, rows: Sequence[int] | np.ndarray | None = None) -> EnsembleModel:
+    def fit_dataset(self, dataset: Dataset, rows: Sequence[int] | np.ndarray | None = None, *,
+                    reuse: EnsembleModel | None = None) -> EnsembleModel:
         """Fit every member on ``dataset`` (its rows ``rows``, all by default).
+
+        ``reuse``: a model of the same seed already fitted on these rows of ``dataset``
+        (the caller vouches for the rows); a member it holds (same algorithm and
+        parameters) takes its fitted pipeline instead of a new fit, the one that fit would
+        make (the same configuration, seed and rows).
 
         ``classes_`` are all the dataset's classes, also those absent from ``rows``
         (probability 0), as the caller gave them (:attr:`Dataset.label_values`). Raises :class:`UnknownAlgorithmError` /
@@ -211,11 +220,18 @@ class EnsembleModel(ClassifierMixin, BaseEstimator):
         codes = class_codes(dataset)
         idx = np.arange(dataset.n_instances) if rows is None else np.asarray(rows, dtype=np.int64)
         X, y = dataset.X.iloc[idx], codes[idx]
+        if reuse is not None and reuse.seed != self.seed:
+            raise InputDataError(f"a model of seed {reuse.seed} cannot stand in for members of seed {self.seed}")
+        fitted = {} if reuse is None else {config_id(a, p): pipe for (a, p), pipe in
+                                           zip(reuse.members_, reuse.pipelines_)}
         built = []
         for algorithm, params in members:  # as evaluate(): configuration errors before any fit
             spec, estimator = registry_factory(algorithm, params, self.seed)
             built.append(make_pipeline(spec, dataset, clone(estimator, safe=False)))
         for j, ((algorithm, params), pipeline) in enumerate(zip(members, built)):
+            if config_id(algorithm, params) in fitted:
+                built[j] = fitted[config_id(algorithm, params)]
+                continue
             with threadpool_limits(limits=self.threads), warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 try:
@@ -411,6 +427,7 @@ def refit_test_error(
     seed: int,
     metric: str = "error_rate",
     max_rows: int | None = None,
+    reuse: EnsembleModel | None = None,
 ) -> tuple[EnsembleModel, float]:
     """Fit the ensemble on every row of ``protocol``'s first split that is not test (its
     training and validation rows, thesis sec. 4.4.1, the training rows a ``max_train``
@@ -419,7 +436,9 @@ def refit_test_error(
     (:class:`~metabo.evaluation.protocols.RefitOnTrainValid` checks there is one). With
     ``max_rows``, on a stratified subsample of at most that many of those rows (seeded:
     :func:`~metabo.evaluation.protocols.stratified_subsample`), for a fit that would not
-    end in time on all of them.
+    end in time on all of them. ``reuse``: a model fitted here before with the same
+    ``protocol``, ``seed`` and ``max_rows`` (the selected configuration, say), whose members
+    are not fitted again (:meth:`EnsembleModel.fit_dataset`).
 
     The metric gets the test codes, the ensemble's probabilities and its predicted codes
     (so an error rate counts the majority vote's mistakes under ``combine="vote"``).
@@ -431,7 +450,7 @@ def refit_test_error(
     rows = np.setdiff1d(np.arange(dataset.n_instances), split.test_idx)
     if max_rows is not None:
         rows = stratified_subsample(rows, class_codes(dataset), max_rows, np.random.default_rng(seed))
-    model = EnsembleModel(members, weights, combine, seed).fit_dataset(dataset, rows)
+    model = EnsembleModel(members, weights, combine, seed).fit_dataset(dataset, rows, reuse=reuse)
     P = model.member_probabilities(dataset.X.iloc[split.test_idx])
     proba = np.tensordot(model.weights_, P, axes=1)
     return model, float(fn(class_codes(dataset)[split.test_idx], proba, model.codes_of(P)))

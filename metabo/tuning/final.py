@@ -215,14 +215,18 @@ def _halving_reserve(chosen: Sequence[TrialRecord], sizes: Sequence[int], budget
 def members_reserve(fits: Iterable[float], *, searched: float) -> float:
     """The seconds a search under a time budget reserves for an ensemble's members other
     than the best: the sum of their predicted ``fits`` without the margin they carry
-    (:data:`~metabo.optimizer.budget.FINAL_FIT_MARGIN`), but never more than the
-    ``searched`` seconds so far. The ensemble is made of the search's trials, so a library
+    (:data:`~metabo.optimizer.budget.FINAL_FIT_MARGIN`), and the margin of the longest
+    (the fit a deadline may not cut short, as :func:`_ensemble_model` counts them), but
+    never more than the ``searched`` seconds so far. The ensemble is made of the search's trials, so a library
     of a few seconds' trials does not stop the search for its slow members' fits (ensemble
     selection gains with the library, Caruana et al. 2004, sec. 2); the reserve grows with
     the search. The margin is for a fit that must end, the best configuration's, which is
     reserved in full; a member whose fit does not fit after the search is left out of the
     ensemble (:func:`_ensemble_model`), so its expected seconds are reserved, not its worst."""
-    return min(sum(fits) / FINAL_FIT_MARGIN, max(searched, 0.0))
+    fits = list(fits)
+    if not fits:
+        return 0.0
+    return min(sum(fits) / FINAL_FIT_MARGIN + max(fits) * (1 - 1 / FINAL_FIT_MARGIN), max(searched, 0.0))
 
 
 def _promote(opt: Optimizer, setup: Setup, *, seed: int, clock: TimeBudget | None, time_limit: float | None,
@@ -395,17 +399,24 @@ def _ensemble_model(choice: EnsembleChoice, history: History, setup: Setup, *, s
                     scaling: Callable[[str, float, float], float] | None = None,
                     writer: ModelWriter | None = None, grown: Mapping[int, tuple[int, float]] | None = None,
                     library: OutOfFoldLibrary | None = None, single: int | None = None,
-                    exponents: Mapping[str, float] | None = None,
+                    exponents: Mapping[str, float] | None = None, reuse: EnsembleModel | None = None,
                     ) -> tuple[tuple[EnsembleModel, float | None] | None, str]:
     """The chosen ensemble fitted on training + validation rows and its test ``metric``
     (:func:`~metabo.ensembles.model.refit_test_error`) with a note, or None and why.
 
-    Under a time budget only the members whose predicted fits (:func:`grown_fit_seconds`,
-    with the fits successive halving measured, ``grown``, and
-    the exponents they showed, ``exponents``), and writes when a ``writer``
-    will write the model (:meth:`ModelWriter.predict`), fit in the time left are fitted:
-    the selected configuration ``single`` first (the guard's comparison), then the others
-    by weight. When that leaves some out, the ensemble is chosen again among those that
+    ``reuse``: the selected configuration ``single`` already fitted on these rows (the
+    model in hand), not fitted again (:meth:`EnsembleModel.fit_dataset`).
+
+    Under a time budget only the members whose fits, and writes when a ``writer`` will
+    write the model (:meth:`ModelWriter.predict`), fit in the time left are fitted: the
+    selected configuration ``single`` first (the guard's comparison; no seconds when it
+    is reused), then the others by weight, each counted at its expected seconds (the
+    predicted fit, :func:`grown_fit_seconds`, with the fits successive halving measured,
+    ``grown``, and the exponents they showed, ``exponents``, without its margin
+    :data:`~metabo.optimizer.budget.FINAL_FIT_MARGIN`, as the search reserved them:
+    :func:`members_reserve`), and the last one admitted with its margin too: the fit in
+    flight when the budget ends is the one a deadline cannot cut short (a compiled fit).
+    When that leaves some out, the ensemble is chosen again among those that
     fit (``library``'s :meth:`~metabo.ensembles.library.OutOfFoldLibrary.among`) and passes
     the guard again against ``single``: the members left out were part of what the guard
     measured, and a subset of an ensemble, its weights renormalized, need not beat the
@@ -420,14 +431,15 @@ def _ensemble_model(choice: EnsembleChoice, history: History, setup: Setup, *, s
     note = ""
     if clock is not None:  # the selected configuration, then the members of highest weight, that fit
         left, need, kept = clock.left(), 0.0, {}
-        fit = {k: grown_fit_seconds(history[k], grown or {}, train_rows=train_rows, final_rows=refit_rows, fits=fits,
-                                    scaling=scaling, exponents=exponents) for k in weights}
+        fit = {k: 0.0 if reuse is not None and k == single else
+               grown_fit_seconds(history[k], grown or {}, train_rows=train_rows, final_rows=refit_rows, fits=fits,
+                                 scaling=scaling, exponents=exponents) for k in weights}
         writes = {k: 0.0 if writer is None else writer.predict(s) for k, s in fit.items()}
         seconds = {k: fit[k] + writes[k] for k in weights}
         for k in sorted(weights, key=lambda k: (k != single, -weights[k], k)):
             if need + seconds[k] > left:
                 break
-            need += seconds[k]
+            need += fit[k] / FINAL_FIT_MARGIN + writes[k]
             kept[k] = weights[k]
         if len(kept) < 2:
             return None, (f"its {len(weights)} members need about {sum(seconds.values()):.1f} s, "
@@ -457,7 +469,7 @@ def _ensemble_model(choice: EnsembleChoice, history: History, setup: Setup, *, s
     try:
         with deadline(stop):
             model, error = refit_test_error(members, list(weights.values()), combine,  # type: ignore[arg-type]
-                                            setup.data, setup.protocol, seed=seed, metric=metric)
+                                            setup.data, setup.protocol, seed=seed, metric=metric, reuse=reuse)
     except TimeBudgetExceeded:
         return None, "the time budget ran out during its fit"
     except EvaluationError as e:

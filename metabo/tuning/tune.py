@@ -116,7 +116,7 @@ from metabo.tuning.session import (
     search_costs,
     store_setup,
 )
-from metabo.tuning.trials import OPENING, _open, _tell, run_trials
+from metabo.tuning.trials import OPENING, _at, _open, _tell, run_trials
 
 if TYPE_CHECKING:
     from metabo.ensembles.library import EnsembleChoice
@@ -494,15 +494,16 @@ def tune(
     if refit and best.ok:
         if model is not None and choice is not None and choice.kept == "ensemble":
             began = time.monotonic()
+            fixed = _at(setup.protocol, best.number) is setup.protocol  # the model in hand: the ensemble's rows
             fitted, why = _ensemble_model(choice, opt.history, setup, seed=seed, metric=metric, clock=clock,
                                           train_rows=train_rows, fits=fits, refit_rows=refit_rows, scaling=scaling,
                                           writer=writer, grown=grown, library=library, single=best.number,
-                                          exponents=exponents)
+                                          exponents=exponents, reuse=model if fixed else None)
             if fitted is None:
                 ensemble_note = f"the ensemble was not fitted ({why}): the selected configuration instead"
-            else:
+            else:  # its fit's seconds: the selected configuration's (when reused) and the others'
                 (model, refit_error), ensemble_note = fitted, why
-                fitted_in = time.monotonic() - began
+                fitted_in = (fitted_in if fixed else 0.0) + time.monotonic() - began
         if model is not None and final_rows == "all" and max_rows is None:
             # ended in time to write the model it makes (or else the model in hand); not started
             # when the scored fit's measured seconds, grown to every row, would not end by then

@@ -303,3 +303,19 @@ def test_refit_on_at_most_max_rows_keeps_every_class_and_the_seed(iris):
     assert error == again_error == get_metric("error_rate")(codes, model.predict_proba(test))
     whole, _ = refit_test_error([KNN], None, "average", iris, protocol, seed=4, max_rows=10_000)  # more than there are
     assert whole.pipelines_[0][-1].n_samples_fit_ == len(iris.y) - len(split.test_idx)
+
+
+def test_a_reused_member_is_the_fit_it_stands_for():
+    """``fit_dataset(reuse=)``: the member the given model holds keeps its fitted pipeline
+    (not fitted again), and the ensemble predicts what a fresh fit of every member does."""
+    data = load_dataset("sklearn:breast_cancer")
+    rows = np.arange(0, data.n_instances, 2)
+    a, b = FOREST, TREE
+    single = EnsembleModel([a], None, "average", 3).fit_dataset(data, rows)
+    reused = EnsembleModel([a, b], [0.6, 0.4], "average", 3).fit_dataset(data, rows, reuse=single)
+    fresh = EnsembleModel([a, b], [0.6, 0.4], "average", 3).fit_dataset(data, rows)
+    assert reused.pipelines_[0] is single.pipelines_[0] and fresh.pipelines_[0] is not single.pipelines_[0]
+    X = data.X.iloc[1::2]
+    np.testing.assert_allclose(reused.predict_proba(X), fresh.predict_proba(X))
+    with pytest.raises(InputDataError, match="seed"):
+        EnsembleModel([a, b], None, "average", 4).fit_dataset(data, rows, reuse=single)

@@ -87,9 +87,14 @@ def test_the_members_writes_are_priced_with_their_fits(kept):
     kw = {"train_rows": 364, "fits": 5, "refit_rows": 455}
     fit = {k: final_fit_seconds(kept.history[k], train_rows=364, final_rows=455, fits=5) for k in order}
     writer = ModelWriter(Path("unused.skops"), per_member=max(fit.values()))  # a member writes as long as it fits
-    need = sum(fit[k] + writer.predict(fit[k]) for k in order[:2])
-    left = need + 0.5 * fit[order[2]]  # not enough for the third member's fit and write
-    assert left > sum(fit[k] for k in order[:3])  # enough for its fit alone
+    f, w = [fit[k] for k in order[:3]], [writer.predict(fit[k]) for k in order[:3]]
+    # each member admitted with its margin on the others' expected seconds (half their
+    # margined fits) and writes: two with their writes, not the third; three without writes
+    two = max(f[0] + w[0], f[0] / 2 + w[0] + f[1] + w[1])
+    three = f[0] / 2 + w[0] + f[1] / 2 + w[1] + f[2] + w[2]
+    unwritten = f[0] / 2 + f[1] / 2 + f[2]
+    assert max(two, unwritten) < three
+    left = (max(two, unwritten) + three) / 2
     clock = TimeBudget(left + 60.0, start=time.monotonic() - 60.0)
     fitted, why = _ensemble_model(kept.ensemble, kept.history, setup, seed=0, metric="error_rate", clock=clock,
                                   writer=writer, **kw)
@@ -124,7 +129,10 @@ def test_members_left_out_for_time_pass_the_guard_again(kept, partner):
     from metabo.tuning.session import prepare
 
     setup = prepare(load_dataset("sklearn:breast_cancer"), kb=None, seed=0)
-    a, b, c = [r.number for r in kept.history.completed if r.ok][:3]
+    kw = {"train_rows": 364, "fits": 5, "refit_rows": 455}
+    first = [r.number for r in kept.history.completed if r.ok][:3]
+    predicted = {k: final_fit_seconds(kept.history[k], train_rows=364, final_rows=455, fits=5) for k in first}
+    a, b, c = sorted(first, key=lambda k: (predicted[k], k))  # c the slowest: the one left out
     y = np.arange(600) % 2
     library = OutOfFoldLibrary(y, 2, seed=0)
     library.add(a, 0.2, _two_class_model(y, np.arange(0, 120)))
@@ -132,9 +140,11 @@ def test_members_left_out_for_time_pass_the_guard_again(kept, partner):
     library.add(c, 0.2, _two_class_model(y, np.arange(240, 360)))
     weights = {a: 0.2, b: 0.5, c: 0.3}  # a is not the heaviest: it is kept first all the same
     choice = EnsembleChoice(GuardDecision("ensemble", "average", weights, 0.1, 0.01, {}), 3)
-    kw = {"train_rows": 364, "fits": 5, "refit_rows": 455}
-    fit = {k: final_fit_seconds(kept.history[k], train_rows=364, final_rows=455, fits=5) for k in weights}
-    left = fit[a] + fit[b] + 0.5 * fit[c]  # c's fit does not fit
+    fit = predicted
+    # a, then b, each admitted with its margin on the others' expected seconds (half their
+    # margined predictions); c does not fit after them
+    enough, too_little = max(fit[a], fit[a] / 2 + fit[b]), (fit[a] + fit[b]) / 2 + fit[c]
+    left = (enough + too_little) / 2
     clock = TimeBudget(left + 60.0, start=time.monotonic() - 60.0)
     fitted, why = _ensemble_model(choice, kept.history, setup, seed=0, metric="error_rate", clock=clock,
                                   library=library, single=a, **kw)
@@ -158,14 +168,16 @@ def test_bad_ensemble_arguments_are_refused():
 
 
 def test_the_members_reserve_is_at_most_the_search_so_far():
-    """The runners-up's expected fits (their predictions without the margin) are reserved
-    once the search has run longer than they take, and cut to the search's seconds before:
-    a search of a few seconds is not stopped for the fits of its slow trials."""
+    """The runners-up's expected fits (their predictions without the margin) and the margin
+    of the longest (the fit in flight when the budget ends) are reserved once the search
+    has run longer than they take, and cut to the search's seconds before: a search of a
+    few seconds is not stopped for the fits of its slow trials."""
     from metabo.tuning.final import members_reserve
 
-    # the fits' margin (FINAL_FIT_MARGIN = 2) taken off: 3.5 / 2, and 12 / 2 capped at 5
-    assert members_reserve([1.0, 2.5], searched=10.0) == pytest.approx(1.75)
+    # FINAL_FIT_MARGIN = 2: 3.5 / 2 + 2.5 / 2, and 12 / 2 + 8 / 2 capped at 5 and 7
+    assert members_reserve([1.0, 2.5], searched=10.0) == pytest.approx(3.0)
     assert members_reserve([4.0, 8.0], searched=5.0) == pytest.approx(5.0)
-    assert members_reserve([4.0, 8.0], searched=7.0) == pytest.approx(6.0)
+    assert members_reserve([4.0, 8.0], searched=7.0) == pytest.approx(7.0)
+    assert members_reserve([4.0, 8.0], searched=20.0) == pytest.approx(10.0)
     assert members_reserve([], searched=5.0) == 0.0
     assert members_reserve(iter([3.0]), searched=-1.0) == 0.0  # a clock not started yet reserves nothing
