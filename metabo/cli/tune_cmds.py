@@ -140,7 +140,7 @@ def cmd_tune_ensemble(args: argparse.Namespace) -> int:
     elif len(result.weights) == 1:
         print("a single configuration: the search's ensemble has one distinct member")
     else:
-        gain = "" if g is None else f"; cross-validated gain {g.gain:+.4f} +- {g.se:.4f} over the single best"
+        gain = "" if g is None else f"; {g.gain_text} over the single best"
         print(f"ensemble of {len(result.weights)} distinct members ({result.combine}{gain}):")
     for number, (algorithm, params, weight) in zip(result.weights, result.members):
         print(f"  {weight:.3f}  trial {number} {algorithm} {json.dumps(params, sort_keys=True)}")
@@ -167,7 +167,7 @@ def _print_ensemble(result) -> None:
             print(f"ensemble: {result.ensemble_note}")
         return
     d = choice.decision
-    gain = f"cross-validated gain {d.gain:+.4f} +- {d.se:.4f} over the best configuration"
+    gain = f"{d.gain_text} over the best configuration"
     if choice.kept == "single":
         print(f"ensemble: not kept ({gain}, within its noise; selection over {choice.models} models)")
         return

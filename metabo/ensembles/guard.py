@@ -54,10 +54,14 @@ class GuardDecision:
     losses: dict[str, float]  # cross-validated loss: "single", and the ensemble under each rule
 
     @property
+    def gain_text(self) -> str:
+        """The cross-validated gain with its standard error, as the output words it."""
+        return f"cross-validated gain {self.gain:+.4f} +- {self.se:.4f}"
+
+    @property
     def summary(self) -> str:
         """One line: what was kept, how it combines, and the cross-validated gain with its standard error."""
-        return (f"{self.kept} ({self.combine}): cross-validated gain {self.gain:+.4f} +- {self.se:.4f} over the "
-                f"single best")
+        return f"{self.kept} ({self.combine}): {self.gain_text} over the single best"
 
 
 def _row_losses(metric: str, y: np.ndarray, proba: np.ndarray, codes: np.ndarray | None) -> np.ndarray | float:

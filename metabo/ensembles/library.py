@@ -49,6 +49,15 @@ MAX_MODELS = 50
 ENSEMBLE_SIZE = 50
 
 
+def evaluated_probabilities(evaluations: Sequence[Evaluation]) -> np.ndarray | None:
+    """A trial's probabilities on the selection rows, its splits' validation parts in fold
+    order (:func:`~metabo.ensembles.search.out_of_fold`); None unless every split succeeded
+    and kept them."""
+    if not evaluations or not all(e.ok and e.valid_proba is not None for e in evaluations):
+        return None
+    return out_of_fold([e.valid_proba for e in evaluations])  # type: ignore[misc]
+
+
 @dataclass(frozen=True)
 class EnsembleChoice:
     """What :meth:`OutOfFoldLibrary.choose` decided: the guard's decision (``kept`` is
@@ -105,11 +114,9 @@ class OutOfFoldLibrary:
         (a library made by :meth:`for_splits`)."""
         if self.n_splits is None:
             raise TypeError("observe needs the library of a search's splits (OutOfFoldLibrary.for_splits)")
-        if not (record.ok and len(evaluations) == self.n_splits
-                and all(e.ok and e.valid_proba is not None for e in evaluations)):
-            return
-        self.add(record.number, float(record.value),
-                 out_of_fold([e.valid_proba for e in evaluations]))  # type: ignore[misc]
+        proba = evaluated_probabilities(evaluations)
+        if record.ok and len(evaluations) == self.n_splits and proba is not None:
+            self.add(record.number, float(record.value), proba)
 
     def add(self, number: int, value: float, proba: np.ndarray) -> bool:
         """Keep model ``number``'s probabilities on the selection rows (its search value
@@ -163,4 +170,4 @@ class OutOfFoldLibrary:
         return EnsembleChoice(decision, len(self))
 
 
-__all__ = ["ENSEMBLE_SIZE", "MAX_MODELS", "EnsembleChoice", "OutOfFoldLibrary"]
+__all__ = ["ENSEMBLE_SIZE", "MAX_MODELS", "EnsembleChoice", "OutOfFoldLibrary", "evaluated_probabilities"]

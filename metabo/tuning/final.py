@@ -245,7 +245,7 @@ def _promote(opt: Optimizer, setup: Setup, *, seed: int, clock: TimeBudget | Non
     rows: the training rows alone are capped, :class:`~metabo.evaluation.protocols.Holdout`).
     ``known`` ((trial, rows) -> value) holds the promotions of an earlier round, which are
     not evaluated again, and gains this round's."""
-    from metabo.ensembles.search import out_of_fold
+    from metabo.ensembles.library import evaluated_probabilities
 
     first = {r.number: float(r.value) for r in opt.history.completed if r.ok}
     train_rows, fits, refit_rows = setup.split_rows(seed)
@@ -287,9 +287,8 @@ def _promote(opt: Optimizer, setup: Setup, *, seed: int, clock: TimeBudget | Non
         logger.info("successive halving: trial %d %s on %d rows: %s %.4g", number, record.algorithm, rows,
                     outcome["status"], outcome["value"])
         if on_promoted is not None and outcome["status"] == "ok":
-            probas = [e.valid_proba for e in evaluations]
-            if all(p is not None for p in probas):
-                on_promoted(number, rows, float(outcome["value"]), out_of_fold(probas))  # type: ignore[arg-type]
+            if (proba := evaluated_probabilities(evaluations)) is not None:
+                on_promoted(number, rows, float(outcome["value"]), proba)
         return float(outcome["value"]) if outcome["status"] == "ok" else math.nan
 
     with deadline(clock, grace=DEADLINE_GRACE + 1.0):
@@ -453,12 +452,10 @@ def _ensemble_model(choice: EnsembleChoice, history: History, setup: Setup, *, s
                 except TimeBudgetExceeded:
                     return None, f"{note}, and no time was left to choose among them"
                 if again is None or again.kept != "ensemble":
-                    gain = "" if again is None else f" (cross-validated gain {again.decision.gain:+.4f} +- " \
-                                                    f"{again.decision.se:.4f})"
+                    gain = "" if again is None else f" ({again.decision.gain_text})"
                     return None, f"{note}, and their ensemble does not beat the selected configuration{gain}"
                 kept, combine = dict(again.weights), again.combine
-                note += (f"; chosen again among them, cross-validated gain {again.decision.gain:+.4f} +- "
-                         f"{again.decision.se:.4f}")
+                note += f"; chosen again among them, {again.decision.gain_text}"
             total = sum(kept.values())
             weights = {k: w / total for k, w in kept.items()}
     numbers = list(weights)

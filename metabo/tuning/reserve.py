@@ -128,21 +128,28 @@ class SearchReserve:
 
     def __call__(self) -> float:
         opt, clock, guard, library = self.opt, self.clock, self.guard, self.guard.library
+        costs: dict[int, float] = {}  # this call's predicted fits, by trial
+
+        def scored_fit(record: TrialRecord) -> float:
+            if record.number not in costs:
+                costs[record.number] = self.scored_fit(record)
+            return costs[record.number]
+
         # the trial whose model would be fitted: the best whose fit fits in the time left, among
         # those the promotions have not settled, or else among all (as tune then chooses)
-        best = best_that_fits(opt.history, self.scored_fit, clock.left(), exclude=self.settled)
-        if self.settled and (best is None or self.scored_fit(best) > clock.left()):
-            best = best_that_fits(opt.history, self.scored_fit, clock.left())
+        best = best_that_fits(opt.history, scored_fit, clock.left(), exclude=self.settled)
+        if self.settled and (best is None or scored_fit(best) > clock.left()):
+            best = best_that_fits(opt.history, scored_fit, clock.left())
         self.model, parts = best, self.parts
         parts.clear()
-        parts["model's fit"] = self.scored_fit(best)
+        parts["model's fit"] = 0.0 if best is None else scored_fit(best)
         if self.final_rows == "all":
             parts["its fit on every row"] = self.written * final_fit_seconds(
                 best, train_rows=self.train_rows, final_rows=self.setup.data.n_instances, fits=self.fits,
                 scaling=self.scaling)
 
         def affordable(record: TrialRecord) -> bool:
-            return self.scored_fit(record) <= clock.left()
+            return scored_fit(record) <= clock.left()
 
         promoted = first_promoted(opt.history, self.setup.rungs, affordable)  # none without halving
         to_make = [r for r in promoted if (r.number, self.setup.rungs[1]) not in self.known]
@@ -160,7 +167,7 @@ class SearchReserve:
         own += parts["guard"]
         runners_up = sorted((r for r in opt.history.completed if r.ok and r.number != best.number
                              and affordable(r)), key=lambda r: (r.value, r.number))[:ENSEMBLE_RESERVE - 1]
-        likely = own + members_reserve((self.scored_fit(r) for r in runners_up), searched=clock.elapsed())
+        likely = own + members_reserve((scored_fit(r) for r in runners_up), searched=clock.elapsed())
         if clock.trial_limit(likely) is not None:
             parts["members"] = likely - own
             return likely  # a trial starts either way: it is only kept short of the ensemble's fits
@@ -172,7 +179,7 @@ class SearchReserve:
         if choice is None or choice.kept != "ensemble":
             return own
         members = sorted((k for k in choice.weights if k != best.number), key=lambda k: -choice.weights[k])
-        member_fits = (self.scored_fit(opt.history[k]) for k in members[:ENSEMBLE_RESERVE - 1])
+        member_fits = (scored_fit(opt.history[k]) for k in members[:ENSEMBLE_RESERVE - 1])
         parts["members"] = members_reserve(member_fits, searched=clock.elapsed())
         return own + parts["members"]
 

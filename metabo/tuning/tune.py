@@ -422,8 +422,8 @@ def tune(
             raise
         if reserve is not None and reserve.parts:
             logger.info("the search ended with %.1f s left; its reserve: %s", reserve.clock.left(), reserve.describe())
-        best = opt.best(select, model=selection_model(opt.strategy, select, seed=seed))
-        if (rungs and len(opt.history.completed) == searched) or not (setup.rungs and best.ok):
+        if (rungs and len(opt.history.completed) == searched) or not (
+                setup.rungs and any(r.ok for r in opt.history.completed)):
             break  # no halving, or no trial since the last promotions: they stand
         rungs, measured = _promote(opt, setup, seed=seed, clock=clock, time_limit=time_limit, default_limit=limit,
                                    memory_limit_mb=memory_limit_mb, scaling=scaling,
@@ -437,6 +437,7 @@ def tune(
         reserve.settled = {r.number for r in opt.history.completed if r.number != top}
         logger.info("successive halving: promotions done with %.1f s left; the search goes on while a trial has "
                     "time", reserve.clock.left())
+    best = opt.best(select, model=selection_model(opt.strategy, select, seed=seed))
     opt.finish()
     if (top := winner(rungs)) is not None and top != best.number:
         logger.info("successive halving: trial %d is the best on %d rows (the search's best: trial %d)",
