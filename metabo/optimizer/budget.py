@@ -36,6 +36,10 @@ MIN_TRIAL_SECONDS = 0.5
 #: under the default holdout) and the fit time of a model grows at least linearly with
 #: its rows; the margin covers superlinear learners and a noisy machine.
 FINAL_FIT_MARGIN = 2.0
+#: once the search has a model, the share of the time budget one trial may take at most
+#: (:meth:`TimeBudget.trial_limit`): auto-sklearn's default ``per_run_time_limit``
+#: (``time_left_for_this_task / 10``, auto-sklearn pull request 884)
+TRIAL_SHARE = 0.1
 
 
 @dataclass(frozen=True)
@@ -64,11 +68,16 @@ class TimeBudget:
         ``seconds`` is not less than it): the work under it leaves those seconds."""
         return TimeBudget(max(self.seconds - max(seconds, 0.0), 1e-9), start=self.start, min_trial=self.min_trial)
 
-    def trial_limit(self, reserve: float = 0.0) -> float | None:
+    def trial_limit(self, reserve: float = 0.0, *, capped: bool = False) -> float | None:
         """The time limit of a trial started now (what is left after ``reserve`` seconds),
-        or None when less than ``min_trial`` would be left."""
+        or None when less than ``min_trial`` would be left. ``capped``: at most
+        :data:`TRIAL_SHARE` of the budget (auto-sklearn's default ``per_run_time_limit``,
+        a tenth of the task's time: one configuration that runs away, a kernel SVM of large
+        ``C`` say, costs the search at most that)."""
         left = self.left() - reserve
-        return None if left < self.min_trial else left
+        if left < self.min_trial:
+            return None
+        return max(min(left, TRIAL_SHARE * self.seconds), self.min_trial) if capped else left
 
 
 #: seconds past the budget before :func:`deadline` interrupts the work
@@ -142,4 +151,5 @@ def final_fit_seconds(best: TrialRecord | None, *, train_rows: int, final_rows: 
     return (FINAL_FIT_MARGIN * fit + (best.predict_seconds or 0.0)) / max(fits, 1)
 
 
-__all__ = ["DEADLINE_GRACE", "FINAL_FIT_MARGIN", "MIN_TRIAL_SECONDS", "TimeBudget", "deadline", "final_fit_seconds"]
+__all__ = ["DEADLINE_GRACE", "FINAL_FIT_MARGIN", "MIN_TRIAL_SECONDS", "TRIAL_SHARE", "TimeBudget", "deadline",
+           "final_fit_seconds"]

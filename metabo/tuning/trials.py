@@ -67,7 +67,8 @@ def run_trials(
     search's own seconds around the batch before (the reserve, asking the strategy,
     telling the results: a GP's ask grows with the observations, and the ensemble guard's
     answer in ``reserve`` with the library), so that the search ends in time for the
-    final model, not with it."""
+    final model, not with it; and once a trial has succeeded, at most a tenth of the
+    budget (:data:`~metabo.optimizer.budget.TRIAL_SHARE`)."""
     if budget is None and clock is None:
         raise InputDataError("run_trials needs a budget of trials or a clock")
     # a batch is still n_jobs trials (the history depends on the seed and n_jobs only);
@@ -81,7 +82,8 @@ def run_trials(
             began = time.monotonic()
             total = None  # the seconds of a trial's fits together, under the clock
             if clock is not None:
-                total = clock.trial_limit((reserve() if reserve is not None else 0.0) + overhead)
+                total = clock.trial_limit((reserve() if reserve is not None else 0.0) + overhead,
+                                          capped=any(r.ok for r in opt.history.completed))
                 if total is None:
                     logger.info("time budget: %.1f s left, stopping the search", clock.left())
                     break
