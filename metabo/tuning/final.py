@@ -166,17 +166,21 @@ def rows_that_fit(record: TrialRecord, grown: Mapping[int, tuple[int, float]], l
     (times ``FINAL_FIT_MARGIN``), times ``factor`` (a write after it).
 
     Under a time budget, when no trial's fit on every non-test row fits in the time left
-    (:func:`best_that_fits` finds none), the best trial is fitted on this many of them: a
-    fit in compiled code cannot be stopped at the deadline, and a model on fewer rows is
-    still a model, where a fit on all of them would run past the budget and leave none.
-    The worst growth is assumed because the predictions have just failed to find a fit
-    that fits."""
+    (:func:`best_that_fits` finds none), or successive halving's winner's does not, the
+    trial is fitted on this many of them: a fit in compiled code cannot be stopped at the
+    deadline, and a model on fewer rows is still a model, where a fit on all of them would
+    run past the budget and leave none. The worst growth is assumed for a trial fitted on
+    one size only; one that successive halving fitted on more rows (``grown``) grew at a
+    rate measured on this table, and :func:`grown_fit_seconds` predicts from it."""
     first = _one_fit(record, fits)
+    measured = record.number in grown and grown[record.number][0] > train_rows
 
     def seconds(rows: int) -> float:
-        worst = FINAL_FIT_MARGIN * first * (rows / max(train_rows, 1)) ** WORST_GROWTH
-        return factor * max(worst, grown_fit_seconds(record, grown, train_rows=train_rows, final_rows=rows, fits=fits,
-                                                     scaling=scaling, exponents=exponents))
+        predicted = grown_fit_seconds(record, grown, train_rows=train_rows, final_rows=rows, fits=fits,
+                                      scaling=scaling, exponents=exponents)
+        if measured:
+            return factor * predicted
+        return factor * max(FINAL_FIT_MARGIN * first * (rows / max(train_rows, 1)) ** WORST_GROWTH, predicted)
 
     low = min(train_rows, refit_rows)
     fitting = bisect.bisect_right(range(low, refit_rows + 1), left, key=seconds)  # seconds() is non-decreasing

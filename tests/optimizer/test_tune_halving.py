@@ -3,6 +3,8 @@ trials again on more, the selection the best of the largest rung, the model on e
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -240,6 +242,13 @@ def test_rows_that_fit_is_the_most_rows_whose_fit_fits_at_the_worst_growth():
     assert rows_that_fit(record, {}, 32.0, factor=2.0, **kw) == 2000  # each fit followed by a write as long
     # a measured growth faster than cubic (4 s on 1,500 rows: exponent 3.4) predicts more
     assert rows_that_fit(record, {0: (1500, 4.0)}, 16.0, **kw) < 2000
+    # one slower than cubic is the prediction, not the worst growth: 4.5 s on 3,000 rows is an
+    # exponent e = log 4.5 / log 3, so 36 s hold 3,000 (36 / (2 x 4.5))^(1 / e) rows, where the
+    # cubic growth from the first fit would hold 2,620
+    e = math.log(4.5) / math.log(3.0)
+    expected = math.floor(3000 * (36.0 / (2 * 4.5)) ** (1 / e))
+    assert abs(rows_that_fit(record, {0: (3000, 4.5)}, 36.0, **kw) - expected) <= 1
+    assert rows_that_fit(record, {}, 36.0, **kw) == math.floor(1000 * 18.0 ** (1 / 3))
 
 
 def test_the_rungs_validation_rows_are_the_searchs():
