@@ -449,18 +449,7 @@ def tune(
     max_rows = None  # the rows the model is fitted on when no trial's fit on all of them fits
     if reserve is not None and best.ok and reserve.scored_fit(best) > reserve.clock.left():
         fitting = best_that_fits(opt.history, reserve.scored_fit, reserve.clock.left())
-        # halving's winner beat the others on its rung's rows: on at least as many rows it is
-        # kept (a learning curve does not fall with rows, in expectation), not a trial it beat
-        won = max((r.rows for r in rungs[1:] if r.complete and best.number in r.values), default=None)
-        fewer = None if won is None else rows_that_fit(
-            best, grown, reserve.clock.left(), train_rows=train_rows, refit_rows=refit_rows, fits=fits,
-            scaling=scaling, factor=reserve.written, exponents=exponents)
-        if won is not None and best.number == top and fewer is not None and fewer >= won:
-            max_rows = fewer
-            logger.warning("trial %d (%s), the best on %d rows, would need about %.0f s to fit on %d rows and %.1f s "
-                           "are left: it is fitted on %d of them, stratified", best.number, best.algorithm, won,
-                           reserve.scored_fit(best), refit_rows, reserve.clock.left(), max_rows)
-        elif fitting is not None and reserve.scored_fit(fitting) <= reserve.clock.left():
+        if fitting is not None and reserve.scored_fit(fitting) <= reserve.clock.left():
             if fitting.number != best.number:
                 logger.warning("trial %d (%s) would need about %.0f s to fit on %d rows and %.1f s are left: the "
                                "model is trial %d (%s, %.4g), the best whose fit fits", best.number, best.algorithm,
