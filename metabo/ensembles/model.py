@@ -229,8 +229,8 @@ class EnsembleModel(ClassifierMixin, BaseEstimator):
             spec, estimator = registry_factory(algorithm, params, self.seed)
             built.append(make_pipeline(spec, dataset, clone(estimator, safe=False)))
         for j, ((algorithm, params), pipeline) in enumerate(zip(members, built)):
-            if config_id(algorithm, params) in fitted:
-                built[j] = fitted[config_id(algorithm, params)]
+            if (key := config_id(algorithm, params)) in fitted:
+                built[j] = fitted[key]
                 continue
             with threadpool_limits(limits=self.threads), warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")

@@ -169,9 +169,9 @@ def rows_that_fit(record: TrialRecord, grown: Mapping[int, tuple[int, float]], l
     (:func:`best_that_fits` finds none), the best trial is fitted on this many of them: a
     fit in compiled code cannot be stopped at the deadline, and a model on fewer rows is
     still a model, where a fit on all of them would run past the budget and leave none.
-    The worst growth is assumed for a trial fitted on
-    one size only; one that successive halving fitted on more rows (``grown``) grew at a
-    rate measured on this table, and :func:`grown_fit_seconds` predicts from it."""
+    The worst growth is assumed for a trial fitted on one size only; one that successive
+    halving fitted on more rows (``grown``) grew at a rate measured on this table, and
+    :func:`grown_fit_seconds` predicts from it."""
     first = _one_fit(record, fits)
     measured = record.number in grown and grown[record.number][0] > train_rows
 
