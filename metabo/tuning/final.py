@@ -155,29 +155,28 @@ def _one_fit(record: TrialRecord, fits: int) -> float:
 WORST_GROWTH = 3.0
 
 
-def rows_that_fit(record: TrialRecord, grown: Mapping[int, tuple[int, float]], left: float, *, train_rows: int,
-                  refit_rows: int, fits: int = 1, scaling: Callable[[str, float, float], float] | None = None,
-                  factor: float = 1.0, exponents: Mapping[str, float] | None = None) -> int:
-    """The most training + validation rows, between the trial's own ``train_rows`` and all
-    ``refit_rows``, on which ``record``'s fit is predicted to take at most ``left`` seconds
-    (found by bisection; ``train_rows`` when none is, the rows its trial was fitted on in
-    the seconds it took). A fit on ``r`` rows is predicted as the larger of
-    :func:`grown_fit_seconds` and the trial's measured fit grown as ``r^WORST_GROWTH``
-    (times ``FINAL_FIT_MARGIN``), times ``factor`` (a write after it).
+def rows_that_fit(record: TrialRecord, growth: FitGrowth, left: float, *, refit_rows: int,
+                  factor: float = 1.0) -> int:
+    """The most training + validation rows, between the trial's own rows
+    (``growth.train_rows``) and all ``refit_rows``, on which ``record``'s fit is predicted
+    to take at most ``left`` seconds (found by bisection; its own rows when none is, the
+    rows its trial was fitted on in the seconds it took). A fit on ``r`` rows is predicted
+    as the larger of :meth:`FitGrowth.seconds` and the trial's measured fit grown as
+    ``r^WORST_GROWTH`` (times ``FINAL_FIT_MARGIN``), times ``factor`` (a write after it).
 
     Under a time budget, when no trial's fit on every non-test row fits in the time left
     (:func:`best_that_fits` finds none), the best trial is fitted on this many of them: a
     fit in compiled code cannot be stopped at the deadline, and a model on fewer rows is
     still a model, where a fit on all of them would run past the budget and leave none.
     The worst growth is assumed for a trial fitted on one size only; one that successive
-    halving fitted on more rows (``grown``) grew at a rate measured on this table, and
-    :func:`grown_fit_seconds` predicts from it."""
-    first = _one_fit(record, fits)
-    measured = record.number in grown and grown[record.number][0] > train_rows
+    halving fitted on more rows (``growth.grown``) grew at a rate measured on this table,
+    and :meth:`FitGrowth.seconds` predicts from it."""
+    train_rows = growth.train_rows
+    first = _one_fit(record, growth.fits)
+    measured = record.number in growth.grown and growth.grown[record.number][0] > train_rows
 
     def seconds(rows: int) -> float:
-        predicted = grown_fit_seconds(record, grown, train_rows=train_rows, final_rows=rows, fits=fits,
-                                      scaling=scaling, exponents=exponents)
+        predicted = growth.seconds(record, rows)
         if measured:
             return factor * predicted
         return factor * max(FINAL_FIT_MARGIN * first * (rows / max(train_rows, 1)) ** WORST_GROWTH, predicted)
@@ -243,7 +242,7 @@ def _promote(opt: Optimizer, setup: Setup, *, seed: int, clock: TimeBudget | Non
     each promoted trial evaluated on the hold-out split with more training rows, its split
     limited as a trial's is (the default limit scaled to the rows), under the ``clock``
     (less the final fit's predicted seconds); and, by trial, the training rows and fit
-    seconds of its evaluation on the most rows (for :func:`grown_fit_seconds`). Promotions
+    seconds of its evaluation on the most rows (for :meth:`FitGrowth.measure`). Promotions
     are not stored as runs. ``on_promoted(trial, rows, value, probabilities)`` sees each
     successful promotion's probabilities on the validation rows (the search's selection
     rows: the training rows alone are capped, :class:`~metabo.evaluation.protocols.Holdout`).
@@ -303,57 +302,71 @@ def _promote(opt: Optimizer, setup: Setup, *, seed: int, clock: TimeBudget | Non
             return [Rung(setup.rungs[0], first)], grown
 
 
-def grown_fit_seconds(record: TrialRecord | None, grown: Mapping[int, tuple[int, float]], *, train_rows: int,
-                      final_rows: int, fits: int = 1,
-                      scaling: Callable[[str, float, float], float] | None = None,
-                      exponents: Mapping[str, float] | None = None) -> float:
-    """:func:`~metabo.optimizer.budget.final_fit_seconds`, or more when successive halving
-    measured the trial's fit on more rows (``grown[number] = (rows, seconds)``) and that
-    measurement, grown to ``final_rows`` at the exponent the table itself showed between
-    the two sizes (at least linear), predicts a longer fit (times ``FINAL_FIT_MARGIN``).
-    A trial never promoted is grown from its own fit at the exponent its algorithm showed
-    on this table (``exponents``, :func:`growth_exponents`), when that predicts more.
+@dataclasses.dataclass
+class FitGrowth:
+    """How the fits of the search's trials grow with the rows on this table: the seconds a
+    trial's fit on more rows than its own ``train_rows`` is predicted to take (:meth:`seconds`).
+
+    ``grown``: by trial, the training rows and fit seconds of its fit on the most rows
+    (successive halving's promotions, :func:`_promote`); ``exponents``: by algorithm, the
+    highest exponent of rows its promoted trials' fits grew at (:meth:`measure`), for its
+    trials never promoted. ``fits``: the fits a trial made (cross-validation's folds);
+    ``scaling``: the recorded exponents (:func:`~metabo.optimizer.budget.final_fit_seconds`).
 
     The recorded exponents come from tables of at most the store's largest size; beyond
     it an algorithm whose cost is superlinear in the rows (libsvm's SMO solver for kernel
     SVMs: at least quadratic in the rows once the kernel cache no longer holds them,
     Bottou & Lin 2007, "Support Vector Machine Solvers") is under-predicted by a factor of
     ten or more (``reports/final-fit-costs``). Two sizes of the table at hand show it."""
-    base = final_fit_seconds(record, train_rows=train_rows, final_rows=final_rows, fits=fits, scaling=scaling)
-    if record is None or not record.fit_seconds or (first := _one_fit(record, fits)) <= 0:
-        return base
-    if record.number not in grown:
-        exponent = (exponents or {}).get(record.algorithm)
-        if exponent is None or final_rows <= train_rows:
+
+    train_rows: int
+    fits: int = 1
+    scaling: Callable[[str, float, float], float] | None = None
+    grown: dict[int, tuple[int, float]] = dataclasses.field(default_factory=dict)
+    exponents: dict[str, float] = dataclasses.field(default_factory=dict)
+
+    def measure(self, history: History, grown: Mapping[int, tuple[int, float]]) -> None:
+        """Take the fits a round of promotions measured (``grown``, :func:`_promote`), and
+        the exponents of rows they show, by algorithm: after a resumed search the model may
+        be a trial that was not promoted, of an algorithm whose fits the promotions showed
+        to grow faster than the recorded exponents say (a kernel SVM)."""
+        self.grown.update(grown)
+        exponents: dict[str, float] = {}
+        for number, (rows, seconds) in self.grown.items():
+            record = history[number]
+            first = _one_fit(record, self.fits)
+            if rows > self.train_rows and seconds > 0 and first > 0:
+                exponent = _exponent(first, self.train_rows, seconds, rows)
+                exponents[record.algorithm] = max(exponents.get(record.algorithm, exponent), exponent)
+        self.exponents = exponents
+
+    def seconds(self, record: TrialRecord | None, final_rows: int) -> float:
+        """:func:`~metabo.optimizer.budget.final_fit_seconds` on ``final_rows`` rows, or
+        more when successive halving measured the trial's fit on more rows and that
+        measurement, grown to ``final_rows`` at the exponent the table itself showed between
+        the two sizes (at least linear), predicts a longer fit (times ``FINAL_FIT_MARGIN``).
+        A trial never promoted is grown from its own fit at the exponent its algorithm
+        showed on this table, when that predicts more."""
+        base = final_fit_seconds(record, train_rows=self.train_rows, final_rows=final_rows, fits=self.fits,
+                                 scaling=self.scaling)
+        if record is None or not record.fit_seconds or (first := _one_fit(record, self.fits)) <= 0:
             return base
-        return max(base, FINAL_FIT_MARGIN * first * (final_rows / max(train_rows, 1)) ** exponent)
-    rows, seconds = grown[record.number]
-    if rows <= train_rows or seconds <= 0 or final_rows <= rows:
-        return base
-    return max(base, FINAL_FIT_MARGIN * seconds * (final_rows / rows) ** _exponent(first, train_rows, seconds, rows))
+        if record.number not in self.grown:
+            exponent = self.exponents.get(record.algorithm)
+            if exponent is None or final_rows <= self.train_rows:
+                return base
+            return max(base, FINAL_FIT_MARGIN * first * (final_rows / max(self.train_rows, 1)) ** exponent)
+        rows, seconds = self.grown[record.number]
+        if rows <= self.train_rows or seconds <= 0 or final_rows <= rows:
+            return base
+        exponent = _exponent(first, self.train_rows, seconds, rows)
+        return max(base, FINAL_FIT_MARGIN * seconds * (final_rows / rows) ** exponent)
 
 
 def _exponent(first: float, train_rows: int, seconds: float, rows: int) -> float:
     """The exponent of rows at which a fit of ``first`` seconds on ``train_rows`` grew to
     ``seconds`` on ``rows`` (at least linear)."""
     return max(math.log(seconds / first) / math.log(rows / train_rows), 1.0)
-
-
-def growth_exponents(history: History, grown: Mapping[int, tuple[int, float]], *, train_rows: int,
-                     fits: int = 1) -> dict[str, float]:
-    """By algorithm, the highest exponent of rows its promoted trials' fits grew at on this
-    table (``grown``, :func:`_promote`): how the fits of its trials never promoted are
-    predicted to grow (:func:`grown_fit_seconds`). After a resumed search the model may be
-    a trial that was not promoted, of an algorithm whose fits the promotions showed to
-    grow faster than the recorded exponents say (a kernel SVM)."""
-    exponents: dict[str, float] = {}
-    for number, (rows, seconds) in grown.items():
-        record = history[number]
-        first = _one_fit(record, fits)
-        if rows > train_rows and seconds > 0 and first > 0:
-            exponent = _exponent(first, train_rows, seconds, rows)
-            exponents[record.algorithm] = max(exponents.get(record.algorithm, exponent), exponent)
-    return exponents
 
 
 def _library(setup: Setup, *, seed: int, metric: str, ensemble_size: int | None, keep_predictions: bool
@@ -398,11 +411,9 @@ class Promotions:
 
 
 def _ensemble_model(choice: EnsembleChoice, history: History, setup: Setup, *, seed: int, metric: str,
-                    clock: TimeBudget | None, train_rows: int, fits: int, refit_rows: int,
-                    scaling: Callable[[str, float, float], float] | None = None,
-                    writer: ModelWriter | None = None, grown: Mapping[int, tuple[int, float]] | None = None,
-                    library: OutOfFoldLibrary | None = None, single: int | None = None,
-                    exponents: Mapping[str, float] | None = None, reuse: EnsembleModel | None = None,
+                    clock: TimeBudget | None, growth: FitGrowth, refit_rows: int,
+                    writer: ModelWriter | None = None, library: OutOfFoldLibrary | None = None,
+                    single: int | None = None, reuse: EnsembleModel | None = None,
                     ) -> tuple[tuple[EnsembleModel, float | None] | None, str]:
     """The chosen ensemble fitted on training + validation rows and its test ``metric``
     (:func:`~metabo.ensembles.model.refit_test_error`) with a note, or None and why.
@@ -414,8 +425,7 @@ def _ensemble_model(choice: EnsembleChoice, history: History, setup: Setup, *, s
     write the model (:meth:`ModelWriter.predict`), fit in the time left are fitted: the
     selected configuration ``single`` first (the guard's comparison; no seconds when it
     is reused), then the others by weight, each counted at its expected seconds (the
-    predicted fit, :func:`grown_fit_seconds`, with the fits successive halving measured,
-    ``grown``, and the exponents they showed, ``exponents``, without its margin
+    predicted fit on ``refit_rows``, ``growth``'s :meth:`FitGrowth.seconds`, without its margin
     :data:`~metabo.optimizer.budget.FINAL_FIT_MARGIN`, as the search reserved them:
     :func:`members_reserve`), and the last one admitted with its margin too: the fit in
     flight when the budget ends is the one a deadline cannot cut short (a compiled fit).
@@ -435,8 +445,7 @@ def _ensemble_model(choice: EnsembleChoice, history: History, setup: Setup, *, s
     if clock is not None:  # the selected configuration, then the members of highest weight, that fit
         left, need, kept = clock.left(), 0.0, {}
         fit = {k: 0.0 if reuse is not None and k == single else
-               grown_fit_seconds(history[k], grown or {}, train_rows=train_rows, final_rows=refit_rows, fits=fits,
-                                 scaling=scaling, exponents=exponents) for k in weights}
+               growth.seconds(history[k], refit_rows) for k in weights}
         writes = {k: 0.0 if writer is None else writer.predict(s) for k, s in fit.items()}
         seconds = {k: fit[k] + writes[k] for k in weights}
         for k in sorted(weights, key=lambda k: (k != single, -weights[k], k)):

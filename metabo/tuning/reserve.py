@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Literal
 
 from metabo.optimizer.budget import TimeBudget, final_fit_seconds
@@ -19,10 +19,10 @@ from metabo.tuning.final import (
     GUARD_MARGIN,
     GUARD_REMEASURE,
     WRITE_PER_FIT,
+    FitGrowth,
     _halving_reserve,
     best_that_fits,
     first_promoted,
-    grown_fit_seconds,
     members_reserve,
 )
 from metabo.tuning.session import Setup
@@ -95,17 +95,13 @@ class SearchReserve:
     setup: Setup
     clock: TimeBudget
     guard: GuardAnswers
-    grown: Mapping[int, tuple[int, float]]
-    train_rows: int
-    fits: int
+    #: the trials' fits on more rows (their own rows, the folds, what the promotions measured)
+    growth: FitGrowth
     refit_rows: int
     final_rows: Literal["all", "train+valid"]
     writing: bool = False
-    scaling: Callable[[str, float, float], float] | None = None
     settled: set[int] = dataclasses.field(default_factory=set)
     known: Mapping[tuple[int, int], float] = dataclasses.field(default_factory=dict)
-    #: by algorithm, the exponent of rows its promoted fits grew at (final.growth_exponents)
-    exponents: dict[str, float] = dataclasses.field(default_factory=dict)
     #: the last call's seconds by what they are kept for, and the trial whose model they fit
     parts: dict[str, float] = dataclasses.field(default_factory=dict)
     model: TrialRecord | None = None
@@ -122,9 +118,7 @@ class SearchReserve:
 
     def scored_fit(self, record: TrialRecord | None) -> float:
         """The predicted seconds of ``record``'s fit on training + validation rows (and its write)."""
-        return self.written * grown_fit_seconds(record, self.grown, train_rows=self.train_rows,
-                                                final_rows=self.refit_rows, fits=self.fits, scaling=self.scaling,
-                                                exponents=self.exponents)
+        return self.written * self.growth.seconds(record, self.refit_rows)
 
     def __call__(self) -> float:
         opt, clock, guard, library = self.opt, self.clock, self.guard, self.guard.library
@@ -144,9 +138,10 @@ class SearchReserve:
         parts.clear()
         parts["model's fit"] = 0.0 if best is None else scored_fit(best)
         if self.final_rows == "all":
+            growth = self.growth
             parts["its fit on every row"] = self.written * final_fit_seconds(
-                best, train_rows=self.train_rows, final_rows=self.setup.data.n_instances, fits=self.fits,
-                scaling=self.scaling)
+                best, train_rows=growth.train_rows, final_rows=self.setup.data.n_instances, fits=growth.fits,
+                scaling=growth.scaling)
 
         def affordable(record: TrialRecord) -> bool:
             return scored_fit(record) <= clock.left()

@@ -92,6 +92,7 @@ from metabo.space.space import SearchSpace
 from metabo.strategies import Strategy, selection_model
 from metabo.strategies.names import AUTO
 from metabo.tuning.final import (
+    FitGrowth,
     Promotions,
     _ensemble_model,
     _library,
@@ -99,7 +100,6 @@ from metabo.tuning.final import (
     best_that_fits,
     final_model,
     fit_on_every_row,
-    growth_exponents,
     model_writer,
     rows_that_fit,
 )
@@ -393,17 +393,16 @@ def tune(
               on_evaluated=None if library is None else library.observe,
               progress=functools.partial(told, ended=opened.ended), note=" (opening)")
 
-    # by trial, the training rows and fit seconds of its fit on the most rows: successive
-    # halving's promotions, after the search (final.grown_fit_seconds)
-    grown: dict[int, tuple[int, float]] = {}
-    known: dict[tuple[int, int], float] = {}  # the promotions made: (trial, rows) -> value
-    exponents: dict[str, float] = {}  # by algorithm, how its promoted fits grew (final.growth_exponents)
-    guard = GuardAnswers(library)  # asked during the search by the reserve, reused after it
     scaling = None if limit is None else limit.scaling  # fit seconds from a trial's rows to the final fit's
+    # the final fits' seconds, from the trials' and, after successive halving's promotions,
+    # from the fits on the most rows each trial was fitted on
+    growth = FitGrowth(train_rows, fits, scaling)
+    known: dict[tuple[int, int], float] = {}  # the promotions made: (trial, rows) -> value
+    guard = GuardAnswers(library)  # asked during the search by the reserve, reused after it
     reserve = None
     if clock is not None and refit:
-        reserve = SearchReserve(opt, setup, clock, guard, grown, train_rows, fits, refit_rows, final_rows,
-                                writing=writer is not None, scaling=scaling, exponents=exponents, known=known)
+        reserve = SearchReserve(opt, setup, clock, guard, growth, refit_rows, final_rows,
+                                writing=writer is not None, known=known)
     rungs: list[Rung] = []
     promotions = Promotions()  # their predictions: the ensemble is chosen among the most rows'
     while True:  # the search, then successive halving's promotions, until no trial has time to start
@@ -428,8 +427,7 @@ def tune(
         rungs, measured = _promote(opt, setup, seed=seed, clock=clock, time_limit=time_limit, default_limit=limit,
                                    memory_limit_mb=memory_limit_mb, scaling=scaling,
                                    on_promoted=None if library is None else promotions, known=known)
-        grown.update(measured)  # the final fits are predicted from the most rows each trial was fitted on
-        exponents.update(growth_exponents(opt.history, grown, train_rows=train_rows, fits=fits))  # and the others
+        growth.measure(opt.history, measured)
         if reserve is None or (top := winner(rungs)) is None:
             break
         # a search that stopped for promotions its reserve overstated resumes: the trials the
@@ -457,9 +455,8 @@ def tune(
                                fitting.algorithm, fitting.value)
                 best = fitting
         else:  # none fits: the best, on the rows whose fit does
-            max_rows = rows_that_fit(best, grown, reserve.clock.left(), train_rows=train_rows, refit_rows=refit_rows,
-                                     fits=fits, scaling=scaling, factor=reserve.written,
-                                     exponents=exponents)
+            max_rows = rows_that_fit(best, growth, reserve.clock.left(), refit_rows=refit_rows,
+                                     factor=reserve.written)
             logger.warning("no trial's fit on the %d training + validation rows fits in the %.1f s left (trial %d %s "
                            "would need about %.0f s): it is fitted on %d of them, stratified", refit_rows,
                            reserve.clock.left(), best.number, best.algorithm, reserve.scored_fit(best), max_rows)
@@ -497,9 +494,8 @@ def tune(
             began = time.monotonic()
             fixed = _at(setup.protocol, best.number) is setup.protocol  # the model in hand: the ensemble's rows
             fitted, why = _ensemble_model(choice, opt.history, setup, seed=seed, metric=metric, clock=clock,
-                                          train_rows=train_rows, fits=fits, refit_rows=refit_rows, scaling=scaling,
-                                          writer=writer, grown=grown, library=library, single=best.number,
-                                          exponents=exponents, reuse=model if fixed else None)
+                                          growth=growth, refit_rows=refit_rows, writer=writer, library=library,
+                                          single=best.number, reuse=model if fixed else None)
             if fitted is None:
                 ensemble_note = f"the ensemble was not fitted ({why}): the selected configuration instead"
             else:  # its fit's seconds: the selected configuration's (when reused) and the others'

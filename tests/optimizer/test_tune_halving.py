@@ -136,14 +136,14 @@ def test_after_promotions_the_reserve_drops_the_settled_trials_and_the_promotion
     from types import SimpleNamespace
 
     from metabo.optimizer.budget import TimeBudget, final_fit_seconds
-    from metabo.tuning.final import _halving_reserve, first_promoted
+    from metabo.tuning.final import FitGrowth, _halving_reserve, first_promoted
     from metabo.tuning.reserve import GuardAnswers, SearchReserve
 
     history = _records([("lightgbm", 0.30, 1.0), ("kernel_svm", 0.20, 3.0), ("catboost", 0.25, 2.0)])
     sizes = (2000, 6000, 18000, 40000)
     setup = SimpleNamespace(rungs=sizes, data=SimpleNamespace(n_instances=50000))
-    reserve = SearchReserve(SimpleNamespace(history=history), setup, TimeBudget(1000.0), GuardAnswers(None), {},
-                            train_rows=2000, fits=1, refit_rows=40000, final_rows="train+valid")
+    reserve = SearchReserve(SimpleNamespace(history=history), setup, TimeBudget(1000.0), GuardAnswers(None),
+                            FitGrowth(2000), refit_rows=40000, final_rows="train+valid")
     kw = {"train_rows": 2000, "final_rows": 40000}
     assert reserve.scored_fit(history[1]) == pytest.approx(final_fit_seconds(history[1], **kw))
     assert reserve() == pytest.approx(final_fit_seconds(history[1], **kw)
@@ -152,8 +152,8 @@ def test_after_promotions_the_reserve_drops_the_settled_trials_and_the_promotion
     assert reserve() == pytest.approx(final_fit_seconds(history[2], **kw))
     reserve.known = {(1, 6000): 0.2, (0, 18000): 0.3}  # the SVM's promotion made, lightgbm's and catboost's not
     assert reserve() == pytest.approx(final_fit_seconds(history[2], **kw) + (1 + 2) * 3)
-    assert SearchReserve(SimpleNamespace(history=history), setup, TimeBudget(1.0), GuardAnswers(None), {},
-                         train_rows=2000, fits=1, refit_rows=40000, final_rows="train+valid",
+    assert SearchReserve(SimpleNamespace(history=history), setup, TimeBudget(1.0), GuardAnswers(None),
+                         FitGrowth(2000), refit_rows=40000, final_rows="train+valid",
                          writing=True).written == pytest.approx(1.1)
 
 
@@ -184,31 +184,35 @@ def test_promotions_already_made_are_not_evaluated_again(large, monkeypatch):
 
 
 def test_a_trial_never_promoted_grows_at_the_exponent_its_algorithm_showed():
-    """growth_exponents by hand: a kernel SVM promoted from 1 s on 1,000 rows to 16 s on
+    """FitGrowth.measure by hand: a kernel SVM promoted from 1 s on 1,000 rows to 16 s on
     4,000 grew as rows^2; another SVM never promoted (0.5 s on 1,000 rows) is predicted at
     2 x 0.5 x 8^2 = 64 s on 8,000 rows, where the recorded (here linear) prediction says 8;
     an algorithm no promotion measured keeps its prediction. A resumed search may end with
     such a trial as the model, and libsvm's fit cannot be stopped at the deadline."""
     from metabo.optimizer.budget import FINAL_FIT_MARGIN, final_fit_seconds
-    from metabo.tuning.final import grown_fit_seconds, growth_exponents
+    from metabo.tuning.final import FitGrowth
 
     history = _records([("kernel_svm", 0.2, 1.0), ("lightgbm", 0.3, 1.0), ("kernel_svm", 0.25, 0.5)])
-    grown = {0: (4000, 16.0), 1: (4000, 2.0)}  # lightgbm grew slower than linear: counted as linear
-    exponents = growth_exponents(history, grown, train_rows=1000)
-    assert exponents == pytest.approx({"kernel_svm": 2.0, "lightgbm": 1.0})
     kw = {"train_rows": 1000, "final_rows": 8000}
-    assert grown_fit_seconds(history[2], grown, exponents=exponents, **kw) == pytest.approx(FINAL_FIT_MARGIN * 32.0)
-    assert grown_fit_seconds(history[2], grown, **kw) == pytest.approx(final_fit_seconds(history[2], **kw))
-    assert growth_exponents(history, {}, train_rows=1000) == {}
+    unmeasured = FitGrowth(1000)
+    assert unmeasured.seconds(history[2], 8000) == pytest.approx(final_fit_seconds(history[2], **kw))
+    growth = FitGrowth(1000)
+    growth.measure(history, {0: (4000, 16.0)})
+    growth.measure(history, {1: (4000, 2.0)})  # lightgbm grew slower than linear: counted as linear
+    assert growth.grown == {0: (4000, 16.0), 1: (4000, 2.0)}
+    assert growth.exponents == pytest.approx({"kernel_svm": 2.0, "lightgbm": 1.0})
+    assert growth.seconds(history[2], 8000) == pytest.approx(FINAL_FIT_MARGIN * 32.0)
+    growth.measure(history, {})
+    assert growth.exponents == pytest.approx({"kernel_svm": 2.0, "lightgbm": 1.0})
 
 
 def test_a_fit_measured_on_more_rows_predicts_the_final_fit_at_the_tables_own_exponent():
-    """grown_fit_seconds by hand: a fit of 1 s on 1,000 rows and 16 s on 4,000 grows as
+    """FitGrowth.seconds by hand: a fit of 1 s on 1,000 rows and 16 s on 4,000 grows as
     rows^2 on this table, so on 8,000 rows it takes 16 * 2^2 = 64 s, reserved twice
     (FINAL_FIT_MARGIN); the recorded (here linear) prediction is kept when it is larger,
     growth slower than linear counts as linear, and a trial never promoted keeps it."""
     from metabo.optimizer.budget import FINAL_FIT_MARGIN, final_fit_seconds
-    from metabo.tuning.final import grown_fit_seconds
+    from metabo.tuning.final import FitGrowth
 
     history = _records([("kernel_svm", 0.2, 1.0), ("lightgbm", 0.3, 1.0), ("catboost", 0.4, 1.0)])
     svm, gbm, cat = history[0], history[1], history[2]
@@ -216,39 +220,40 @@ def test_a_fit_measured_on_more_rows_predicts_the_final_fit_at_the_tables_own_ex
     linear = final_fit_seconds(svm, **kw)
     assert linear == pytest.approx(FINAL_FIT_MARGIN * 8.0)
     grown = {0: (4000, 16.0), 1: (4000, 2.0)}
-    assert grown_fit_seconds(svm, grown, **kw) == pytest.approx(FINAL_FIT_MARGIN * 64.0)
+    growth = FitGrowth(1000, grown=grown)  # measured, without the exponents of the trials never promoted
+    assert growth.seconds(svm, 8000) == pytest.approx(FINAL_FIT_MARGIN * 64.0)
     # 2 s on 4,000 rows: slower than linear from 1 s on 1,000, grown linearly: 4 s, below the recorded 8 s
-    assert grown_fit_seconds(gbm, grown, **kw) == pytest.approx(linear)
-    assert grown_fit_seconds(cat, grown, **kw) == pytest.approx(final_fit_seconds(cat, **kw))
-    assert grown_fit_seconds(None, grown, **kw) == 0.0
+    assert growth.seconds(gbm, 8000) == pytest.approx(linear)
+    assert growth.seconds(cat, 8000) == pytest.approx(final_fit_seconds(cat, **kw))
+    assert growth.seconds(None, 8000) == 0.0
     # a trial of five fits (cross-validation) made 5 s in all: 1 s a fit, as above
     five = _records([("kernel_svm", 0.2, 5.0)])
-    assert grown_fit_seconds(five[0], grown, fits=5, **kw) == pytest.approx(FINAL_FIT_MARGIN * 64.0)
+    assert FitGrowth(1000, fits=5, grown=grown).seconds(five[0], 8000) == pytest.approx(FINAL_FIT_MARGIN * 64.0)
 
 
 def test_rows_that_fit_is_the_most_rows_whose_fit_fits_at_the_worst_growth():
     """A trial that fitted 1,000 rows in 1 s: on r rows its fit is predicted at r^3 (WORST_GROWTH),
     reserved twice (FINAL_FIT_MARGIN), above the linear prediction: 16 s hold 2,000 rows, 54 s
     3,000; all 40,000 when there is time; the trial's own 1,000 when even those do not fit."""
-    from metabo.tuning.final import WORST_GROWTH, rows_that_fit
+    from metabo.tuning.final import WORST_GROWTH, FitGrowth, rows_that_fit
 
     assert WORST_GROWTH == 3.0
     (record,) = _records([("kernel_svm", 0.2, 1.0)]).completed
-    kw = {"train_rows": 1000, "refit_rows": 40_000}
-    assert rows_that_fit(record, {}, 16.0, **kw) == 2000
-    assert rows_that_fit(record, {}, 54.0, **kw) == 3000
-    assert rows_that_fit(record, {}, 2 * 40.0 ** 3, **kw) == 40_000
-    assert rows_that_fit(record, {}, 1.0, **kw) == 1000
-    assert rows_that_fit(record, {}, 32.0, factor=2.0, **kw) == 2000  # each fit followed by a write as long
+    kw = {"refit_rows": 40_000}
+    assert rows_that_fit(record, FitGrowth(1000), 16.0, **kw) == 2000
+    assert rows_that_fit(record, FitGrowth(1000), 54.0, **kw) == 3000
+    assert rows_that_fit(record, FitGrowth(1000), 2 * 40.0 ** 3, **kw) == 40_000
+    assert rows_that_fit(record, FitGrowth(1000), 1.0, **kw) == 1000
+    assert rows_that_fit(record, FitGrowth(1000), 32.0, factor=2.0, **kw) == 2000  # a write as long after each fit
     # a measured growth faster than cubic (4 s on 1,500 rows: exponent 3.4) predicts more
-    assert rows_that_fit(record, {0: (1500, 4.0)}, 16.0, **kw) < 2000
+    assert rows_that_fit(record, FitGrowth(1000, grown={0: (1500, 4.0)}), 16.0, **kw) < 2000
     # one slower than cubic is the prediction, not the worst growth: 4.5 s on 3,000 rows is an
     # exponent e = log 4.5 / log 3, so 36 s hold 3,000 (36 / (2 x 4.5))^(1 / e) rows, where the
     # cubic growth from the first fit would hold 2,620
     e = math.log(4.5) / math.log(3.0)
     expected = math.floor(3000 * (36.0 / (2 * 4.5)) ** (1 / e))
-    assert abs(rows_that_fit(record, {0: (3000, 4.5)}, 36.0, **kw) - expected) <= 1
-    assert rows_that_fit(record, {}, 36.0, **kw) == math.floor(1000 * 18.0 ** (1 / 3))
+    assert abs(rows_that_fit(record, FitGrowth(1000, grown={0: (3000, 4.5)}), 36.0, **kw) - expected) <= 1
+    assert rows_that_fit(record, FitGrowth(1000), 36.0, **kw) == math.floor(1000 * 18.0 ** (1 / 3))
 
 
 def test_the_rungs_validation_rows_are_the_searchs():

@@ -58,14 +58,14 @@ def test_a_reshuffled_protocol_says_why_there_is_no_ensemble():
 
 @pytest.mark.slow
 def test_no_time_for_the_members_keeps_the_selection(kept):
-    from metabo.tuning.final import _ensemble_model
+    from metabo.tuning.final import FitGrowth, _ensemble_model
     from metabo.tuning.session import prepare
 
     data = load_dataset("sklearn:breast_cancer")
     setup = prepare(data, kb=None, seed=0)
     spent = TimeBudget(1.0, start=time.monotonic() - 10.0)  # spent 9 s ago
     fitted, why = _ensemble_model(kept.ensemble, kept.history, setup, seed=0, metric="error_rate",
-                                  clock=spent, train_rows=364, fits=5, refit_rows=455)
+                                  clock=spent, growth=FitGrowth(364, 5), refit_rows=455)
     assert fitted is None and why.startswith(f"its {len(kept.ensemble.weights)} members need about")
 
 
@@ -76,7 +76,7 @@ def test_the_members_writes_are_priced_with_their_fits(kept):
     exactly the two members of highest weight's fits and writes, two are fitted; without
     the writer, the same time keeps at least three."""
     from metabo.optimizer.budget import final_fit_seconds
-    from metabo.tuning.final import ModelWriter, _ensemble_model
+    from metabo.tuning.final import FitGrowth, ModelWriter, _ensemble_model
     from metabo.tuning.session import prepare
 
     data = load_dataset("sklearn:breast_cancer")
@@ -84,7 +84,7 @@ def test_the_members_writes_are_priced_with_their_fits(kept):
     weights = kept.ensemble.weights
     order = sorted(weights, key=lambda k: (-weights[k], k))
     assert len(order) >= 3
-    kw = {"train_rows": 364, "fits": 5, "refit_rows": 455}
+    kw = {"growth": FitGrowth(364, 5), "refit_rows": 455}
     fit = {k: final_fit_seconds(kept.history[k], train_rows=364, final_rows=455, fits=5) for k in order}
     writer = ModelWriter(Path("unused.skops"), per_member=max(fit.values()))  # a member writes as long as it fits
     f, w = [fit[k] for k in order[:3]], [writer.predict(fit[k]) for k in order[:3]]
@@ -125,11 +125,11 @@ def test_members_left_out_for_time_pass_the_guard_again(kept, partner):
     from metabo.ensembles.guard import GuardDecision
     from metabo.ensembles.library import EnsembleChoice, OutOfFoldLibrary
     from metabo.optimizer.budget import final_fit_seconds
-    from metabo.tuning.final import _ensemble_model
+    from metabo.tuning.final import FitGrowth, _ensemble_model
     from metabo.tuning.session import prepare
 
     setup = prepare(load_dataset("sklearn:breast_cancer"), kb=None, seed=0)
-    kw = {"train_rows": 364, "fits": 5, "refit_rows": 455}
+    kw = {"growth": FitGrowth(364, 5), "refit_rows": 455}
     first = [r.number for r in kept.history.completed if r.ok][:3]
     predicted = {k: final_fit_seconds(kept.history[k], train_rows=364, final_rows=455, fits=5) for k in first}
     a, b, c = sorted(first, key=lambda k: (predicted[k], k))  # c the slowest: the one left out
