@@ -291,6 +291,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
                                                          "not kept for test)"))
     print(f"test {result.metric}: {_fmt(result.test_error)}")
     _print_rungs(result)
+    if result.rounds is not None:
+        print(f"boosting rounds: {result.rounds.describe()}" + (": the model has them" if result.rounds.gained
+                                                               else ": its own kept"))
     if result.refit_test_error is not None:
         part = "a stratified part of the " if result.model_rows == "subsample" else ""
         print(f"refitted on {part}training + validation rows, test {result.metric}: "

@@ -25,6 +25,7 @@ from metabo.tuning.final import (
     first_promoted,
     members_reserve,
 )
+from metabo.tuning.rounds import rounds_name
 from metabo.tuning.session import Setup
 
 if TYPE_CHECKING:
@@ -68,7 +69,9 @@ class SearchReserve:
     The scored fit of the trial whose model would be fitted (the best whose fit fits,
     :func:`~metabo.tuning.final.best_that_fits`) and its fit on every row when one is made
     (``final_rows="all"``); successive halving's promotions
-    (:func:`~metabo.tuning.final._halving_reserve`); the guard's answer after the search
+    (:func:`~metabo.tuning.final._halving_reserve`) and, when that trial or one they would
+    promote is a booster, its rounds read on every training row (:mod:`metabo.tuning.rounds`:
+    the last rung's share of the budget, the model's fits included); the guard's answer after the search
     (on a library one model larger than now); and the fits of an ensemble's other members
     (at most ``ENSEMBLE_RESERVE`` in all, never more seconds than the search has run:
     :func:`~metabo.tuning.final.members_reserve`). When the runners-up's fits would stop
@@ -149,6 +152,13 @@ class SearchReserve:
         promoted = first_promoted(opt.history, self.setup.rungs, affordable)  # none without halving
         to_make = [r for r in promoted if (r.number, self.setup.rungs[1]) not in self.known]
         parts["promotions"] = _halving_reserve(to_make, self.setup.rungs, clock.seconds)
+        if self.setup.rungs and best is not None and any(rounds_name(r.algorithm) for r in (best, *promoted)):
+            # the model's rounds, read on every training row when it is a booster (the
+            # promotions may make one the model: metabo.tuning.rounds): the last rung's share
+            # of the budget, as successive halving gives each rung about as much (Li et al.
+            # 2018, Algorithm 1: n_i r_i about B / (s + 1)), the model's fits included
+            fits = parts["model's fit"] + parts.get("its fit on every row", 0.0)
+            parts["more rounds"] = max(clock.seconds / len(self.setup.rungs) - fits, 0.0)
         own = sum(parts.values())
         if library is None or best is None or len(library) < 2:
             return own

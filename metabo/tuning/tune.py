@@ -72,7 +72,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -105,6 +105,7 @@ from metabo.tuning.final import (
 )
 from metabo.tuning.registry import resolve_strategy
 from metabo.tuning.reserve import GuardAnswers, SearchReserve
+from metabo.tuning.rounds import Rounds, boosted
 from metabo.tuning.session import (
     check_budget,
     check_limits,
@@ -177,6 +178,9 @@ class TuneResult:
     #: the file ``model`` was written to (``save_model``), and the seconds its writes took
     model_path: Path | None = None
     write_seconds: float | None = None
+    #: the boosting rounds read for the model's configuration on a large table, when they
+    #: were (:mod:`metabo.tuning.rounds`): ``rounds.gained``, the model has ``rounds.best``
+    rounds: Rounds | None = None
 
     @property
     def algorithm(self) -> str:
@@ -460,6 +464,13 @@ def tune(
             logger.warning("no trial's fit on the %d training + validation rows fits in the %.1f s left (trial %d %s "
                            "would need about %.0f s): it is fitted on %d of them, stratified", refit_rows,
                            reserve.clock.left(), best.number, best.algorithm, reserve.scored_fit(best), max_rows)
+    rounds, fitted_best = None, best  # more boosting rounds for the model on a large table
+    if reserve is not None and best.ok and max_rows is None and setup.rungs:
+        rounds = boosted(best, setup, seed=seed, metric=metric, clock=reserve.clock, refit_rows=refit_rows,
+                         every_rows=setup.data.n_instances if final_rows == "all" else 0,
+                         seconds=lambda r, rows: reserve.written * growth.seconds(r, rows))
+        if rounds is not None and rounds.gained:
+            fitted_best = replace(best, params=rounds.params(best.params))
     choice = None
     model, refit_error, refit_seconds = None, None, None
     model_rows: Literal["all", "train+valid", "subsample"] | None = None
@@ -469,7 +480,7 @@ def tune(
         try:  # the selected configuration first: whatever happens next, a model (a second past the
             # budget rather than none, as a trial cut last gets; the CLI's watchdog allows 3)
             with deadline(clock, grace=DEADLINE_GRACE + 1.0):
-                model, refit_error = final_model(best, setup, seed=seed, metric=metric, max_rows=max_rows)
+                model, refit_error = final_model(fitted_best, setup, seed=seed, metric=metric, max_rows=max_rows)
         except TimeBudgetExceeded as e:  # the search's results stand, without a model
             logger.warning("no final model: %s", e)
             model, refit_error = None, None
@@ -478,6 +489,9 @@ def tune(
             model_rows = "train+valid" if max_rows is None else "subsample"
             if writer is not None and clock is not None:  # written now, and measured (ModelWriter)
                 writer.first(model, fitted_in)
+    if rounds is not None and rounds.gained and library is not None:  # measured against its own rounds
+        library, ensemble_note = None, ("the selected configuration gained boosting rounds on every training row; "
+                                        "the ensemble's members, measured with their own, are not weighed against it")
     if library is not None and best.ok and max_rows is None and (model is not None or not refit):
         key = (len(library), best.number)
         try:  # the guard's cross-validated selections take a moment too: after the model above
@@ -532,5 +546,5 @@ def tune(
                       refit_seconds=refit_seconds, total_seconds=time.monotonic() - started,
                       cv=setup.folds, ensemble=choice, ensemble_note=ensemble_note, rungs=rungs,
                       model_path=None if writer is None or writer.written is None else writer.path,
-                      write_seconds=None if writer is None else writer.seconds)
+                      write_seconds=None if writer is None else writer.seconds, rounds=rounds)
 

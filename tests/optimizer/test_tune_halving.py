@@ -146,12 +146,21 @@ def test_after_promotions_the_reserve_drops_the_settled_trials_and_the_promotion
                             FitGrowth(2000), refit_rows=40000, final_rows="train+valid")
     kw = {"train_rows": 2000, "final_rows": 40000}
     assert reserve.scored_fit(history[1]) == pytest.approx(final_fit_seconds(history[1], **kw))
-    assert reserve() == pytest.approx(final_fit_seconds(history[1], **kw)
-                                      + _halving_reserve(first_promoted(history, sizes), sizes, 1000.0))
+    # the boosters among the promotions reserve the last rung's share for the model's rounds:
+    # a quarter of the 1,000 s (four rungs), the model's fit included
+    share = 1000.0 / len(sizes)
+    assert final_fit_seconds(history[1], **kw) < share
+    assert reserve() == pytest.approx(share + _halving_reserve(first_promoted(history, sizes), sizes, 1000.0))
+    assert reserve.parts["more rounds"] == pytest.approx(share - final_fit_seconds(history[1], **kw))
     reserve.settled, reserve.known = {0, 1}, {(0, 6000): 0.3, (1, 6000): 0.2, (2, 6000): 0.2}
-    assert reserve() == pytest.approx(final_fit_seconds(history[2], **kw))
+    assert reserve() == pytest.approx(share)
     reserve.known = {(1, 6000): 0.2, (0, 18000): 0.3}  # the SVM's promotion made, lightgbm's and catboost's not
-    assert reserve() == pytest.approx(final_fit_seconds(history[2], **kw) + (1 + 2) * 3)
+    assert reserve() == pytest.approx(share + (1 + 2) * 3)
+    svm_only = _records([("kernel_svm", 0.2, 3.0), ("random_forest", 0.3, 1.0)])  # no booster: no share
+    alone = SearchReserve(SimpleNamespace(history=svm_only), setup, TimeBudget(1000.0), GuardAnswers(None),
+                          FitGrowth(2000), refit_rows=40000, final_rows="train+valid")
+    alone()
+    assert "more rounds" not in alone.parts
     assert SearchReserve(SimpleNamespace(history=history), setup, TimeBudget(1.0), GuardAnswers(None),
                          FitGrowth(2000), refit_rows=40000, final_rows="train+valid",
                          writing=True).written == pytest.approx(1.1)

@@ -22,8 +22,9 @@ from typing import Any
 from metabo.exceptions import UnknownAlgorithmError
 from metabo.space.algorithms import boosting, extra, oboe_grid, pipelines, table51
 from metabo.space.algorithms.proba import DecisionProbaClassifier
-from metabo.space.algorithms.spec import AlgorithmSpec
+from metabo.space.algorithms.spec import MAX_ROUNDS, AlgorithmSpec
 from metabo.space.cash import CASHSpace
+from metabo.space.values import is_integer
 
 ALGORITHMS: Mapping[str, AlgorithmSpec] = MappingProxyType(
     {s.name: s for s in (*table51.SPECS, *extra.SPECS, *oboe_grid.SPECS, *boosting.SPECS)}
@@ -47,7 +48,21 @@ def build_estimator(algorithm: str, params: Mapping[str, Any], *, seed: int | No
     """An unfitted classifier for ``(algorithm, params)``; raises
     :class:`InvalidConfigurationError` for params outside the algorithm's space."""
     spec = get_algorithm(algorithm)
-    return spec.build(spec.space.normalize(params), seed)
+    return spec.build(normalize_params(spec, params), seed)
+
+
+def normalize_params(spec: AlgorithmSpec, params: Mapping[str, Any]) -> dict[str, Any]:
+    """``params`` validated in ``spec``'s space, but for its boosting rounds
+    (:attr:`AlgorithmSpec.rounds`), which may exceed the searched range up to
+    :data:`~metabo.space.algorithms.spec.MAX_ROUNDS` (a final model's, :mod:`metabo.tuning.rounds`)."""
+    name = spec.rounds
+    if name is None or name not in params or name not in spec.space:
+        return spec.space.normalize(params)
+    hp = spec.space[name]
+    value, high = params[name], getattr(hp, "high", None)
+    if high is None or not is_integer(value) or not high < int(value) <= MAX_ROUNDS:
+        return spec.space.normalize(params)
+    return {**spec.space.normalize({**params, name: high}), name: int(value)}
 
 
 def default_cash_space(names: Iterable[str] | None = None) -> CASHSpace:
@@ -69,5 +84,6 @@ __all__ = [
     "build_estimator",
     "default_cash_space",
     "get_algorithm",
+    "normalize_params",
     "pipeline_cash_space",
 ]

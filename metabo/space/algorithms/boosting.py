@@ -93,11 +93,12 @@ class EncodedLabelsClassifier(ClassifierMixin, BaseEstimator):
             return frame
         return X
 
-    def predict_proba(self, X: Any) -> np.ndarray:
-        """Rows sum to 1; columns follow ``classes_``."""
+    def predict_proba(self, X: Any, **kwargs: Any) -> np.ndarray:
+        """Rows sum to 1; columns follow ``classes_``. ``kwargs`` go to the library's
+        ``predict_proba`` (the rounds it predicts with, :mod:`metabo.tuning.rounds`)."""
         if self.estimator_ is None:
             return np.ones((len(X), 1))
-        return np.asarray(self.estimator_.predict_proba(self._features(X)), dtype=float)
+        return np.asarray(self.estimator_.predict_proba(self._features(X), **kwargs), dtype=float)
 
     def predict(self, X: Any) -> np.ndarray:
         """The most probable class per row, in the original labels."""
@@ -136,7 +137,7 @@ SPECS: tuple[AlgorithmSpec, ...] = (
             Float("min_child_weight", 0.01, 100.0, log=True, default=1.0),
             Float("reg_lambda", 1e-3, 1e3, log=True, default=1.0),
         ),
-        needs_scaling=False, encoding="ordinal", handles_missing=True, build=_xgboost,
+        needs_scaling=False, encoding="ordinal", handles_missing=True, build=_xgboost, rounds="n_estimators",
     ),
     AlgorithmSpec(
         "catboost",
@@ -148,6 +149,6 @@ SPECS: tuple[AlgorithmSpec, ...] = (
             Float("l2_leaf_reg", 1.0, 10.0, log=True, default=3.0),
             Float("bagging_temperature", 0.0, 1.0, default=1.0),
         ),
-        needs_scaling=False, encoding="ordinal", handles_missing=True, build=_catboost,
+        needs_scaling=False, encoding="ordinal", handles_missing=True, build=_catboost, rounds="iterations",
     ),
 )

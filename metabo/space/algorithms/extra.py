@@ -115,7 +115,7 @@ SPECS: tuple[AlgorithmSpec, ...] = (
             Float("colsample_bytree", 0.5, 1.0, default=1.0),
             Float("reg_lambda", *_L2, log=True, default=1e-10),
         ),
-        needs_scaling=False, encoding="ordinal", handles_missing=True, build=_lightgbm,
+        needs_scaling=False, encoding="ordinal", handles_missing=True, build=_lightgbm, rounds="n_estimators",
     ),
     AlgorithmSpec(
         "mlp",

@@ -12,6 +12,10 @@ from metabo.space.space import SearchSpace
 #: ``build(params, seed)``: an unfitted scikit-learn classifier; ``params`` are valid.
 Builder: TypeAlias = Callable[[Mapping[str, Any], "int | None"], Any]
 
+#: the most boosting rounds a final model may take beyond its algorithm's searched range
+#: (:attr:`AlgorithmSpec.rounds`)
+MAX_ROUNDS = 5000
+
 
 @dataclass(frozen=True)
 class AlgorithmSpec:
@@ -26,6 +30,9 @@ class AlgorithmSpec:
     as they are.
     ``encoding_param``: the hyperparameter that chooses the encoding per configuration
     instead (a pipeline's encoder step, :mod:`.pipelines`); :meth:`needs_for` reads it.
+    ``rounds``: a gradient-boosting library's number of boosting rounds, which a final model
+    may take beyond the searched range, up to :data:`MAX_ROUNDS`
+    (:func:`metabo.space.algorithms.build_estimator`, :mod:`metabo.tuning.rounds`).
     """
 
     name: str
@@ -35,6 +42,7 @@ class AlgorithmSpec:
     handles_missing: bool
     build: Builder
     encoding_param: str | None = None
+    rounds: str | None = None
 
     def needs_for(self, params: Mapping[str, Any]) -> AlgorithmSpec:
         """The preprocessing needs of the configuration ``params``: this spec, with the
