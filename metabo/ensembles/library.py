@@ -152,6 +152,14 @@ class OutOfFoldLibrary:
             library.add(number, value, proba)
         return library
 
+    def replaced(self, number: int, value: float, proba: np.ndarray) -> OutOfFoldLibrary:
+        """A library of the same selection rows and options where model ``number`` has the
+        probabilities ``proba`` and value ``value`` (added when it had none): the model
+        that will be fitted for that trial, when it differs from the trial's (a model given
+        more boosting rounds, :mod:`metabo.tuning.rounds`), is the one weighed."""
+        models = {k: (self._values[k], self.selection.probas[k]) for k in self.selection.probas}
+        return self.refitted({**models, number: (float(value), np.asarray(proba, dtype=float))})
+
     def among(self, numbers: Iterable[int]) -> OutOfFoldLibrary:
         """A library of the same selection rows and options holding only the models
         ``numbers`` of this one (those it does not hold are ignored): an ensemble chosen

@@ -11,7 +11,7 @@ import os
 import time
 from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -413,13 +413,16 @@ class Promotions:
 def _ensemble_model(choice: EnsembleChoice, history: History, setup: Setup, *, seed: int, metric: str,
                     clock: TimeBudget | None, growth: FitGrowth, refit_rows: int,
                     writer: ModelWriter | None = None, library: OutOfFoldLibrary | None = None,
-                    single: int | None = None, reuse: EnsembleModel | None = None,
+                    single: int | None = None, single_params: Mapping[str, Any] | None = None,
+                    reuse: EnsembleModel | None = None,
                     ) -> tuple[tuple[EnsembleModel, float | None] | None, str]:
     """The chosen ensemble fitted on training + validation rows and its test ``metric``
     (:func:`~metabo.ensembles.model.refit_test_error`) with a note, or None and why.
 
     ``reuse``: the selected configuration ``single`` already fitted on these rows (the
-    model in hand), not fitted again (:meth:`EnsembleModel.fit_dataset`).
+    model in hand), not fitted again (:meth:`EnsembleModel.fit_dataset`); ``single_params``:
+    its parameters in the model, when they are not its trial's (more boosting rounds,
+    :mod:`metabo.tuning.rounds`).
 
     Under a time budget only the members whose fits, and writes when a ``writer`` will
     write the model (:meth:`ModelWriter.predict`), fit in the time left are fitted: the
@@ -472,7 +475,8 @@ def _ensemble_model(choice: EnsembleChoice, history: History, setup: Setup, *, s
             total = sum(kept.values())
             weights = {k: w / total for k, w in kept.items()}
     numbers = list(weights)
-    members = [(history[k].algorithm, dict(history[k].params)) for k in numbers]
+    members = [(history[k].algorithm, dict(single_params if k == single and single_params is not None
+                                            else history[k].params)) for k in numbers]
     stop = clock  # a fit that ends by its deadline leaves the time to write it
     if clock is not None and writer is not None:
         stop = clock.less(sum(writes[k] for k in numbers) + DEADLINE_GRACE)

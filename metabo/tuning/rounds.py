@@ -21,7 +21,9 @@ rounds (:func:`~metabo.space.algorithms.normalize_params` admits them up to
 
 Deviation: the count is chosen on the validation rows that also selected the configuration, so
 its value is optimistic by the choice among the grid's counts, as any early-stopped booster's.
-Only the model's configuration is given more rounds; an ensemble's members keep their own.
+Only the model's configuration is given more rounds; an ensemble's other members keep their
+own, and the model's predictions with its rounds stand for it among them when the ensemble is
+chosen (:meth:`~metabo.ensembles.library.OutOfFoldLibrary.replaced`).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import logging
 import time
 import warnings
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -79,6 +81,9 @@ class Rounds:
     best_value: float
     rows: int
     seconds: float
+    #: the validation rows' class probabilities at ``best`` rounds (the library's entry for
+    #: the model, :meth:`~metabo.ensembles.library.OutOfFoldLibrary.replaced`)
+    probabilities: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     @property
     def gained(self) -> bool:
@@ -168,12 +173,14 @@ def more_rounds(record: TrialRecord, setup: Setup, *, seed: int, metric: str, se
         X = pipeline[:-1].transform(data.iloc[split.valid_idx])
         estimator, truth = pipeline[-1], codes[split.valid_idx]
         score, staged, n_classes = get_metric(metric), STAGED[record.algorithm], len(class_labels(setup.data))
-        values = {}
+        values, probabilities = {}, {}
         for k in round_counts(own, made):
             proba = np.asarray(estimator.predict_proba(X, **staged(k)), dtype=float)
-            values[k] = float(score(truth, align_proba(proba, np.asarray(estimator.classes_), n_classes)))
+            probabilities[k] = align_proba(proba, np.asarray(estimator.classes_), n_classes)
+            values[k] = float(score(truth, probabilities[k]))
     best = min(values, key=lambda k: (values[k], k))
-    return Rounds(name, own, best, values[own], values[best], split.n_train, time.monotonic() - began)
+    return Rounds(name, own, best, values[own], values[best], split.n_train, time.monotonic() - began,
+                  probabilities[best])
 
 
 def boosted(record: TrialRecord, setup: Setup, *, seed: int, metric: str, clock: TimeBudget,

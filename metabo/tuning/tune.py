@@ -489,9 +489,12 @@ def tune(
             model_rows = "train+valid" if max_rows is None else "subsample"
             if writer is not None and clock is not None:  # written now, and measured (ModelWriter)
                 writer.first(model, fitted_in)
-    if rounds is not None and rounds.gained and library is not None:  # measured against its own rounds
-        library, ensemble_note = None, ("the selected configuration gained boosting rounds on every training row; "
-                                        "the ensemble's members, measured with their own, are not weighed against it")
+    if rounds is not None and rounds.gained and library is not None:  # the model it has stands for the trial
+        if rounds.probabilities is not None and len(rounds.probabilities) == len(library.selection.y):
+            library = guard.library = library.replaced(best.number, rounds.best_value, rounds.probabilities)
+            guard.decided.clear()
+        else:
+            library, ensemble_note = None, "the selected configuration's rounds were read on other rows"
     if library is not None and best.ok and max_rows is None and (model is not None or not refit):
         key = (len(library), best.number)
         try:  # the guard's cross-validated selections take a moment too: after the model above
@@ -509,7 +512,8 @@ def tune(
             fixed = _at(setup.protocol, best.number) is setup.protocol  # the model in hand: the ensemble's rows
             fitted, why = _ensemble_model(choice, opt.history, setup, seed=seed, metric=metric, clock=clock,
                                           growth=growth, refit_rows=refit_rows, writer=writer, library=library,
-                                          single=best.number, reuse=model if fixed else None)
+                                          single=best.number, single_params=fitted_best.params,
+                                          reuse=model if fixed else None)
             if fitted is None:
                 ensemble_note = f"the ensemble was not fitted ({why}): the selected configuration instead"
             else:  # its fit's seconds: the selected configuration's (when reused) and the others'

@@ -111,3 +111,23 @@ def test_the_promotions_library_is_the_rung_of_most_rows_holding_the_best_and_an
     assert sorted(promotions.library(lib, 0).selection.probas) == [0, 2]  # 18,000 rows: 0 and 2
     assert sorted(promotions.library(lib, 1).selection.probas) == [0, 1, 2]  # 1 alone on 54,000: 6,000's
     assert promotions.library(lib, 7) is None  # never promoted: the search's library stands
+
+
+def test_replaced_swaps_one_models_predictions_and_value_and_keeps_the_others():
+    """The model given more boosting rounds stands for its trial: its probabilities and value
+    replace the trial's (or join the library), the others' are untouched, and the library
+    chooses as a fresh one holding the same models."""
+    lib = OutOfFoldLibrary.for_splits(SPLITS, CODES, K, max_models=7, seed=3)
+    for number in range(3):
+        lib.observe(_record(number, 0.2), _evaluations(_noisy(number, 0.2)))
+    better = _noisy(20, 0.05)
+    swapped = lib.replaced(1, 0.05, better)
+    assert sorted(swapped.selection.probas) == [0, 1, 2] and swapped._values[1] == 0.05
+    np.testing.assert_array_equal(swapped.selection.probas[1], better.astype(np.float32))
+    np.testing.assert_array_equal(swapped.selection.probas[0], lib.selection.probas[0])
+    np.testing.assert_array_equal(lib.selection.probas[1], _noisy(1, 0.2).astype(np.float32))  # untouched
+    assert sorted(lib.replaced(7, 0.1, better).selection.probas) == [0, 1, 2, 7]
+    fresh = OutOfFoldLibrary(CODES, K, max_models=7, seed=3)
+    for number in range(3):
+        fresh.add(number, 0.05 if number == 1 else 0.2, better if number == 1 else _noisy(number, 0.2))
+    assert swapped.choose(1).decision == fresh.choose(1).decision

@@ -181,3 +181,24 @@ def test_the_members_reserve_is_at_most_the_search_so_far():
     assert members_reserve([4.0, 8.0], searched=20.0) == pytest.approx(10.0)
     assert members_reserve([], searched=5.0) == 0.0
     assert members_reserve(iter([3.0]), searched=-1.0) == 0.0  # a clock not started yet reserves nothing
+
+
+@pytest.mark.slow
+def test_the_selected_configurations_member_takes_the_parameters_of_its_model(kept):
+    """``single_params`` (the selected configuration given more boosting rounds): its member
+    of the ensemble is fitted with them, the other members with their trials' own."""
+    from metabo.space.algorithms import get_algorithm
+    from metabo.tuning.final import FitGrowth, _ensemble_model
+    from metabo.tuning.session import prepare
+
+    setup = prepare(load_dataset("sklearn:breast_cancer"), kb=None, seed=0)
+    single = next(iter(kept.ensemble.weights))
+    algorithm = kept.history[single].algorithm
+    defaults = get_algorithm(algorithm).space.default_configuration()
+    assert defaults != dict(kept.history[single].params)
+    fitted, why = _ensemble_model(kept.ensemble, kept.history, setup, seed=0, metric="error_rate", clock=None,
+                                  growth=FitGrowth(364, 5), refit_rows=455, single=single, single_params=defaults)
+    assert fitted is not None, why
+    members = dict(zip(kept.ensemble.weights, fitted[0].members))
+    assert members[single] == (algorithm, defaults)
+    assert all(members[k] == (kept.history[k].algorithm, dict(kept.history[k].params)) for k in members if k != single)
