@@ -157,8 +157,8 @@ class SearchReserve:
             # promotions may make one the model: metabo.tuning.rounds): the last rung's share
             # of the budget, as successive halving gives each rung about as much (Li et al.
             # 2018, Algorithm 1: n_i r_i about B / (s + 1)), the model's fits included
-            fits = parts["model's fit"] + parts.get("its fit on every row", 0.0)
-            parts["more rounds"] = max(clock.seconds / len(self.setup.rungs) - fits, 0.0)
+            model_fits = parts["model's fit"] + parts.get("its fit on every row", 0.0)
+            parts["more rounds"] = max(clock.seconds / len(self.setup.rungs) - model_fits, 0.0)
         own = sum(parts.values())
         if library is None or best is None or len(library) < 2:
             return own

@@ -83,7 +83,7 @@ class Rounds:
     seconds: float
     #: the validation rows' class probabilities at ``best`` rounds (the library's entry for
     #: the model, :meth:`~metabo.ensembles.library.OutOfFoldLibrary.replaced`)
-    probabilities: np.ndarray | None = field(default=None, repr=False, compare=False)
+    probabilities: np.ndarray = field(repr=False, compare=False)
 
     @property
     def gained(self) -> bool:

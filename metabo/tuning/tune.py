@@ -490,7 +490,7 @@ def tune(
             if writer is not None and clock is not None:  # written now, and measured (ModelWriter)
                 writer.first(model, fitted_in)
     if rounds is not None and rounds.gained and library is not None:  # the model it has stands for the trial
-        if rounds.probabilities is not None and len(rounds.probabilities) == len(library.selection.y):
+        if len(rounds.probabilities) == len(library.selection.y):
             library = guard.library = library.replaced(best.number, rounds.best_value, rounds.probabilities)
             guard.decided.clear()
         else:
