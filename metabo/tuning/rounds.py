@@ -11,16 +11,22 @@ validation sample; Zhang & Yu 2005, early stopping as boosting's regularization,
 the sample grows). AutoGluon and the libraries' own early stopping choose it the same way.
 
 :func:`more_rounds`: the selected configuration is fitted with up to ``cap`` rounds on every
-training row of the search's hold-out split (not only the first rung's), and its validation
-metric read at a geometric grid of round counts by staged prediction (the first ``k`` trees of
-a fitted booster are the booster of ``k`` rounds: the libraries' ``num_iteration``,
-``iteration_range`` and ``ntree_end``). The count of lowest validation value is kept when it
-beats the configuration's own count read on the same fit; the final model then has that many
-rounds (:func:`~metabo.space.algorithms.normalize_params` admits them up to
-:data:`~metabo.space.algorithms.spec.MAX_ROUNDS`).
+training row of the search's hold-out split (not only the first rung's), ended by the time it
+is given, and its validation metric read at a geometric grid of round counts: the first ``k``
+rounds of a fitted booster are the booster of ``k`` rounds, and its scores are its bias plus
+its rounds' (Friedman 2001, eq. 10), so every count is read in one pass over the trees
+(:func:`raw_scores`). The count of lowest validation value is kept when it beats the
+configuration's own count read on the same fit; the final model then has that many rounds
+(:func:`~metabo.space.algorithms.normalize_params` admits them up to
+:data:`~metabo.space.algorithms.spec.MAX_ROUNDS`). LightGBM, XGBoost, CatBoost and
+scikit-learn's histogram boosting are read (:data:`READ`); scikit-learn's
+``GradientBoostingClassifier`` is not (a round fits one tree per class, in Python).
 
 Deviation: the count is chosen on the validation rows that also selected the configuration, so
 its value is optimistic by the choice among the grid's counts, as any early-stopped booster's.
+CatBoost's two-class fits take one Newton step per leaf up to about 100 iterations and ten
+from 200 (its ``leaf_estimation_iterations``, chosen from the iterations): there the counts
+read below that are the first rounds of the long fit, not fits of that many rounds.
 Only the model's configuration is given more rounds; an ensemble's other members keep their
 own, and the model's predictions with its rounds stand for it among them when the ensemble is
 chosen (:meth:`~metabo.ensembles.library.OutOfFoldLibrary.replaced`).
@@ -38,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from metabo.evaluation.metrics import align_proba, get_metric
-from metabo.evaluation.protocols import class_codes, class_labels
+from metabo.evaluation.protocols import Split, class_codes, class_labels
 from metabo.evaluation.runner import describe
 from metabo.exceptions import EvaluationError
 from metabo.optimizer.budget import FINAL_FIT_MARGIN, TimeBudget
@@ -49,12 +55,9 @@ from metabo.tuning.session import Setup
 
 logger = logging.getLogger(__name__)
 
-#: how each library predicts with its first ``k`` rounds
-STAGED: Mapping[str, Callable[[int], dict[str, Any]]] = {
-    "lightgbm": lambda k: {"num_iteration": k},
-    "xgboost": lambda k: {"iteration_range": (0, k)},
-    "catboost": lambda k: {"ntree_end": k},
-}
+#: the boosters whose rounds are read: their raw scores over a range of rounds
+#: (:func:`raw_scores`) and a fit the clock ends keeping the rounds made (:func:`_fit_rounds`)
+READ = frozenset({"lightgbm", "xgboost", "catboost", "hist_gradient_boosting"})
 #: the round counts read between the configuration's own and the rounds made (geometric)
 GRID = 12
 #: more rounds are read only when their fit is given at least this many times the
@@ -64,9 +67,9 @@ MORE = 1.0
 
 
 def rounds_name(algorithm: str) -> str | None:
-    """The boosting-rounds hyperparameter of ``algorithm`` when its rounds can be read
-    staged (:data:`STAGED`), else None."""
-    return get_algorithm(algorithm).rounds if algorithm in STAGED else None
+    """The boosting-rounds hyperparameter of ``algorithm`` when its rounds are read
+    (:data:`READ`), else None."""
+    return get_algorithm(algorithm).rounds if algorithm in READ else None
 
 
 @dataclass(frozen=True)
@@ -108,9 +111,9 @@ def round_counts(own: int, cap: int, points: int = GRID) -> list[int]:
 
 
 def _stop_at(estimator: Any, algorithm: str, when: float) -> dict[str, Any]:
-    """Make ``estimator`` (a booster of :data:`STAGED`) end its fit, keeping the rounds made,
-    once :func:`time.monotonic` passes ``when``: the fit parameters that do it (LightGBM's
-    and CatBoost's callbacks), or none (XGBoost's, set on the estimator)."""
+    """Make ``estimator`` (LightGBM's, XGBoost's or CatBoost's) end its fit, keeping the
+    rounds made, once :func:`time.monotonic` passes ``when``: the fit parameters that do it
+    (LightGBM's and CatBoost's callbacks), or none (XGBoost's, set on the estimator)."""
     if algorithm == "lightgbm":
         from lightgbm.callback import EarlyStopException
 
@@ -136,12 +139,104 @@ def _stop_at(estimator: Any, algorithm: str, when: float) -> dict[str, Any]:
     return {"callbacks": [CatBoostStop()]}
 
 
+#: scikit-learn's histogram boosting has no callback: it is fitted in chunks of rounds
+#: (``warm_start``), each this many times the rounds made, while the next one's predicted
+#: end (the seconds per round so far) is before the clock's
+CHUNK = 1.5
+
+
+def _fit_rounds(pipeline: Any, algorithm: str, name: str, own: int, cap: int, X: Any, y: np.ndarray,
+                when: float) -> int:
+    """Fit ``pipeline`` (its model has ``cap`` rounds) on ``X``, ``y``, ended once
+    :func:`time.monotonic` passes ``when`` (LightGBM, XGBoost, CatBoost: by their callbacks;
+    scikit-learn's histogram boosting: in chunks of :data:`CHUNK`, from ``own`` rounds):
+    the rounds it holds."""
+    if algorithm != "hist_gradient_boosting":
+        stop = _stop_at(pipeline[-1], algorithm, when)
+        pipeline.fit(X, y, **{f"model__{k}": v for k, v in stop.items()})
+        return _fitted_rounds(pipeline[-1], cap)
+    began = time.monotonic()
+    features, model = pipeline[:-1].fit_transform(X, y), pipeline[-1]
+    made = min(own, cap)
+    model.set_params(warm_start=True, **{name: made}).fit(features, y)
+    while made < cap:
+        step = min(cap, max(made + 1, int(made * CHUNK)))
+        if time.monotonic() + (time.monotonic() - began) / made * (step - made) > when:
+            break
+        model.set_params(**{name: step}).fit(features, y)
+        made = step
+    return made
+
+
+def _segment(estimator: Any, algorithm: str, X: Any, start: int, end: int) -> np.ndarray:
+    """The raw scores (log-odds; per class before the softmax) of the rounds
+    ``start..end-1`` of a fitted LightGBM, XGBoost or CatBoost model, plus its bias (its
+    initial score) where the library adds it to every range."""
+    inner = getattr(estimator, "estimator_", estimator)  # EncodedLabelsClassifier's library model
+    if algorithm == "lightgbm":
+        return np.asarray(inner.booster_.predict(X, start_iteration=start, num_iteration=end - start,
+                                                 raw_score=True), dtype=float)
+    if algorithm == "xgboost":
+        return np.asarray(inner.predict(X, output_margin=True, iteration_range=(start, end)), dtype=float)
+    return np.asarray(inner.predict(X, prediction_type="RawFormulaVal", ntree_start=start, ntree_end=end),
+                      dtype=float)
+
+
+def raw_scores(estimator: Any, algorithm: str, X: Any, counts: list[int]) -> dict[int, np.ndarray]:
+    """The raw scores of ``estimator``'s first ``k`` rounds on ``X``, for each ``k`` of the
+    increasing ``counts``, in one pass over its trees: a boosted model's score is its bias
+    plus the sum of its rounds' (Friedman 2001, eq. 10), so the scores of ``k`` rounds are
+    those of the previous count plus the rounds between. The libraries predict a range of
+    rounds (LightGBM's ``start_iteration``, XGBoost's ``iteration_range``, CatBoost's
+    ``ntree_start``) with the bias added or not (it is folded into LightGBM's first tree):
+    ``s(0,1) + s(1,2) - s(0,2)`` is what a later range carries of it, and is taken off.
+    scikit-learn's histogram boosting gives them round by round
+    (``staged_decision_function``)."""
+    if algorithm == "hist_gradient_boosting":
+        wanted, scores = set(counts), {}
+        for k, raw in enumerate(estimator.staged_decision_function(X), start=1):
+            if k in wanted:
+                scores[k] = np.array(raw, dtype=float)
+            if k >= counts[-1]:
+                break
+        return scores
+    if hasattr(estimator, "_features"):  # EncodedLabelsClassifier: the features as its library takes them
+        X = estimator._features(X)
+    bias = (_segment(estimator, algorithm, X, 0, 1) + _segment(estimator, algorithm, X, 1, 2)
+            - _segment(estimator, algorithm, X, 0, 2))
+    scores, total, start = {}, None, 0
+    for k in counts:
+        part = _segment(estimator, algorithm, X, start, k)
+        total = part if total is None else total + part - bias
+        scores[k], start = total, k
+    return scores
+
+
+def link(raw: np.ndarray) -> np.ndarray:
+    """Class probabilities from raw scores: the logistic function of a two-class model's
+    log-odds (a vector), the softmax of a multi-class model's scores (one column per class)."""
+    from scipy.special import expit, softmax
+
+    raw = np.asarray(raw, dtype=float)
+    if raw.ndim == 1 or raw.shape[1] == 1:
+        p = expit(raw.reshape(-1))
+        return np.column_stack([1.0 - p, p])
+    return np.asarray(softmax(raw, axis=1))
+
+
+#: the rows on which the probabilities of the rounds made, read by :func:`raw_scores` and
+#: :func:`link`, are checked against the model's own ``predict_proba``
+CHECKED_ROWS = 64
+
+
 def more_rounds(record: TrialRecord, setup: Setup, *, seed: int, metric: str, seconds: float,
-                cap: int = MAX_ROUNDS) -> Rounds | None:
+                cap: int = MAX_ROUNDS, split: Split | None = None) -> Rounds | None:
     """``record``'s configuration fitted with up to ``cap`` rounds, ended after ``seconds``,
-    on every training row of the search's hold-out split, and its validation ``metric`` at
-    :func:`round_counts` of the rounds made (module docstring); None when it is not a booster
-    read staged or it made no more rounds than its own. A failed fit raises
+    on every training row of the search's hold-out ``split`` (default: drawn for ``seed``),
+    and its validation ``metric`` at :func:`round_counts` of the rounds made, read in one
+    pass (:func:`raw_scores`, module docstring); None when it is not a booster read or it
+    made no more rounds than its own. A failed fit, or probabilities that are not the
+    model's own (an objective whose link is not :func:`link`), raise
     :class:`~metabo.exceptions.EvaluationError`."""
     from sklearn.base import clone
 
@@ -153,8 +248,7 @@ def more_rounds(record: TrialRecord, setup: Setup, *, seed: int, metric: str, se
         return None
     own = int(record.params[name])
     began = time.monotonic()
-    protocol = replace(setup.protocol, max_train=None)  # type: ignore[type-var]
-    split = protocol.splits(setup.data, seed)[0]
+    split = every_row_split(setup, seed) if split is None else split
     needs, estimator = registry_factory(record.algorithm, {**record.params, name: cap}, seed)
     pipeline = make_pipeline(needs, setup.data, clone(estimator, safe=False))
     codes = class_codes(setup.data)
@@ -162,25 +256,32 @@ def more_rounds(record: TrialRecord, setup: Setup, *, seed: int, metric: str, se
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            pipeline.fit(data.iloc[split.train_idx], codes[split.train_idx],
-                         **{f"model__{k}": v for k, v in _stop_at(pipeline[-1], record.algorithm,
-                                                                   began + seconds).items()})
+            made = _fit_rounds(pipeline, record.algorithm, name, own, cap, data.iloc[split.train_idx],
+                               codes[split.train_idx], began + seconds)
         except Exception as e:
             raise EvaluationError(f"{record.algorithm} with {cap} rounds failed to fit: {describe(e)}") from e
-        made = _fitted_rounds(pipeline[-1], cap)
         if made <= own:
             return None
         X = pipeline[:-1].transform(data.iloc[split.valid_idx])
         estimator, truth = pipeline[-1], codes[split.valid_idx]
-        score, staged, n_classes = get_metric(metric), STAGED[record.algorithm], len(class_labels(setup.data))
-        values, probabilities = {}, {}
-        for k in round_counts(own, made):
-            proba = np.asarray(estimator.predict_proba(X, **staged(k)), dtype=float)
-            probabilities[k] = align_proba(proba, np.asarray(estimator.classes_), n_classes)
-            values[k] = float(score(truth, probabilities[k]))
+        classes, n_classes = np.asarray(estimator.classes_), len(class_labels(setup.data))
+        scores = raw_scores(estimator, record.algorithm, X, round_counts(own, made))
+        probabilities = {k: align_proba(link(raw), classes, n_classes) for k, raw in scores.items()}
+        head = X[:CHECKED_ROWS] if isinstance(X, np.ndarray) else X.iloc[:CHECKED_ROWS]
+        own_proba = align_proba(estimator.predict_proba(head), classes, n_classes)
+        if not np.allclose(probabilities[made][:CHECKED_ROWS], own_proba, atol=1e-6):
+            raise EvaluationError(f"{record.algorithm}'s rounds read from its raw scores are not its probabilities")
+    score = get_metric(metric)
+    values = {k: float(score(truth, p)) for k, p in probabilities.items()}
     best = min(values, key=lambda k: (values[k], k))
     return Rounds(name, own, best, values[own], values[best], split.n_train, time.monotonic() - began,
                   probabilities[best])
+
+
+def every_row_split(setup: Setup, seed: int) -> Split:
+    """The search's hold-out split for ``seed`` with every training row (not only the first
+    rung's): the rows the rounds are fitted and read on."""
+    return replace(setup.protocol, max_train=None).splits(setup.data, seed)[0]  # type: ignore[type-var]
 
 
 def boosted(record: TrialRecord, setup: Setup, *, seed: int, metric: str, clock: TimeBudget,
@@ -195,7 +296,8 @@ def boosted(record: TrialRecord, setup: Setup, *, seed: int, metric: str, clock:
     name = rounds_name(record.algorithm)
     if name is None or not setup.rungs:
         return None
-    rows = replace(setup.protocol, max_train=None).splits(setup.data, seed)[0].n_train  # type: ignore[type-var]
+    split = every_row_split(setup, seed)
+    rows = split.n_train
     given = clock.left() / (1.0 + (FINAL_FIT_MARGIN * refit_rows + every_rows) / max(rows, 1))
     own = seconds(record, rows) / FINAL_FIT_MARGIN
     if given < MORE * own:
@@ -203,7 +305,7 @@ def boosted(record: TrialRecord, setup: Setup, *, seed: int, metric: str, clock:
                     clock.left(), given, record.number, int(record.params[name]), own)
         return None
     try:
-        rounds = more_rounds(record, setup, seed=seed, metric=metric, seconds=given)
+        rounds = more_rounds(record, setup, seed=seed, metric=metric, seconds=given, split=split)
     except EvaluationError as e:
         logger.warning("boosting rounds: trial %d's fit failed: %s", record.number, e)
         return None
@@ -224,4 +326,5 @@ def _fitted_rounds(estimator: Any, cap: int) -> int:
     return cap
 
 
-__all__ = ["GRID", "MORE", "STAGED", "Rounds", "boosted", "more_rounds", "round_counts", "rounds_name"]
+__all__ = ["CHECKED_ROWS", "CHUNK", "GRID", "MORE", "READ", "Rounds", "boosted", "every_row_split", "link",
+           "more_rounds", "raw_scores", "round_counts", "rounds_name"]

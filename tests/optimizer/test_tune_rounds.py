@@ -1,5 +1,5 @@
 """More boosting rounds for a large table's final model (metabo.tuning.rounds): the rounds
-admitted beyond the searched range, the staged validation values against models fitted with
+admitted beyond the searched range, the validation values read in one pass against models fitted with
 that many rounds, the time that ends the fit, and tune's use of them."""
 
 from __future__ import annotations
@@ -20,10 +20,15 @@ LIGHTGBM = {"num_leaves": 8, "learning_rate": 0.3, "n_estimators": 10, "min_chil
 XGBOOST = {"n_estimators": 10, "max_depth": 3, "learning_rate": 0.3, "subsample": 1.0, "colsample_bytree": 1.0,
            "min_child_weight": 1.0, "reg_lambda": 1.0}
 CATBOOST = {"iterations": 10, "depth": 4, "learning_rate": 0.3, "l2_leaf_reg": 3.0, "bagging_temperature": 1.0}
+HISTOGRAM = {"learning_rate": 0.1, "max_iter": 10, "max_leaf_nodes": 8, "min_samples_leaf": 20,
+             "l2_regularization": 1e-10}
+BOOSTERS = [("lightgbm", LIGHTGBM), ("xgboost", XGBOOST), ("catboost", CATBOOST),
+            ("hist_gradient_boosting", HISTOGRAM)]
 
 
 def test_the_rounds_may_pass_the_searched_range_up_to_max_rounds_and_nothing_else_may():
     assert rounds_name("lightgbm") == "n_estimators" and rounds_name("catboost") == "iterations"
+    assert rounds_name("hist_gradient_boosting") == "max_iter"
     assert rounds_name("random_forest") is None and get_algorithm("random_forest").rounds is None
     assert normalize_params(get_algorithm("lightgbm"), {**LIGHTGBM, "n_estimators": 1200})["n_estimators"] == 1200
     most = build_estimator("xgboost", {**XGBOOST, "n_estimators": MAX_ROUNDS}, seed=0)
@@ -32,7 +37,7 @@ def test_the_rounds_may_pass_the_searched_range_up_to_max_rounds_and_nothing_els
                 {**LIGHTGBM, "n_estimators": 2.5e3}):
         with pytest.raises(InvalidConfigurationError):
             build_estimator("lightgbm", bad, seed=0)
-    with pytest.raises(InvalidConfigurationError):  # a forest's trees are searched, not read staged
+    with pytest.raises(InvalidConfigurationError):  # a forest's trees are searched, not read
         build_estimator("random_forest", {"n_estimators": 1000}, seed=0)
 
 
@@ -43,14 +48,23 @@ def test_round_counts_run_geometrically_from_the_own_to_the_cap():
     assert round_counts(7, 8) == [7, 8]
 
 
-@pytest.fixture(scope="module")
-def setup():
+def _setup(n_classes):
     from metabo.tuning.session import prepare
 
-    X, y = make_classification(n_samples=3000, n_features=8, n_informative=5, n_classes=3, flip_y=0.05,
+    X, y = make_classification(n_samples=3000, n_features=8, n_informative=5, n_classes=n_classes, flip_y=0.05,
                                random_state=0)
     frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(8)]).assign(target=y)
     return prepare(frame, kb=None, target="target", meta_features=False, seed=0)
+
+
+@pytest.fixture(scope="module")
+def setup():
+    return _setup(3)
+
+
+@pytest.fixture(scope="module")
+def binary():
+    return _setup(2)
 
 
 def _record(algorithm, params):
@@ -70,10 +84,17 @@ def _validation_error(setup, algorithm, params):
                          != class_codes(setup.data)[split.valid_idx]))
 
 
-@pytest.mark.parametrize(("algorithm", "params"), [("lightgbm", LIGHTGBM), ("xgboost", XGBOOST)])
-def test_the_staged_values_are_those_of_models_fitted_with_that_many_rounds(setup, algorithm, params):
-    """The validation error at the configuration's own rounds and at the best count, read on
-    one fit of 200 rounds, equal those of models fitted with exactly that many rounds."""
+@pytest.mark.parametrize("classes", [2, 3])
+@pytest.mark.parametrize(("algorithm", "params"), BOOSTERS)
+def test_the_values_read_are_those_of_models_fitted_with_that_many_rounds(setup, binary, classes, algorithm, params):
+    """The validation error at the configuration's own rounds and at the best count, read in
+    one pass over one fit of 200 rounds (the raw scores range by range, their bias taken off
+    once), equal those of models fitted with exactly that many rounds, for two classes
+    (log-odds) and three (softmax)."""
+    if (algorithm, classes) == ("catboost", 2):
+        pytest.skip("CatBoost's two-class fits take 1 Newton step per leaf up to about 100 iterations and 10 from "
+                    "200 (leaf_estimation_iterations): the first 10 rounds of a fit of 200 are not a fit of 10")
+    setup = binary if classes == 2 else setup
     rounds = more_rounds(_record(algorithm, params), setup, seed=0, metric="error_rate", seconds=600.0, cap=200)
     assert isinstance(rounds, Rounds) and rounds.own == 10 and 10 <= rounds.best <= 200
     assert rounds.own_value == pytest.approx(_validation_error(setup, algorithm, params))
@@ -82,11 +103,11 @@ def test_the_staged_values_are_those_of_models_fitted_with_that_many_rounds(setu
     assert rounds.params(params)[rounds.name] == (rounds.best if rounds.gained else 10)
 
 
-@pytest.mark.parametrize(("algorithm", "params"), [("lightgbm", LIGHTGBM), ("xgboost", XGBOOST),
-                                                   ("catboost", CATBOOST)])
+@pytest.mark.parametrize(("algorithm", "params"), BOOSTERS)
 def test_a_fit_given_no_time_ends_with_no_more_rounds(setup, algorithm, params):
     """The fit ends after the time it is given, keeping the rounds made: given none, it makes
-    one round, not more than the configuration's own, so no rounds are read."""
+    one round (the libraries' callbacks) or its own (scikit-learn's, in chunks from its own),
+    not more than the configuration's own, so no rounds are read."""
     assert more_rounds(_record(algorithm, params), setup, seed=0, metric="error_rate", seconds=0.0) is None
     assert more_rounds(_record("random_forest", {"n_estimators": 10}), setup, seed=0, metric="error_rate",
                        seconds=60.0) is None

@@ -102,6 +102,7 @@ SPECS: tuple[AlgorithmSpec, ...] = (
             Float("l2_regularization", *_L2, log=True, default=1e-10),
         ),
         needs_scaling=False, encoding="ordinal", handles_missing=True, build=_hist_gradient_boosting,
+        rounds="max_iter",
     ),
     AlgorithmSpec(
         "lightgbm",
