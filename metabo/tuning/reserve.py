@@ -32,6 +32,12 @@ if TYPE_CHECKING:
     from metabo.ensembles.library import EnsembleChoice, OutOfFoldLibrary
 
 
+#: without successive halving, the share of the budget kept for a booster model's more rounds
+#: and its fits (:mod:`metabo.tuning.rounds`): the last rung's share under the fewest rungs
+#: successive halving runs (three: :func:`~metabo.optimizer.halving.rung_sizes`)
+ROUNDS_SHARE = 1.0 / 3.0
+
+
 class GuardAnswers:
     """The guard's answers (:meth:`~metabo.ensembles.library.OutOfFoldLibrary.choose`) by
     (library size, best trial), asked during the search and reused after it when neither
@@ -71,7 +77,8 @@ class SearchReserve:
     (``final_rows="all"``); successive halving's promotions
     (:func:`~metabo.tuning.final._halving_reserve`) and, when that trial or one they would
     promote is a booster, its rounds read on every training row (:mod:`metabo.tuning.rounds`:
-    the last rung's share of the budget, the model's fits included); the guard's answer after the search
+    the last rung's share of the budget, the model's fits included; without successive
+    halving, when the model is a booster, ``ROUNDS_SHARE`` of it); the guard's answer after the search
     (on a library one model larger than now); and the fits of an ensemble's other members
     (at most ``ENSEMBLE_RESERVE`` in all, never more seconds than the search has run:
     :func:`~metabo.tuning.final.members_reserve`). When the runners-up's fits would stop
@@ -152,13 +159,15 @@ class SearchReserve:
         promoted = first_promoted(opt.history, self.setup.rungs, affordable)  # none without halving
         to_make = [r for r in promoted if (r.number, self.setup.rungs[1]) not in self.known]
         parts["promotions"] = _halving_reserve(to_make, self.setup.rungs, clock.seconds)
-        if self.setup.rungs and best is not None and any(rounds_name(r.algorithm) for r in (best, *promoted)):
+        if best is not None and any(rounds_name(r.algorithm) for r in (best, *promoted)):
             # the model's rounds, read on every training row when it is a booster (the
-            # promotions may make one the model: metabo.tuning.rounds): the last rung's share
-            # of the budget, as successive halving gives each rung about as much (Li et al.
-            # 2018, Algorithm 1: n_i r_i about B / (s + 1)), the model's fits included
+            # promotions may make one the model: metabo.tuning.rounds), its fits included:
+            # under successive halving the last rung's share of the budget, as it gives each
+            # rung about as much (Li et al. 2018, Algorithm 1: n_i r_i about B / (s + 1));
+            # without it, ROUNDS_SHARE of it
+            share = clock.seconds * (1.0 / len(self.setup.rungs) if self.setup.rungs else ROUNDS_SHARE)
             model_fits = parts["model's fit"] + parts.get("its fit on every row", 0.0)
-            parts["more rounds"] = max(clock.seconds / len(self.setup.rungs) - model_fits, 0.0)
+            parts["more rounds"] = max(share - model_fits, 0.0)
         own = sum(parts.values())
         if library is None or best is None or len(library) < 2:
             return own
@@ -189,4 +198,4 @@ class SearchReserve:
         return own + parts["members"]
 
 
-__all__ = ["GuardAnswers", "SearchReserve"]
+__all__ = ["ROUNDS_SHARE", "GuardAnswers", "SearchReserve"]

@@ -1,18 +1,19 @@
-"""More boosting rounds for a large table's final model, chosen on the validation rows.
+"""More boosting rounds for a booster final model, chosen on the validation rows.
 
 The default space searches at most 200 boosting rounds (``metabo.space.algorithms.boosting``:
 so that one trial stays fast), and on a large table successive halving compares
 configurations on a few thousand rows (:mod:`metabo.optimizer.halving`), where a few hundred
-rounds are what the data support. On every row the same configuration keeps gaining from
-rounds the search never measured: the number of rounds ``M`` is the complexity that grows with
+rounds are what the data support. The same configuration keeps gaining from rounds the search
+never measured, the more so on more rows: the number of rounds ``M`` is the complexity that grows with
 the data, and it is chosen on held-out rows (Friedman 2001, "Greedy function approximation",
 sec. 5: for a given shrinkage ``M`` is estimated by monitoring the prediction risk on a
 validation sample; Zhang & Yu 2005, early stopping as boosting's regularization, consistent as
 the sample grows). AutoGluon and the libraries' own early stopping choose it the same way.
 
 :func:`more_rounds`: the selected configuration is fitted with up to ``cap`` rounds on every
-training row of the search's hold-out split (not only the first rung's), ended by the time it
-is given, and its validation metric read at a geometric grid of round counts: the first ``k``
+training row of the search's hold-out split (not only successive halving's first rung's), or
+of each fold of its cross-validation (every selection row then has its out-of-fold value),
+ended by the time it is given, and its validation metric read at a geometric grid of round counts: the first ``k``
 rounds of a fitted booster are the booster of ``k`` rounds, and its scores are its bias plus
 its rounds' (Friedman 2001, eq. 10), so every count is read in one pass over the trees
 (:func:`raw_scores`). The count of lowest validation value is kept when it beats the
@@ -87,6 +88,8 @@ class Rounds:
     #: the validation rows' class probabilities at ``best`` rounds (the library's entry for
     #: the model, :meth:`~metabo.ensembles.library.OutOfFoldLibrary.replaced`)
     probabilities: np.ndarray = field(repr=False, compare=False)
+    #: the splits read: the hold-out (1) or the folds of cross-validation, ``rows`` in each
+    folds: int = 1
 
     @property
     def gained(self) -> bool:
@@ -100,8 +103,8 @@ class Rounds:
     def describe(self) -> str:
         """One line for the summary."""
         return (f"{self.best} boosting rounds ({self.name}) where the configuration has {self.own}: validation "
-                f"{self.best_value:.4g} against {self.own_value:.4g} on its {self.rows} training rows "
-                f"({self.seconds:.1f} s)")
+                f"{self.best_value:.4g} against {self.own_value:.4g} on its {self.rows} training rows"
+                f"{'' if self.folds == 1 else f' in each of {self.folds} folds'} ({self.seconds:.1f} s)")
 
 
 def round_counts(own: int, cap: int, points: int = GRID) -> list[int]:
@@ -230,16 +233,20 @@ CHECKED_ROWS = 64
 
 
 def more_rounds(record: TrialRecord, setup: Setup, *, seed: int, metric: str, seconds: float,
-                cap: int = MAX_ROUNDS, split: Split | None = None) -> Rounds | None:
-    """``record``'s configuration fitted with up to ``cap`` rounds, ended after ``seconds``,
-    on every training row of the search's hold-out ``split`` (default: drawn for ``seed``),
-    and its validation ``metric`` at :func:`round_counts` of the rounds made, read in one
-    pass (:func:`raw_scores`, module docstring); None when it is not a booster read or it
-    made no more rounds than its own. A failed fit, or probabilities that are not the
-    model's own (an objective whose link is not :func:`link`), raise
-    :class:`~metabo.exceptions.EvaluationError`."""
+                cap: int = MAX_ROUNDS, splits: list[Split] | None = None) -> Rounds | None:
+    """``record``'s configuration fitted with up to ``cap`` rounds, ended after ``seconds``
+    in all, on every training row of each of the search's ``splits`` (default:
+    :func:`rounds_splits` for ``seed``: the hold-out, or every fold), and its validation
+    ``metric`` on their validation rows together (the ensemble's selection rows,
+    :func:`~metabo.ensembles.search.selection_rows`) at :func:`round_counts` of the rounds
+    made, read in one pass (:func:`raw_scores`, module docstring). Each split's fit ends by
+    its share of ``seconds`` and a later one makes at most the rounds of those before it.
+    None when it is not a booster read or a fit made no more rounds than its own. A failed
+    fit, or probabilities that are not the model's own (an objective whose link is not
+    :func:`link`), raise :class:`~metabo.exceptions.EvaluationError`."""
     from sklearn.base import clone
 
+    from metabo.ensembles.search import selection_rows
     from metabo.evaluation.factories import registry_factory
     from metabo.evaluation.preprocessing import make_pipeline
 
@@ -248,64 +255,73 @@ def more_rounds(record: TrialRecord, setup: Setup, *, seed: int, metric: str, se
         return None
     own = int(record.params[name])
     began = time.monotonic()
-    split = every_row_split(setup, seed) if split is None else split
-    needs, estimator = registry_factory(record.algorithm, {**record.params, name: cap}, seed)
-    pipeline = make_pipeline(needs, setup.data, clone(estimator, safe=False))
-    codes = class_codes(setup.data)
-    data = setup.data.X
+    splits = rounds_splits(setup, seed) if splits is None else splits
+    codes, data, n_classes = class_codes(setup.data), setup.data.X, len(class_labels(setup.data))
+    fitted, made = [], cap
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        try:
-            made = _fit_rounds(pipeline, record.algorithm, name, own, cap, data.iloc[split.train_idx],
-                               codes[split.train_idx], began + seconds)
-        except Exception as e:
-            raise EvaluationError(f"{record.algorithm} with {cap} rounds failed to fit: {describe(e)}") from e
-        if made <= own:
-            return None
-        X = pipeline[:-1].transform(data.iloc[split.valid_idx])
-        estimator, truth = pipeline[-1], codes[split.valid_idx]
-        classes, n_classes = np.asarray(estimator.classes_), len(class_labels(setup.data))
-        scores = raw_scores(estimator, record.algorithm, X, round_counts(own, made))
-        probabilities = {k: align_proba(link(raw), classes, n_classes) for k, raw in scores.items()}
+        for i, split in enumerate(splits):
+            needs, estimator = registry_factory(record.algorithm, {**record.params, name: made}, seed)
+            pipeline = make_pipeline(needs, setup.data, clone(estimator, safe=False))
+            try:
+                made = _fit_rounds(pipeline, record.algorithm, name, own, made, data.iloc[split.train_idx],
+                                   codes[split.train_idx], began + seconds * (i + 1) / len(splits))
+            except Exception as e:
+                raise EvaluationError(f"{record.algorithm} with {cap} rounds failed to fit: {describe(e)}") from e
+            if made <= own:
+                return None
+            fitted.append(pipeline)
+        counts = round_counts(own, made)
+        parts: dict[int, list[np.ndarray]] = {k: [] for k in counts}
+        for pipeline, split in zip(fitted, splits, strict=True):
+            X = pipeline[:-1].transform(data.iloc[split.valid_idx])
+            estimator = pipeline[-1]
+            classes = np.asarray(estimator.classes_)
+            scores = raw_scores(estimator, record.algorithm, X, counts)
+            for k in counts:
+                parts[k].append(align_proba(link(scores[k]), classes, n_classes))
+        # the last split's model has exactly the rounds made: its own probabilities check the reading
         head = X[:CHECKED_ROWS] if isinstance(X, np.ndarray) else X.iloc[:CHECKED_ROWS]
         own_proba = align_proba(estimator.predict_proba(head), classes, n_classes)
-        if not np.allclose(probabilities[made][:CHECKED_ROWS], own_proba, atol=1e-6):
+        if not np.allclose(parts[made][-1][:CHECKED_ROWS], own_proba, atol=1e-6):
             raise EvaluationError(f"{record.algorithm}'s rounds read from its raw scores are not its probabilities")
-    score = get_metric(metric)
+    probabilities = {k: np.concatenate(v) for k, v in parts.items()}
+    truth, score = codes[selection_rows(splits)], get_metric(metric)
     values = {k: float(score(truth, p)) for k, p in probabilities.items()}
     best = min(values, key=lambda k: (values[k], k))
-    return Rounds(name, own, best, values[own], values[best], split.n_train, time.monotonic() - began,
-                  probabilities[best])
+    return Rounds(name, own, best, values[own], values[best], splits[0].n_train, time.monotonic() - began,
+                  probabilities[best], folds=len(splits))
 
 
-def every_row_split(setup: Setup, seed: int) -> Split:
-    """The search's hold-out split for ``seed`` with every training row (not only the first
-    rung's): the rows the rounds are fitted and read on."""
-    return replace(setup.protocol, max_train=None).splits(setup.data, seed)[0]  # type: ignore[type-var]
+def rounds_splits(setup: Setup, seed: int) -> list[Split]:
+    """The search's splits for ``seed`` with every training row (not only successive
+    halving's first rung's): the rows the rounds are fitted and read on."""
+    return replace(setup.protocol, max_train=None).splits(setup.data, seed)  # type: ignore[type-var]
 
 
 def boosted(record: TrialRecord, setup: Setup, *, seed: int, metric: str, clock: TimeBudget,
             seconds: Callable[[TrialRecord, int], float], refit_rows: int, every_rows: int) -> Rounds | None:
-    """:func:`more_rounds` for the model's configuration ``record`` under ``clock``: its fit
-    on the hold-out's training rows is given the seconds that leave time for the fits it
-    decides, linear in the rows: the final fit on ``refit_rows`` rows (with the margin
-    :data:`~metabo.optimizer.budget.FINAL_FIT_MARGIN`: the model depends on it) and the fit
-    on ``every_rows`` rows (0: none; it is skipped when it would not fit). None, logged,
-    when that time would not hold more rounds than the configuration's own (predicted by
+    """:func:`more_rounds` for the model's configuration ``record`` under ``clock``: its fits
+    on the splits' training rows (``n`` rows in all) are given the seconds ``g`` that leave
+    time for the fits it decides, linear in the rows: the final fit on ``refit_rows`` rows
+    (with the margin :data:`~metabo.optimizer.budget.FINAL_FIT_MARGIN`: the model depends on
+    it) and the fit on ``every_rows`` rows (0: none; it is skipped when it would not fit),
+    ``g (1 + (margin refit_rows + every_rows) / n)`` = the time left. None, logged, when that
+    time would not hold more rounds than the configuration's own (predicted by
     ``seconds(record, rows)``, with its margin) or the fit fails."""
     name = rounds_name(record.algorithm)
-    if name is None or not setup.rungs:
+    if name is None:
         return None
-    split = every_row_split(setup, seed)
-    rows = split.n_train
+    splits = rounds_splits(setup, seed)
+    rows = sum(s.n_train for s in splits)
     given = clock.left() / (1.0 + (FINAL_FIT_MARGIN * refit_rows + every_rows) / max(rows, 1))
-    own = seconds(record, rows) / FINAL_FIT_MARGIN
+    own = sum(seconds(record, s.n_train) for s in splits) / FINAL_FIT_MARGIN
     if given < MORE * own:
         logger.info("boosting rounds: %.1f s left give a fit of %.1f s, and trial %d's %d rounds take about %.1f s",
                     clock.left(), given, record.number, int(record.params[name]), own)
         return None
     try:
-        rounds = more_rounds(record, setup, seed=seed, metric=metric, seconds=given, split=split)
+        rounds = more_rounds(record, setup, seed=seed, metric=metric, seconds=given, splits=splits)
     except EvaluationError as e:
         logger.warning("boosting rounds: trial %d's fit failed: %s", record.number, e)
         return None
@@ -326,5 +342,5 @@ def _fitted_rounds(estimator: Any, cap: int) -> int:
     return cap
 
 
-__all__ = ["CHECKED_ROWS", "CHUNK", "GRID", "MORE", "READ", "Rounds", "boosted", "every_row_split", "link",
+__all__ = ["CHECKED_ROWS", "CHUNK", "GRID", "MORE", "READ", "Rounds", "boosted", "rounds_splits", "link",
            "more_rounds", "raw_scores", "round_counts", "rounds_name"]

@@ -464,8 +464,8 @@ def tune(
             logger.warning("no trial's fit on the %d training + validation rows fits in the %.1f s left (trial %d %s "
                            "would need about %.0f s): it is fitted on %d of them, stratified", refit_rows,
                            reserve.clock.left(), best.number, best.algorithm, reserve.scored_fit(best), max_rows)
-    rounds, fitted_best = None, best  # more boosting rounds for the model on a large table
-    if reserve is not None and best.ok and max_rows is None and setup.rungs:
+    rounds, fitted_best = None, best  # more boosting rounds for a booster model
+    if reserve is not None and best.ok and max_rows is None:
         rounds = boosted(best, setup, seed=seed, metric=metric, clock=reserve.clock, refit_rows=refit_rows,
                          every_rows=setup.data.n_instances if final_rows == "all" else 0,
                          seconds=lambda r, rows: reserve.written * growth.seconds(r, rows))

@@ -288,3 +288,28 @@ def test_the_ensemble_is_chosen_among_the_trials_of_the_largest_rung(large):
     promoted = {k for k, v in result.rungs[1].values.items() if np.isfinite(v)}
     assert result.ensemble is not None and result.ensemble.models == len(promoted) >= 2
     assert set(result.ensemble.weights) <= promoted and result.best.number in promoted
+
+
+def test_without_halving_a_booster_model_keeps_the_rounds_share_of_the_budget():
+    """SearchReserve by hand on a table without rungs: a booster model keeps ROUNDS_SHARE of
+    the budget for its rounds, its fit included; a model that is not a booster keeps none,
+    even with a booster behind it (no promotions can make it the model)."""
+    from types import SimpleNamespace
+
+    from metabo.optimizer.budget import TimeBudget, final_fit_seconds
+    from metabo.tuning.final import FitGrowth
+    from metabo.tuning.reserve import ROUNDS_SHARE, GuardAnswers, SearchReserve
+
+    setup = SimpleNamespace(rungs=(), data=SimpleNamespace(n_instances=5000))
+
+    def reserve(history):
+        return SearchReserve(SimpleNamespace(history=history), setup, TimeBudget(90.0), GuardAnswers(None),
+                             FitGrowth(3000), refit_rows=4000, final_rows="train+valid")
+
+    booster = reserve(_records([("lightgbm", 0.20, 1.5), ("random_forest", 0.30, 1.0)]))
+    fit = final_fit_seconds(booster.opt.history[0], train_rows=3000, final_rows=4000)
+    assert booster() == pytest.approx(ROUNDS_SHARE * 90.0) and fit < ROUNDS_SHARE * 90.0
+    assert booster.parts["more rounds"] == pytest.approx(ROUNDS_SHARE * 90.0 - fit)
+    forest = reserve(_records([("lightgbm", 0.30, 1.5), ("random_forest", 0.20, 1.0)]))
+    assert forest() == pytest.approx(final_fit_seconds(forest.opt.history[1], train_rows=3000, final_rows=4000))
+    assert "more rounds" not in forest.parts

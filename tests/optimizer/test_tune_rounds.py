@@ -72,31 +72,37 @@ def _record(algorithm, params):
 
 
 def _validation_error(setup, algorithm, params):
-    """The validation error rate of ``params`` fitted on the hold-out's training rows: the reference."""
+    """The error rate of ``params`` fitted on each split's training rows, on their validation
+    rows together (each fold's out-of-fold predictions): the reference."""
     from dataclasses import replace
 
     from metabo.ensembles.model import EnsembleModel
     from metabo.evaluation.protocols import class_codes
 
-    split = replace(setup.protocol, max_train=None).splits(setup.data, 0)[0]
-    model = EnsembleModel([(algorithm, params)], seed=0).fit_dataset(setup.data, split.train_idx)
-    return float(np.mean(model.predict_codes(setup.data.X.iloc[split.valid_idx])
-                         != class_codes(setup.data)[split.valid_idx]))
+    wrong = rows = 0
+    for split in replace(setup.protocol, max_train=None).splits(setup.data, 0):
+        model = EnsembleModel([(algorithm, params)], seed=0).fit_dataset(setup.data, split.train_idx)
+        wrong += int(np.sum(model.predict_codes(setup.data.X.iloc[split.valid_idx])
+                            != class_codes(setup.data)[split.valid_idx]))
+        rows += len(split.valid_idx)
+    return wrong / rows
 
 
 @pytest.mark.parametrize("classes", [2, 3])
 @pytest.mark.parametrize(("algorithm", "params"), BOOSTERS)
 def test_the_values_read_are_those_of_models_fitted_with_that_many_rounds(setup, binary, classes, algorithm, params):
     """The validation error at the configuration's own rounds and at the best count, read in
-    one pass over one fit of 200 rounds (the raw scores range by range, their bias taken off
-    once), equal those of models fitted with exactly that many rounds, for two classes
-    (log-odds) and three (softmax)."""
+    one pass over each fold's fit of 200 rounds (the raw scores range by range, their bias
+    taken off once), equal those of models fitted with exactly that many rounds on each fold
+    (the 3,000 rows are cross-validated: every selection row has its out-of-fold value), for
+    two classes (log-odds) and three (softmax)."""
     if (algorithm, classes) == ("catboost", 2):
         pytest.skip("CatBoost's two-class fits take 1 Newton step per leaf up to about 100 iterations and 10 from "
                     "200 (leaf_estimation_iterations): the first 10 rounds of a fit of 200 are not a fit of 10")
     setup = binary if classes == 2 else setup
     rounds = more_rounds(_record(algorithm, params), setup, seed=0, metric="error_rate", seconds=600.0, cap=200)
     assert isinstance(rounds, Rounds) and rounds.own == 10 and 10 <= rounds.best <= 200
+    assert rounds.folds == setup.folds == 5 and len(rounds.probabilities) == 2400
     assert rounds.own_value == pytest.approx(_validation_error(setup, algorithm, params))
     assert rounds.best_value == pytest.approx(_validation_error(setup, algorithm, {**params, rounds.name: rounds.best}))
     assert rounds.best_value <= rounds.own_value
@@ -130,3 +136,27 @@ def test_tune_gives_a_large_tables_booster_the_rounds_its_validation_rows_choose
     (_, params), = result.model.members_
     assert params["n_estimators"] == (rounds.best if rounds.gained else rounds.own)
     assert rounds.gained == (rounds.best_value < rounds.own_value and rounds.best > rounds.own)
+
+
+@pytest.mark.slow
+def test_tune_reads_a_cross_validated_boosters_rounds_on_every_fold():
+    """Under a time budget on 2,000 rows (5-fold cross-validation, no halving), a booster
+    model's rounds are read on the five folds, their out-of-fold probabilities stand for its
+    trial in the ensemble's library (every selection row), and the model has the rounds kept."""
+    from metabo.optimizer import tune
+    from metabo.space.algorithms import default_cash_space
+
+    X, y = make_classification(n_samples=2000, n_features=6, n_informative=4, random_state=0)
+    frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(6)]).assign(target=y)
+    result = tune(frame, target="target", time_budget=15, space=default_cash_space(["lightgbm"]), seed=0)
+    assert not result.rungs and result.cv == 5
+    rounds = result.rounds
+    assert rounds is not None and rounds.folds == 5 and len(rounds.probabilities) == 1600
+    assert "other rows" not in (result.ensemble_note or "")
+
+    def others(params):
+        return {k: v for k, v in params.items() if k != "n_estimators"}
+
+    # the model's member of the best configuration (alone, or in the ensemble) has the rounds kept
+    member, = [p for _, p in result.model.members_ if others(p) == others(result.best.params)]
+    assert member["n_estimators"] == (rounds.best if rounds.gained else rounds.own)
