@@ -78,7 +78,8 @@ class SearchReserve:
     (:func:`~metabo.tuning.final._halving_reserve`) and, when that trial or one they would
     promote is a booster, its rounds read on every training row (:mod:`metabo.tuning.rounds`:
     the last rung's share of the budget, the model's fits included; without successive
-    halving, when the model is a booster, ``ROUNDS_SHARE`` of it); the guard's answer after the search
+    halving, when the model is a booster, ``ROUNDS_SHARE`` of it; none for a trial whose rounds
+    were ``read``: the search resumes after them in what they did not spend); the guard's answer after the search
     (on a library one model larger than now); and the fits of an ensemble's other members
     (at most ``ENSEMBLE_RESERVE`` in all, never more seconds than the search has run:
     :func:`~metabo.tuning.final.members_reserve`). When the runners-up's fits would stop
@@ -115,6 +116,8 @@ class SearchReserve:
     #: the last call's seconds by what they are kept for, and the trial whose model they fit
     parts: dict[str, float] = dataclasses.field(default_factory=dict)
     model: TrialRecord | None = None
+    #: the trials whose boosting rounds have been read (no share is kept for them again)
+    read: set[int] = dataclasses.field(default_factory=set)
 
     def describe(self) -> str:
         """The last call's reserve, part by part (for the log when the search stops)."""
@@ -159,7 +162,7 @@ class SearchReserve:
         promoted = first_promoted(opt.history, self.setup.rungs, affordable)  # none without halving
         to_make = [r for r in promoted if (r.number, self.setup.rungs[1]) not in self.known]
         parts["promotions"] = _halving_reserve(to_make, self.setup.rungs, clock.seconds)
-        if best is not None and any(rounds_name(r.algorithm) for r in (best, *promoted)):
+        if best is not None and any(rounds_name(r.algorithm) and r.number not in self.read for r in (best, *promoted)):
             # the model's rounds, read on every training row when it is a booster (the
             # promotions may make one the model: metabo.tuning.rounds), its fits included:
             # under successive halving the last rung's share of the budget, as it gives each

@@ -409,6 +409,18 @@ def tune(
                                 writing=writer is not None, known=known)
     rungs: list[Rung] = []
     promotions = Promotions()  # their predictions: the ensemble is chosen among the most rows'
+    read: dict[int, Rounds | None] = {}  # the boosting rounds read, by trial (metabo.tuning.rounds)
+
+    def read_rounds(record: TrialRecord) -> Rounds | None:
+        """The rounds of the model's configuration ``record``, read once."""
+        if record.number not in read:
+            assert reserve is not None
+            read[record.number] = boosted(record, setup, seed=seed, metric=metric, clock=reserve.clock,
+                                          refit_rows=refit_rows,
+                                          every_rows=setup.data.n_instances if final_rows == "all" else 0,
+                                          seconds=lambda r, rows: reserve.written * growth.seconds(r, rows))
+            reserve.read = set(read)
+        return read[record.number]
     while True:  # the search, then successive halving's promotions, until no trial has time to start
         searched = len(opt.history.completed)
         try:  # the trials end by their own limits; a second more for telling the one cut last
@@ -425,6 +437,17 @@ def tune(
             raise
         if reserve is not None and reserve.parts:
             logger.info("the search ended with %.1f s left; its reserve: %s", reserve.clock.left(), reserve.describe())
+        if not setup.rungs and reserve is not None and any(r.ok for r in opt.history.completed):
+            # without halving the model's rounds are read now, and the search resumes in what
+            # their share did not spend (the reserve keeps none for a trial read); it stops
+            # once its best has been read
+            top_record = opt.best(select, model=selection_model(opt.strategy, select, seed=seed))
+            if (top_record.number not in read and reserve.model is not None
+                    and reserve.model.number == top_record.number and read_rounds(top_record) is not None):
+                logger.info("boosting rounds read after %d trials with %.1f s left: the search goes on while a "
+                            "trial has time", len(opt.history.completed), reserve.clock.left())
+                continue
+            break
         if (rungs and len(opt.history.completed) == searched) or not (
                 setup.rungs and any(r.ok for r in opt.history.completed)):
             break  # no halving, or no trial since the last promotions: they stand
@@ -466,9 +489,7 @@ def tune(
                            reserve.clock.left(), best.number, best.algorithm, reserve.scored_fit(best), max_rows)
     rounds, fitted_best = None, best  # more boosting rounds for a booster model
     if reserve is not None and best.ok and max_rows is None:
-        rounds = boosted(best, setup, seed=seed, metric=metric, clock=reserve.clock, refit_rows=refit_rows,
-                         every_rows=setup.data.n_instances if final_rows == "all" else 0,
-                         seconds=lambda r, rows: reserve.written * growth.seconds(r, rows))
+        rounds = read_rounds(best)
         if rounds is not None and rounds.gained:
             fitted_best = replace(best, params=rounds.params(best.params))
     choice = None

@@ -292,7 +292,7 @@ def test_the_ensemble_is_chosen_among_the_trials_of_the_largest_rung(large):
 
 def test_without_halving_a_booster_model_keeps_the_rounds_share_of_the_budget():
     """SearchReserve by hand on a table without rungs: a booster model keeps ROUNDS_SHARE of
-    the budget for its rounds, its fit included; a model that is not a booster keeps none,
+    the budget for its rounds, its fit included, until they are read; a model that is not a booster keeps none,
     even with a booster behind it (no promotions can make it the model)."""
     from types import SimpleNamespace
 
@@ -310,6 +310,8 @@ def test_without_halving_a_booster_model_keeps_the_rounds_share_of_the_budget():
     fit = final_fit_seconds(booster.opt.history[0], train_rows=3000, final_rows=4000)
     assert booster() == pytest.approx(ROUNDS_SHARE * 90.0) and fit < ROUNDS_SHARE * 90.0
     assert booster.parts["more rounds"] == pytest.approx(ROUNDS_SHARE * 90.0 - fit)
+    booster.read = {0}  # its rounds read: the search resumes with only its fit kept
+    assert booster() == pytest.approx(fit) and "more rounds" not in booster.parts
     forest = reserve(_records([("lightgbm", 0.30, 1.5), ("random_forest", 0.20, 1.0)]))
     assert forest() == pytest.approx(final_fit_seconds(forest.opt.history[1], train_rows=3000, final_rows=4000))
     assert "more rounds" not in forest.parts

@@ -139,17 +139,24 @@ def test_tune_gives_a_large_tables_booster_the_rounds_its_validation_rows_choose
 
 
 @pytest.mark.slow
-def test_tune_reads_a_cross_validated_boosters_rounds_on_every_fold():
+def test_tune_reads_a_cross_validated_boosters_rounds_on_every_fold(caplog):
     """Under a time budget on 2,000 rows (5-fold cross-validation, no halving), a booster
     model's rounds are read on the five folds, their out-of-fold probabilities stand for its
-    trial in the ensemble's library (every selection row), and the model has the rounds kept."""
+    trial in the ensemble's library (every selection row), the search resumes in the time
+    their share did not spend, and the model has the rounds kept."""
+    import logging
+    import re
+
     from metabo.optimizer import tune
     from metabo.space.algorithms import default_cash_space
 
     X, y = make_classification(n_samples=2000, n_features=6, n_informative=4, random_state=0)
     frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(6)]).assign(target=y)
-    result = tune(frame, target="target", time_budget=15, space=default_cash_space(["lightgbm"]), seed=0)
+    with caplog.at_level(logging.INFO, logger="metabo.tuning.tune"):
+        result = tune(frame, target="target", time_budget=15, space=default_cash_space(["lightgbm"]), seed=0)
     assert not result.rungs and result.cv == 5
+    resumed = [int(m.group(1)) for m in re.finditer(r"boosting rounds read after (\d+) trials", caplog.text)]
+    assert resumed and len(result.history.completed) > resumed[0]
     rounds = result.rounds
     assert rounds is not None and rounds.folds == 5 and len(rounds.probabilities) == 1600
     assert "other rows" not in (result.ensemble_note or "")
