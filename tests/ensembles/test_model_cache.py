@@ -76,12 +76,12 @@ def test_a_copy_that_does_not_verify_is_never_unpickled(saved, home, tmp_path, h
     marker = tmp_path / "ran"
     crafted = pickle.dumps(_Payload(str(marker)))
     if how == "changed":  # the copy replaced, its tag kept
-        (folder / f"{digest}.joblib").write_bytes(crafted)
+        (folder / f"{digest}.pickle").write_bytes(crafted)
     elif how == "planted":  # a copy and a tag made up without the key
-        (folder / f"{digest}.joblib").write_bytes(crafted)
+        (folder / f"{digest}.pickle").write_bytes(crafted)
         (folder / f"{digest}.tag").write_bytes(b"\0" * 32)
     else:  # a copy signed properly, under a key that is not this home's
-        (folder / f"{digest}.joblib").write_bytes(crafted)
+        (folder / f"{digest}.pickle").write_bytes(crafted)
         (folder / f"{digest}.tag").write_bytes(model_cache._tag(b"k" * 32, digest, crafted))
     loaded = EnsembleModel.load(path)  # falls back to skops
     assert not marker.exists()
@@ -93,7 +93,7 @@ def test_at_most_max_entries_are_kept(home, monkeypatch):
     for i in range(5):
         model_cache.keep_payload(f"{i:064x}", {"i": i})
     kept = sorted(p.stem for p in (home / "cache" / "models").glob("*.tag"))
-    assert len(kept) == 3 and len(list((home / "cache" / "models").glob("*.joblib"))) == 3
+    assert len(kept) == 3 and len(list((home / "cache" / "models").glob("*.pickle"))) == 3
     assert model_cache.cached_payload(kept[-1]) is not None
 
 
