@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from typing import TYPE_CHECKING, Literal
 
 from metabo.optimizer.budget import TimeBudget, final_fit_seconds
@@ -117,7 +117,7 @@ class SearchReserve:
     parts: dict[str, float] = dataclasses.field(default_factory=dict)
     model: TrialRecord | None = None
     #: the trials whose boosting rounds have been read (no share is kept for them again)
-    read: set[int] = dataclasses.field(default_factory=set)
+    read: Container[int] = dataclasses.field(default_factory=set)
 
     def describe(self) -> str:
         """The last call's reserve, part by part (for the log when the search stops)."""

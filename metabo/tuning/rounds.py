@@ -175,7 +175,7 @@ def _segment(estimator: Any, algorithm: str, X: Any, start: int, end: int) -> np
     """The raw scores (log-odds; per class before the softmax) of the rounds
     ``start..end-1`` of a fitted LightGBM, XGBoost or CatBoost model, plus its bias (its
     initial score) where the library adds it to every range."""
-    inner = getattr(estimator, "estimator_", estimator)  # EncodedLabelsClassifier's library model
+    inner = _library_model(estimator)
     if algorithm == "lightgbm":
         return np.asarray(inner.booster_.predict(X, start_iteration=start, num_iteration=end - start,
                                                  raw_score=True), dtype=float)
@@ -331,9 +331,15 @@ def boosted(record: TrialRecord, setup: Setup, *, seed: int, metric: str, clock:
     return rounds
 
 
+def _library_model(estimator: Any) -> Any:
+    """The library's fitted model: :class:`~metabo.space.algorithms.boosting.EncodedLabelsClassifier`'s
+    (XGBoost, CatBoost), or ``estimator`` itself (LightGBM, scikit-learn)."""
+    return getattr(estimator, "estimator_", estimator)
+
+
 def _fitted_rounds(estimator: Any, cap: int) -> int:
     """The rounds ``estimator`` holds (``cap``, or fewer when a library stopped early)."""
-    inner = getattr(estimator, "estimator_", estimator)  # EncodedLabelsClassifier's library model
+    inner = _library_model(estimator)
     if hasattr(inner, "get_booster"):  # XGBoost's
         return max(min(int(inner.get_booster().num_boosted_rounds()), cap), 1)
     for attribute in ("n_estimators_", "tree_count_"):

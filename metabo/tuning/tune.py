@@ -410,6 +410,8 @@ def tune(
     rungs: list[Rung] = []
     promotions = Promotions()  # their predictions: the ensemble is chosen among the most rows'
     read: dict[int, Rounds | None] = {}  # the boosting rounds read, by trial (metabo.tuning.rounds)
+    if reserve is not None:
+        reserve.read = read  # the reserve keeps no rounds' share for a trial read
 
     def read_rounds(record: TrialRecord) -> Rounds | None:
         """The rounds of the model's configuration ``record``, read once."""
@@ -419,7 +421,6 @@ def tune(
                                           refit_rows=refit_rows,
                                           every_rows=setup.data.n_instances if final_rows == "all" else 0,
                                           seconds=lambda r, rows: reserve.written * growth.seconds(r, rows))
-            reserve.read = set(read)
         return read[record.number]
     while True:  # the search, then successive halving's promotions, until no trial has time to start
         searched = len(opt.history.completed)
