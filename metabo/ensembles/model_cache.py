@@ -50,12 +50,16 @@ def file_digest(path: str | os.PathLike[str]) -> str:
     return h.hexdigest()
 
 
+#: the signing key's file, in the cache's folder beside the entries
+_KEY_FILE = "key"
+
+
 def _folder() -> Path:
     return cache_dir("models")
 
 
 def _key(create: bool) -> bytes | None:
-    path = _folder() / "key"
+    path = _folder() / _KEY_FILE
     try:
         key = path.read_bytes()
         return key if len(key) == _KEY_BYTES else None
@@ -105,17 +109,20 @@ def keep_payload(digest: str, payload: Any) -> None:
             with os.fdopen(fd, "wb") as f:
                 f.write(content)
             os.replace(tmp, folder / f"{digest}{suffix}")
-        (folder / f"{digest}.joblib").unlink(missing_ok=True)  # an earlier version's copy (joblib's)
         _prune(folder)
     except OSError as e:
         logger.info("model cache not written (%s); loads stay checked through skops", e)
 
 
 def _prune(folder: Path) -> None:
+    """Keep the :data:`MAX_ENTRIES` most recently used entries: every other file of ``folder``
+    goes (older entries, a pickle left without its tag, an earlier version's copies), but the
+    signing key and the hidden temporary files a write in progress holds."""
     tags = sorted(folder.glob("*.tag"), key=lambda p: p.stat().st_mtime, reverse=True)
-    for old in tags[MAX_ENTRIES:]:
-        old.with_suffix(".pickle").unlink(missing_ok=True)
-        old.unlink(missing_ok=True)
+    kept = {tag.stem for tag in tags[:MAX_ENTRIES]}
+    for path in folder.iterdir():
+        if not path.name.startswith(".") and path.name != _KEY_FILE and path.stem not in kept:
+            path.unlink(missing_ok=True)
 
 
 __all__ = ["MAX_ENTRIES", "cached_payload", "file_digest", "keep_payload"]

@@ -20,8 +20,9 @@ its rounds' (Friedman 2001, eq. 10), so every count is read in one pass over the
 configuration's own count read on the same fit; the final model then has that many rounds
 (:func:`~metabo.space.algorithms.normalize_params` admits them up to
 :data:`~metabo.space.algorithms.spec.MAX_ROUNDS`). LightGBM, XGBoost, CatBoost and
-scikit-learn's histogram boosting are read (:data:`READ`); scikit-learn's
-``GradientBoostingClassifier`` is not (a round fits one tree per class, in Python).
+scikit-learn's histogram boosting are read: the algorithms whose spec names their rounds
+(:attr:`~metabo.space.algorithms.spec.AlgorithmSpec.rounds`); scikit-learn's
+``GradientBoostingClassifier`` names none (a round fits one tree per class, in Python).
 
 Deviation: the count is chosen on the validation rows that also selected the configuration, so
 its value is optimistic by the choice among the grid's counts, as any early-stopped booster's.
@@ -51,14 +52,12 @@ from metabo.exceptions import EvaluationError
 from metabo.optimizer.budget import FINAL_FIT_MARGIN, TimeBudget
 from metabo.optimizer.history import TrialRecord
 from metabo.space.algorithms import get_algorithm
+from metabo.space.algorithms.boosting import EncodedLabelsClassifier
 from metabo.space.algorithms.spec import MAX_ROUNDS
 from metabo.tuning.session import Setup
 
 logger = logging.getLogger(__name__)
 
-#: the boosters whose rounds are read: their raw scores over a range of rounds
-#: (:func:`raw_scores`) and a fit the clock ends keeping the rounds made (:func:`_fit_rounds`)
-READ = frozenset({"lightgbm", "xgboost", "catboost", "hist_gradient_boosting"})
 #: the round counts read between the configuration's own and the rounds made (geometric)
 GRID = 12
 #: more rounds are read only when their fit is given at least this many times the
@@ -68,9 +67,9 @@ MORE = 1.0
 
 
 def rounds_name(algorithm: str) -> str | None:
-    """The boosting-rounds hyperparameter of ``algorithm`` when its rounds are read
-    (:data:`READ`), else None."""
-    return get_algorithm(algorithm).rounds if algorithm in READ else None
+    """The boosting-rounds hyperparameter of ``algorithm``
+    (:attr:`~metabo.space.algorithms.spec.AlgorithmSpec.rounds`), else None."""
+    return get_algorithm(algorithm).rounds
 
 
 @dataclass(frozen=True)
@@ -203,8 +202,8 @@ def raw_scores(estimator: Any, algorithm: str, X: Any, counts: list[int]) -> dic
             if k >= counts[-1]:
                 break
         return scores
-    if hasattr(estimator, "_features"):  # EncodedLabelsClassifier: the features as its library takes them
-        X = estimator._features(X)
+    if isinstance(estimator, EncodedLabelsClassifier):  # the features as its library takes them
+        X = estimator.features(X)
     bias = (_segment(estimator, algorithm, X, 0, 1) + _segment(estimator, algorithm, X, 1, 2)
             - _segment(estimator, algorithm, X, 0, 2))
     scores, total, start = {}, None, 0
@@ -348,5 +347,5 @@ def _fitted_rounds(estimator: Any, cap: int) -> int:
     return cap
 
 
-__all__ = ["CHECKED_ROWS", "CHUNK", "GRID", "MORE", "READ", "Rounds", "boosted", "rounds_splits", "link",
+__all__ = ["CHECKED_ROWS", "CHUNK", "GRID", "MORE", "Rounds", "boosted", "rounds_splits", "link",
            "more_rounds", "raw_scores", "round_counts", "rounds_name"]

@@ -422,6 +422,7 @@ def tune(
                                           every_rows=setup.data.n_instances if final_rows == "all" else 0,
                                           seconds=lambda r, rows: reserve.written * growth.seconds(r, rows))
         return read[record.number]
+    top_record: TrialRecord | None = None  # the search's best, when the loop chose it at its stop
     while True:  # the search, then successive halving's promotions, until no trial has time to start
         searched = len(opt.history.completed)
         try:  # the trials end by their own limits; a second more for telling the one cut last
@@ -445,6 +446,7 @@ def tune(
             top_record = opt.best(select, model=selection_model(opt.strategy, select, seed=seed))
             if (top_record.number not in read and reserve.model is not None
                     and reserve.model.number == top_record.number and read_rounds(top_record) is not None):
+                top_record = None  # the search goes on: its best is chosen again
                 logger.info("boosting rounds read after %d trials with %.1f s left: the search goes on while a "
                             "trial has time", len(opt.history.completed), reserve.clock.left())
                 continue
@@ -463,7 +465,8 @@ def tune(
         reserve.settled = {r.number for r in opt.history.completed if r.number != top}
         logger.info("successive halving: promotions done with %.1f s left; the search goes on while a trial has "
                     "time", reserve.clock.left())
-    best = opt.best(select, model=selection_model(opt.strategy, select, seed=seed))
+    best = top_record if top_record is not None else opt.best(select, model=selection_model(opt.strategy, select,
+                                                                                           seed=seed))
     opt.finish()
     if (top := winner(rungs)) is not None and top != best.number:
         logger.info("successive halving: trial %d is the best on %d rows (the search's best: trial %d)",

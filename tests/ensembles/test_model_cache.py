@@ -4,6 +4,7 @@ key (changed, planted, or signed with another key) is never unpickled."""
 
 from __future__ import annotations
 
+import os
 import pickle
 from pathlib import Path
 
@@ -90,11 +91,20 @@ def test_a_copy_that_does_not_verify_is_never_unpickled(saved, home, tmp_path, h
 
 def test_at_most_max_entries_are_kept(home, monkeypatch):
     monkeypatch.setattr(model_cache, "MAX_ENTRIES", 3)
+    folder = home / "cache" / "models"
+    model_cache.keep_payload("f" * 64, {"first": True})  # makes the folder and its key
+    os.utime(folder / f"{'f' * 64}.tag", (1, 1))  # the order of use, whatever the clock's resolution
+    (folder / f"{'e' * 64}.joblib").write_bytes(b"an earlier version's copy")
+    (folder / f"{'d' * 64}.pickle").write_bytes(b"a pickle whose tag was lost")
+    (folder / ".abc.tmp").write_bytes(b"a write in progress")
     for i in range(5):
         model_cache.keep_payload(f"{i:064x}", {"i": i})
-    kept = sorted(p.stem for p in (home / "cache" / "models").glob("*.tag"))
-    assert len(kept) == 3 and len(list((home / "cache" / "models").glob("*.pickle"))) == 3
-    assert model_cache.cached_payload(kept[-1]) is not None
+        os.utime(folder / f"{i:064x}.tag", (2 + i, 2 + i))
+    kept = sorted(p.stem for p in folder.glob("*.tag"))
+    assert kept == [f"{i:064x}" for i in (2, 3, 4)]
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        [".abc.tmp", "key", *(f"{k}.pickle" for k in kept), *(f"{k}.tag" for k in kept)])
+    assert model_cache.cached_payload(kept[-1]) == {"i": 4}
 
 
 def test_an_unwritable_home_costs_only_the_speed(tmp_path, monkeypatch):

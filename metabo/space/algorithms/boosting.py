@@ -69,10 +69,10 @@ class EncodedLabelsClassifier(ClassifierMixin, BaseEstimator):
             estimator.set_params(enable_categorical=True, feature_types=["c" if j in cats else "q" for j in range(d)])
         elif cats and _library(estimator) == "catboost":
             fit_params = {**fit_params, "cat_features": cats}
-        self.estimator_ = estimator.fit(self._features(X), codes, **fit_params)
+        self.estimator_ = estimator.fit(self.features(X), codes, **fit_params)
         return self
 
-    def _features(self, X: Any) -> Any:
+    def features(self, X: Any) -> Any:
         """``X`` as the library takes categories: XGBoost a float matrix with an unseen
         category (-1) missing, CatBoost a frame whose nominal columns are integers."""
         cats = list(self.categorical)
@@ -98,7 +98,7 @@ class EncodedLabelsClassifier(ClassifierMixin, BaseEstimator):
         ``predict_proba`` (the rounds it predicts with, :mod:`metabo.tuning.rounds`)."""
         if self.estimator_ is None:
             return np.ones((len(X), 1))
-        return np.asarray(self.estimator_.predict_proba(self._features(X), **kwargs), dtype=float)
+        return np.asarray(self.estimator_.predict_proba(self.features(X), **kwargs), dtype=float)
 
     def predict(self, X: Any) -> np.ndarray:
         """The most probable class per row, in the original labels."""

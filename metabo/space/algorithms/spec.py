@@ -32,7 +32,9 @@ class AlgorithmSpec:
     instead (a pipeline's encoder step, :mod:`.pipelines`); :meth:`needs_for` reads it.
     ``rounds``: a gradient-boosting library's number of boosting rounds, which a final model
     may take beyond the searched range, up to :data:`MAX_ROUNDS`
-    (:func:`metabo.space.algorithms.build_estimator`, :mod:`metabo.tuning.rounds`).
+    (:func:`metabo.space.algorithms.build_estimator`); a spec that names it promises that
+    :mod:`metabo.tuning.rounds` reads its rounds (raw scores over a range of rounds, and a fit
+    that the clock ends keeping the rounds made).
     """
 
     name: str
