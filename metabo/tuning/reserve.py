@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Container, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Literal
 
-from metabo.optimizer.budget import TimeBudget, final_fit_seconds
+from metabo.optimizer.budget import FINAL_FIT_MARGIN, TimeBudget, final_fit_seconds
 from metabo.optimizer.history import TrialRecord
 from metabo.optimizer.optimizer import Optimizer
 from metabo.tuning.final import (
@@ -25,7 +25,7 @@ from metabo.tuning.final import (
     first_promoted,
     members_reserve,
 )
-from metabo.tuning.rounds import rounds_name
+from metabo.tuning.rounds import Rounds, rounds_name
 from metabo.tuning.session import Setup
 
 if TYPE_CHECKING:
@@ -79,7 +79,8 @@ class SearchReserve:
     promote is a booster, its rounds read on every training row (:mod:`metabo.tuning.rounds`:
     the last rung's share of the budget, the model's fits included; without successive
     halving, when the model is a booster, ``ROUNDS_SHARE`` of it; none for a trial whose rounds
-    were ``read``: the search resumes after them in what they did not spend); the guard's answer after the search
+    were ``read`` (its fits are then reserved with the rounds kept), nor for one the
+    promotions settled: the search resumes after them in what they did not spend); the guard's answer after the search
     (on a library one model larger than now); and the fits of an ensemble's other members
     (at most ``ENSEMBLE_RESERVE`` in all, never more seconds than the search has run:
     :func:`~metabo.tuning.final.members_reserve`). When the runners-up's fits would stop
@@ -116,8 +117,9 @@ class SearchReserve:
     #: the last call's seconds by what they are kept for, and the trial whose model they fit
     parts: dict[str, float] = dataclasses.field(default_factory=dict)
     model: TrialRecord | None = None
-    #: the trials whose boosting rounds have been read (no share is kept for them again)
-    read: Container[int] = dataclasses.field(default_factory=set)
+    #: the boosting rounds read, by trial (no share is kept for them again; the fits of a
+    #: trial's model are predicted with the rounds kept, :meth:`Rounds.fit_seconds`)
+    read: Mapping[int, Rounds | None] = dataclasses.field(default_factory=dict)
 
     def describe(self) -> str:
         """The last call's reserve, part by part (for the log when the search stops)."""
@@ -132,6 +134,12 @@ class SearchReserve:
     def scored_fit(self, record: TrialRecord | None) -> float:
         """The predicted seconds of ``record``'s fit on training + validation rows (and its write)."""
         return self.written * self.growth.seconds(record, self.refit_rows)
+
+    def _with_rounds(self, record: TrialRecord | None, seconds: float, rows: int) -> float:
+        """``seconds``, or the fit on ``rows`` rows of the rounds kept (and its write, with
+        :data:`~metabo.optimizer.budget.FINAL_FIT_MARGIN`) when ``record``'s were read and take longer."""
+        rounds = None if record is None else self.read.get(record.number)
+        return seconds if rounds is None else max(seconds, self.written * FINAL_FIT_MARGIN * rounds.fit_seconds(rows))
 
     def __call__(self) -> float:
         opt, clock, guard, library = self.opt, self.clock, self.guard, self.guard.library
@@ -149,12 +157,13 @@ class SearchReserve:
             best = best_that_fits(opt.history, scored_fit, clock.left())
         self.model, parts = best, self.parts
         parts.clear()
-        parts["model's fit"] = 0.0 if best is None else scored_fit(best)
+        # (chosen by its own rounds' fit: a model whose rounds were read stays the model, and
+        # the search leaves the time its rounds' fits take)
+        parts["model's fit"] = 0.0 if best is None else self._with_rounds(best, scored_fit(best), self.refit_rows)
         if self.final_rows == "all":
-            growth = self.growth
-            parts["its fit on every row"] = self.written * final_fit_seconds(
-                best, train_rows=growth.train_rows, final_rows=self.setup.data.n_instances, fits=growth.fits,
-                scaling=growth.scaling)
+            growth, every = self.growth, self.setup.data.n_instances
+            parts["its fit on every row"] = self._with_rounds(best, self.written * final_fit_seconds(
+                best, train_rows=growth.train_rows, final_rows=every, fits=growth.fits, scaling=growth.scaling), every)
 
         def affordable(record: TrialRecord) -> bool:
             return scored_fit(record) <= clock.left()
@@ -162,7 +171,9 @@ class SearchReserve:
         promoted = first_promoted(opt.history, self.setup.rungs, affordable)  # none without halving
         to_make = [r for r in promoted if (r.number, self.setup.rungs[1]) not in self.known]
         parts["promotions"] = _halving_reserve(to_make, self.setup.rungs, clock.seconds)
-        if best is not None and any(rounds_name(r.algorithm) and r.number not in self.read for r in (best, *promoted)):
+        candidates = [] if best is None else [best, *promoted]  # their rounds not yet read, nor settled
+        if any(rounds_name(r.algorithm) and r.number not in self.read and r.number not in self.settled
+               for r in candidates):
             # the model's rounds, read on every training row when it is a booster (the
             # promotions may make one the model: metabo.tuning.rounds), its fits included:
             # under successive halving the last rung's share of the budget, as it gives each

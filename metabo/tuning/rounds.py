@@ -84,6 +84,10 @@ class Rounds:
     best_value: float
     rows: int
     seconds: float
+    #: the rounds each split's fit made (the fewest: a later split makes at most those before)
+    made: int
+    #: the seconds of the splits' fits (``seconds`` less the reading)
+    fitting: float
     #: the validation rows' class probabilities at ``best`` rounds (the library's entry for
     #: the model, :meth:`~metabo.ensembles.library.OutOfFoldLibrary.replaced`)
     probabilities: np.ndarray = field(repr=False, compare=False)
@@ -95,9 +99,21 @@ class Rounds:
         """More rounds than the configuration's own, with a lower validation value."""
         return self.best > self.own and self.best_value < self.own_value
 
+    @property
+    def kept(self) -> int:
+        """The model's rounds: ``best`` when they gained, else its own."""
+        return self.best if self.gained else self.own
+
     def params(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """``params`` with the rounds kept (its own when nothing was gained)."""
-        return {**params, self.name: self.best if self.gained else self.own}
+        return {**params, self.name: self.kept}
+
+    def fit_seconds(self, rows: int) -> float:
+        """The predicted seconds of a fit of the rounds kept on ``rows`` rows: the splits'
+        fits' seconds per round and training row, times both (a round is a pass over the rows,
+        Friedman 2001, Algorithm 1; the fit is its rounds). An earlier split may have made
+        more rounds than ``made``: an overestimate."""
+        return self.fitting * (self.kept / max(self.made, 1)) * (rows / max(self.rows * self.folds, 1))
 
     def describe(self) -> str:
         """One line for the summary."""
@@ -270,6 +286,7 @@ def more_rounds(record: TrialRecord, setup: Setup, *, seed: int, metric: str, se
             if made <= own:
                 return None
             fitted.append(pipeline)
+        fitting = time.monotonic() - began
         counts = round_counts(own, made)
         parts: dict[int, list[np.ndarray]] = {k: [] for k in counts}
         for pipeline, split in zip(fitted, splits, strict=True):
@@ -288,8 +305,9 @@ def more_rounds(record: TrialRecord, setup: Setup, *, seed: int, metric: str, se
     truth, score = codes[selection_rows(splits)], get_metric(metric)
     values = {k: float(score(truth, p)) for k, p in probabilities.items()}
     best = min(values, key=lambda k: (values[k], k))
-    return Rounds(name, own, best, values[own], values[best], splits[0].n_train, time.monotonic() - began,
-                  probabilities[best], folds=len(splits))
+    return Rounds(name, own, best, values[own], values[best], rows=splits[0].n_train,
+                  seconds=time.monotonic() - began, made=made, fitting=fitting,
+                  probabilities=probabilities[best], folds=len(splits))
 
 
 def rounds_splits(setup: Setup, seed: int) -> list[Split]:
@@ -330,6 +348,15 @@ def boosted(record: TrialRecord, setup: Setup, *, seed: int, metric: str, clock:
     return rounds
 
 
+def lowest_read(read: Mapping[int, Rounds | None], best: int) -> int:
+    """The model's trial among the search's ``best`` and the trials whose rounds were
+    ``read``: when ``best``'s were read, the read trial of lowest validation value with its
+    rounds (every read is measured on the same rows, :func:`rounds_splits`; a search resumed
+    after a read may choose a new best that reads higher), else ``best``."""
+    values = {k: r.best_value for k, r in read.items() if r is not None}
+    return min(values, key=lambda k: (values[k], k)) if best in values else best
+
+
 def _library_model(estimator: Any) -> Any:
     """The library's fitted model: :class:`~metabo.space.algorithms.boosting.EncodedLabelsClassifier`'s
     (XGBoost, CatBoost), or ``estimator`` itself (LightGBM, scikit-learn)."""
@@ -347,5 +374,5 @@ def _fitted_rounds(estimator: Any, cap: int) -> int:
     return cap
 
 
-__all__ = ["CHECKED_ROWS", "CHUNK", "GRID", "MORE", "Rounds", "boosted", "rounds_splits", "link",
+__all__ = ["CHECKED_ROWS", "CHUNK", "GRID", "MORE", "Rounds", "boosted", "rounds_splits", "link", "lowest_read",
            "more_rounds", "raw_scores", "round_counts", "rounds_name"]

@@ -105,7 +105,7 @@ from metabo.tuning.final import (
 )
 from metabo.tuning.registry import resolve_strategy
 from metabo.tuning.reserve import GuardAnswers, SearchReserve
-from metabo.tuning.rounds import Rounds, boosted
+from metabo.tuning.rounds import Rounds, boosted, lowest_read
 from metabo.tuning.session import (
     check_budget,
     check_limits,
@@ -451,9 +451,18 @@ def tune(
                             "trial has time", len(opt.history.completed), reserve.clock.left())
                 continue
             break
-        if (rungs and len(opt.history.completed) == searched) or not (
-                setup.rungs and any(r.ok for r in opt.history.completed)):
-            break  # no halving, or no trial since the last promotions: they stand
+        if rungs and len(opt.history.completed) == searched:
+            # no trial since the last promotions: they stand, their winner's rounds are read
+            # now, and the search resumes in what their share did not spend (as without halving)
+            top = winner(rungs)
+            if (reserve is not None and top is not None and top not in read and reserve.model is not None
+                    and reserve.model.number == top and read_rounds(opt.history[top]) is not None):
+                logger.info("boosting rounds read after %d trials with %.1f s left: the search goes on while a "
+                            "trial has time", len(opt.history.completed), reserve.clock.left())
+                continue
+            break
+        if not (setup.rungs and any(r.ok for r in opt.history.completed)):
+            break  # no halving
         rungs, measured = _promote(opt, setup, seed=seed, clock=clock, time_limit=time_limit, default_limit=limit,
                                    memory_limit_mb=memory_limit_mb, scaling=scaling,
                                    on_promoted=None if library is None else promotions, known=known)
@@ -472,6 +481,10 @@ def tune(
         logger.info("successive halving: trial %d is the best on %d rows (the search's best: trial %d)",
                     top, max(r.rows for r in rungs if r.complete), best.number)
         best = opt.history[top]
+    if (lowest := lowest_read(read, best.number)) != best.number:  # a resumed search's new best read higher
+        logger.info("trial %d with its rounds (validation %.4g) is the model, not trial %d with its rounds (%.4g)",
+                    lowest, read[lowest].best_value, best.number, read[best.number].best_value)  # type: ignore[union-attr]
+        best = opt.history[lowest]
     if rungs and library is not None and (refitted := promotions.library(library, best.number)) is not None:
         library = guard.library = refitted
         guard.decided.clear()  # its answers were the search's library's

@@ -166,6 +166,45 @@ def test_after_promotions_the_reserve_drops_the_settled_trials_and_the_promotion
                          writing=True).written == pytest.approx(1.1)
 
 
+def test_a_read_trials_fits_are_reserved_with_the_rounds_kept_and_settled_boosters_keep_no_share():
+    """SearchReserve by hand after a round of promotions that settled the lightgbm and the SVM:
+    once the catboost model's rounds are read (4,000 kept of the 5,000 made on 2 folds of
+    10,000 rows in 50 s of fitting), its fit on the 40,000 training + validation rows is
+    reserved as 2 (the margin) x 50 x 4,000 / 5,000 x 40,000 / 20,000 = 160 s, more than its
+    own 200 rounds' predicted fit, and no share is kept for rounds: the search resumes in the rest."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from metabo.optimizer.budget import TimeBudget, final_fit_seconds
+    from metabo.tuning.final import FitGrowth
+    from metabo.tuning.reserve import GuardAnswers, SearchReserve
+    from metabo.tuning.rounds import Rounds
+
+    history = _records([("lightgbm", 0.30, 1.0), ("kernel_svm", 0.20, 3.0), ("catboost", 0.25, 2.0)])
+    sizes = (2000, 6000, 18000, 40000)
+    setup = SimpleNamespace(rungs=sizes, data=SimpleNamespace(n_instances=50000))
+    own = final_fit_seconds(history[2], train_rows=2000, final_rows=40000)
+    assert own < 160.0
+
+    def reserve(rounds):
+        made = SearchReserve(SimpleNamespace(history=history), setup, TimeBudget(1000.0), GuardAnswers(None),
+                             FitGrowth(2000), refit_rows=40000, final_rows="train+valid", settled={0, 1},
+                             known={(0, 6000): 0.3, (1, 6000): 0.2, (2, 6000): 0.2}, read={2: rounds})
+        return made, made()
+
+    def read(best, best_value):
+        return Rounds("iterations", 200, best, 0.25, best_value, rows=10000, seconds=60.0, made=5000, fitting=50.0,
+                      probabilities=np.zeros((1, 2)), folds=2)
+
+    gained, seconds = reserve(read(4000, 0.20))
+    assert gained.model.number == 2 and seconds == pytest.approx(160.0) and "more rounds" not in gained.parts
+    kept_own, seconds = reserve(read(4000, 0.26))  # no gain: its own 200 rounds, 2 x 50 x 0.04 x 2 = 8 s < own
+    assert seconds == pytest.approx(own) and "more rounds" not in kept_own.parts
+    unread, seconds = reserve(None)  # read, and nothing given (no time for more rounds): no share either
+    assert seconds == pytest.approx(own) and "more rounds" not in unread.parts
+
+
 def test_promotions_already_made_are_not_evaluated_again(large, monkeypatch):
     """_promote with ``known``: a round of promotions after a resumed search takes the values
     of the trials promoted before instead of evaluating them again."""
@@ -310,7 +349,7 @@ def test_without_halving_a_booster_model_keeps_the_rounds_share_of_the_budget():
     fit = final_fit_seconds(booster.opt.history[0], train_rows=3000, final_rows=4000)
     assert booster() == pytest.approx(ROUNDS_SHARE * 90.0) and fit < ROUNDS_SHARE * 90.0
     assert booster.parts["more rounds"] == pytest.approx(ROUNDS_SHARE * 90.0 - fit)
-    booster.read = {0}  # its rounds read: the search resumes with only its fit kept
+    booster.read = {0: None}  # read, no rounds given: the search resumes with only its fit kept
     assert booster() == pytest.approx(fit) and "more rounds" not in booster.parts
     forest = reserve(_records([("lightgbm", 0.30, 1.5), ("random_forest", 0.20, 1.0)]))
     assert forest() == pytest.approx(final_fit_seconds(forest.opt.history[1], train_rows=3000, final_rows=4000))

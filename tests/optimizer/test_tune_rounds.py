@@ -13,7 +13,7 @@ from metabo.exceptions import InvalidConfigurationError
 from metabo.optimizer.history import TrialRecord
 from metabo.space.algorithms import build_estimator, get_algorithm, normalize_params
 from metabo.space.algorithms.spec import MAX_ROUNDS
-from metabo.tuning.rounds import Rounds, more_rounds, round_counts, rounds_name
+from metabo.tuning.rounds import Rounds, lowest_read, more_rounds, round_counts, rounds_name
 
 LIGHTGBM = {"num_leaves": 8, "learning_rate": 0.3, "n_estimators": 10, "min_child_samples": 20,
             "subsample": 1.0, "colsample_bytree": 1.0, "reg_lambda": 1e-10}
@@ -103,6 +103,7 @@ def test_the_values_read_are_those_of_models_fitted_with_that_many_rounds(setup,
     rounds = more_rounds(_record(algorithm, params), setup, seed=0, metric="error_rate", seconds=600.0, cap=200)
     assert isinstance(rounds, Rounds) and rounds.own == 10 and 10 <= rounds.best <= 200
     assert rounds.folds == setup.folds == 5 and len(rounds.probabilities) == 2400
+    assert rounds.made == 200 and 0 < rounds.fitting <= rounds.seconds
     assert rounds.own_value == pytest.approx(_validation_error(setup, algorithm, params))
     assert rounds.best_value == pytest.approx(_validation_error(setup, algorithm, {**params, rounds.name: rounds.best}))
     assert rounds.best_value <= rounds.own_value
@@ -167,3 +168,19 @@ def test_tune_reads_a_cross_validated_boosters_rounds_on_every_fold(caplog):
     # the model's member of the best configuration (alone, or in the ensemble) has the rounds kept
     member, = [p for _, p in result.model.members_ if others(p) == others(result.best.params)]
     assert member["n_estimators"] == (rounds.best if rounds.gained else rounds.own)
+
+
+def test_the_model_is_the_read_trial_of_lowest_value_with_its_rounds():
+    """A search resumed after trial 3's rounds were read (.127 with 570 rounds) promoted trial 7,
+    whose rounds read .128: trial 3 stays the model. A best whose rounds were not read (or gave
+    none) is not compared with the reads, whose rows its own value was not measured on."""
+    def read(best_value):
+        return Rounds("n_estimators", 200, 570, 0.13, best_value, rows=1000, seconds=2.0, made=600, fitting=1.5,
+                      probabilities=np.zeros((1, 2)))
+
+    reads = {3: read(0.127), 7: read(0.128), 9: None}
+    assert lowest_read(reads, 7) == 3 and lowest_read(reads, 3) == 3
+    assert lowest_read(reads, 9) == 9 and lowest_read(reads, 12) == 12
+    assert lowest_read({3: read(0.127), 7: read(0.127)}, 7) == 3  # a tie: the earlier trial
+    fit = read(0.127).fit_seconds(4000)  # 1.5 s x 570 / 600 rounds x 4,000 / 1,000 rows
+    assert fit == pytest.approx(1.5 * 570 / 600 * 4)
