@@ -451,18 +451,11 @@ def tune(
                             "trial has time", len(opt.history.completed), reserve.clock.left())
                 continue
             break
-        if rungs and len(opt.history.completed) == searched:
-            # no trial since the last promotions: they stand, their winner's rounds are read
-            # now, and the search resumes in what their share did not spend (as without halving)
-            top = winner(rungs)
-            if (reserve is not None and top is not None and top not in read and reserve.model is not None
-                    and reserve.model.number == top and read_rounds(opt.history[top]) is not None):
-                logger.info("boosting rounds read after %d trials with %.1f s left: the search goes on while a "
-                            "trial has time", len(opt.history.completed), reserve.clock.left())
-                continue
-            break
-        if not (setup.rungs and any(r.ok for r in opt.history.completed)):
-            break  # no halving
+        # under halving the rounds are read after the loop and the search does not resume after
+        # them: its new trials would start on the first rung (reports/automl-v37-120-halving-resume-ab)
+        if (rungs and len(opt.history.completed) == searched) or not (
+                setup.rungs and any(r.ok for r in opt.history.completed)):
+            break  # no halving, or no trial since the last promotions: they stand
         rungs, measured = _promote(opt, setup, seed=seed, clock=clock, time_limit=time_limit, default_limit=limit,
                                    memory_limit_mb=memory_limit_mb, scaling=scaling,
                                    on_promoted=None if library is None else promotions, known=known)
