@@ -414,7 +414,7 @@ def _ensemble_model(choice: EnsembleChoice, history: History, setup: Setup, *, s
                     clock: TimeBudget | None, growth: FitGrowth, refit_rows: int,
                     writer: ModelWriter | None = None, library: OutOfFoldLibrary | None = None,
                     single: int | None = None, single_params: Mapping[str, Any] | None = None,
-                    reuse: EnsembleModel | None = None,
+                    reuse: EnsembleModel | None = None, reused_seconds: float = 0.0, every: float = 0.0,
                     ) -> tuple[tuple[EnsembleModel, float | None] | None, str]:
     """The chosen ensemble fitted on training + validation rows and its test ``metric``
     (:func:`~metabo.ensembles.model.refit_test_error`) with a note, or None and why.
@@ -432,6 +432,15 @@ def _ensemble_model(choice: EnsembleChoice, history: History, setup: Setup, *, s
     :data:`~metabo.optimizer.budget.FINAL_FIT_MARGIN`, as the search reserved them:
     :func:`members_reserve`), and the last one admitted with its margin too: the fit in
     flight when the budget ends is the one a deadline cannot cut short (a compiled fit).
+    ``every``: when the model is then fitted on every row (``final_rows="all"``), those
+    rows over ``refit_rows``; each member is then admitted only when its fit on every row
+    fits too, at ``every`` times its fit's expected seconds (``reused_seconds``, the model in
+    hand's measured fit, for ``single``), as :func:`~metabo.tuning.tune.tune` predicts that
+    fit before starting it. An ensemble left on training + validation rows while the selected
+    configuration alone would have had every row is compared by the guard on equal rows, not
+    as deployed: the members' fits on every row are counted whenever the selected
+    configuration's own fits in the time left (else the ensemble on training + validation
+    rows is kept as before, against a single model on the same rows).
     When that leaves some out, the ensemble is chosen again among those that
     fit (``library``'s :meth:`~metabo.ensembles.library.OutOfFoldLibrary.among`) and passes
     the guard again against ``single``: the members left out were part of what the guard
@@ -451,16 +460,22 @@ def _ensemble_model(choice: EnsembleChoice, history: History, setup: Setup, *, s
                growth.seconds(history[k], refit_rows) for k in weights}
         writes = {k: 0.0 if writer is None else writer.predict(s) for k, s in fit.items()}
         seconds = {k: fit[k] + writes[k] for k in weights}
+        # each member's fit on every row after them, at its expected seconds (as tune predicts it)
+        later = {k: every * (reused_seconds if reuse is not None and k == single else fit[k] / FINAL_FIT_MARGIN)
+                 for k in weights}
+        if single is not None and later.get(single, 0.0) > left:  # not even the selected configuration's
+            later = dict.fromkeys(weights, 0.0)
+        rows = " with their fits on every row" if any(later.values()) else ""
         for k in sorted(weights, key=lambda k: (k != single, -weights[k], k)):
-            if need + seconds[k] > left:
+            if need + seconds[k] + later[k] > left:
                 break
-            need += fit[k] / FINAL_FIT_MARGIN + writes[k]
+            need += fit[k] / FINAL_FIT_MARGIN + writes[k] + later[k]
             kept[k] = weights[k]
         if len(kept) < 2:
-            return None, (f"its {len(weights)} members need about {sum(seconds.values()):.1f} s, "
-                          f"{max(left, 0):.1f} s were left")
+            return None, (f"its {len(weights)} members need about {sum(seconds.values()) + sum(later.values()):.1f}"
+                          f" s{rows}, {max(left, 0):.1f} s were left")
         if len(kept) < len(weights):
-            note = f"{len(kept)} of its {len(weights)} members fit in the {left:.1f} s left"
+            note = f"{len(kept)} of its {len(weights)} members fit in the {left:.1f} s left{rows}"
             if library is not None:
                 try:
                     with deadline(clock):

@@ -81,8 +81,10 @@ class SearchReserve:
     halving, when the model is a booster, ``ROUNDS_SHARE`` of it; none for a trial whose rounds
     were ``read`` (its fits are then reserved with the rounds kept), nor for one the
     promotions settled: the search resumes after them in what they did not spend); the guard's answer after the search
-    (on a library one model larger than now); and the fits of an ensemble's other members
-    (at most ``ENSEMBLE_RESERVE`` in all, never more seconds than the search has run:
+    (on a library one model larger than now); and the fits of an ensemble's other members,
+    each with its fit on every row when the model gets one (``final_rows="all"``:
+    :func:`~metabo.tuning.final._ensemble_model` fits only the members whose fits on every
+    row fit too) (at most ``ENSEMBLE_RESERVE`` in all, never more seconds than the search has run:
     :func:`~metabo.tuning.final.members_reserve`). When the runners-up's fits would stop
     the search, the guard is asked whether there will be an ensemble (its answer kept until
     the library or the best trial changes) and its members' fits reserved, or none: a
@@ -195,7 +197,10 @@ class SearchReserve:
         own += parts["guard"]
         runners_up = sorted((r for r in opt.history.completed if r.ok and r.number != best.number
                              and affordable(r)), key=lambda r: (r.value, r.number))[:ENSEMBLE_RESERVE - 1]
-        likely = own + members_reserve((scored_fit(r) for r in runners_up), searched=clock.elapsed())
+        # a member's fit, and its fit on every row after it when the model gets one (_ensemble_model)
+        again = 1.0 + (max(self.setup.data.n_instances / max(self.refit_rows, 1), 1.0)
+                       if self.final_rows == "all" else 0.0)
+        likely = own + members_reserve((again * scored_fit(r) for r in runners_up), searched=clock.elapsed())
         if clock.trial_limit(likely) is not None:
             parts["members"] = likely - own
             return likely  # a trial starts either way: it is only kept short of the ensemble's fits
@@ -207,7 +212,7 @@ class SearchReserve:
         if choice is None or choice.kept != "ensemble":
             return own
         members = sorted((k for k in choice.weights if k != best.number), key=lambda k: -choice.weights[k])
-        member_fits = (scored_fit(opt.history[k]) for k in members[:ENSEMBLE_RESERVE - 1])
+        member_fits = (again * scored_fit(opt.history[k]) for k in members[:ENSEMBLE_RESERVE - 1])
         parts["members"] = members_reserve(member_fits, searched=clock.elapsed())
         return own + parts["members"]
 

@@ -538,13 +538,15 @@ def tune(
         except TimeBudgetExceeded:
             ensemble_note = "no time was left to choose an ensemble"
     if refit and best.ok:
+        grow = max(setup.data.n_instances / max(refit_rows, 1), 1.0)  # the fit on every row's seconds per second
         if model is not None and choice is not None and choice.kept == "ensemble":
             began = time.monotonic()
             fixed = _at(setup.protocol, best.number) is setup.protocol  # the model in hand: the ensemble's rows
             fitted, why = _ensemble_model(choice, opt.history, setup, seed=seed, metric=metric, clock=clock,
                                           growth=growth, refit_rows=refit_rows, writer=writer, library=library,
                                           single=best.number, single_params=fitted_best.params,
-                                          reuse=model if fixed else None)
+                                          reuse=model if fixed else None, reused_seconds=fitted_in,
+                                          every=grow if final_rows == "all" else 0.0)
             if fitted is None:
                 ensemble_note = f"the ensemble was not fitted ({why}): the selected configuration instead"
             else:  # its fit's seconds: the selected configuration's (when reused) and the others'
@@ -554,7 +556,6 @@ def tune(
             # ended in time to write the model it makes (or else the model in hand); not started
             # when the scored fit's measured seconds, grown to every row, would not end by then
             # (a compiled fit is cut only when it returns to Python)
-            grow = max(setup.data.n_instances / max(refit_rows, 1), 1.0)
             stop, grace, early = clock, DEADLINE_GRACE, ""
             if clock is not None and writer is not None:  # cut when only the write's time is left
                 stop, grace = clock.less(writer.predict(fitted_in * grow, len(model.members))), 0.0

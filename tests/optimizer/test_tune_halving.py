@@ -4,6 +4,7 @@ trials again on more, the selection the best of the largest rung, the model on e
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 import pandas as pd
@@ -354,3 +355,34 @@ def test_without_halving_a_booster_model_keeps_the_rounds_share_of_the_budget():
     forest = reserve(_records([("lightgbm", 0.30, 1.5), ("random_forest", 0.20, 1.0)]))
     assert forest() == pytest.approx(final_fit_seconds(forest.opt.history[1], train_rows=3000, final_rows=4000))
     assert "more rounds" not in forest.parts
+
+
+def test_the_members_reserve_counts_their_fits_on_every_row():
+    """SearchReserve by hand with a library of three models and a long search: the
+    runners-up's fits are reserved (members_reserve), each with its fit on every row when
+    the model gets one: 1 + 5,000 / 4,000 = 2.25 times those of ``final_rows="train+valid"``
+    (members_reserve is linear in the fits while the search has run longer than they take)."""
+    from types import SimpleNamespace
+
+    from metabo.ensembles.library import OutOfFoldLibrary
+    from metabo.optimizer.budget import TimeBudget
+    from metabo.tuning.final import FitGrowth
+    from metabo.tuning.reserve import GuardAnswers, SearchReserve
+
+    history = _records([("random_forest", 0.20, 2.0), ("extra_trees", 0.25, 1.0), ("random_forest", 0.30, 3.0)])
+    setup = SimpleNamespace(rungs=(), data=SimpleNamespace(n_instances=5000))
+    y = np.arange(300) % 2
+    library = OutOfFoldLibrary(y, 2, seed=0)
+    rng = np.random.default_rng(0)
+    for k in range(3):
+        p = rng.uniform(0.2, 0.8, len(y))
+        library.add(k, history[k].value, np.column_stack([1 - p, p]))
+    members = {}
+    for rows in ("train+valid", "all"):
+        reserve = SearchReserve(SimpleNamespace(history=history), setup,
+                                TimeBudget(1000.0, start=time.monotonic() - 500.0), GuardAnswers(library),
+                                FitGrowth(3000), refit_rows=4000, final_rows=rows)  # type: ignore[arg-type]
+        reserve()
+        members[rows] = reserve.parts["members"]
+    assert members["train+valid"] > 0
+    assert members["all"] == pytest.approx(2.25 * members["train+valid"])

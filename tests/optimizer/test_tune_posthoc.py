@@ -105,6 +105,46 @@ def test_the_members_writes_are_priced_with_their_fits(kept):
     assert fitted is not None and len(fitted[0].members_) >= 3
 
 
+@pytest.mark.slow
+def test_the_members_fits_on_every_row_are_priced_when_the_selections_fits(kept):
+    """With the fit on every row after the ensemble's (``every``: those rows over the
+    training + validation rows), a member is kept only when its fit on every row fits too,
+    at ``every`` times its expected seconds (half its margined prediction): the time that
+    keeps three members without it keeps two with it. When not even the selected
+    configuration's fit on every row fits, the members are counted as before (the ensemble
+    on training + validation rows is compared with a single model on the same rows)."""
+    from metabo.optimizer.budget import FINAL_FIT_MARGIN, final_fit_seconds
+    from metabo.tuning.final import FitGrowth, _ensemble_model
+    from metabo.tuning.session import prepare
+
+    setup = prepare(load_dataset("sklearn:breast_cancer"), kb=None, seed=0)
+    weights = kept.ensemble.weights
+    order = sorted(weights, key=lambda k: (-weights[k], k))
+    single = order[0]
+    kw = {"growth": FitGrowth(364, 5), "refit_rows": 455, "single": single}
+    f = [final_fit_seconds(kept.history[k], train_rows=364, final_rows=455, fits=5) for k in order[:3]]
+    every, m = 4.0, FINAL_FIT_MARGIN
+    later = [every * x / m for x in f]
+    two = max(f[0] + later[0], f[0] / m + later[0] + f[1] + later[1])
+    three = f[0] / m + later[0] + f[1] / m + later[1] + f[2] + later[2]
+    plain = f[0] / m + f[1] / m + f[2]  # three members without their fits on every row
+    assert max(two, plain) < three
+    left = (max(two, plain) + three) / 2
+
+    def fitted(every):
+        clock = TimeBudget(left + 60.0, start=time.monotonic() - 60.0)
+        return _ensemble_model(kept.ensemble, kept.history, setup, seed=0, metric="error_rate", clock=clock,
+                               every=every, **kw)
+
+    model, why = fitted(every)
+    assert model is not None and len(model[0].members_) == 2, why
+    assert why.startswith(f"2 of its {len(order)} members") and "with their fits on every row" in why
+    model, why = fitted(0.0)  # no fit on every row after it
+    assert model is not None and len(model[0].members_) >= 3 and "every row" not in why
+    model, why = fitted(2 * m * left / f[0] + 1.0)  # the selected configuration's alone does not fit
+    assert model is not None and len(model[0].members_) >= 3 and "every row" not in why
+
+
 def _two_class_model(y: np.ndarray, wrong: np.ndarray) -> np.ndarray:
     """Probabilities of the true class .9, except .4 on the rows ``wrong``."""
     p_true = np.full(len(y), 0.9)
