@@ -215,6 +215,13 @@ def _halving_reserve(chosen: Sequence[TrialRecord], sizes: Sequence[int], budget
     return min(seconds, HALVING_SHARE * budget)
 
 
+def every_row_growth(rows: int, refit_rows: int) -> float:
+    """A fit on every one of ``rows`` rows' seconds per second of the same fit on
+    ``refit_rows`` (training + validation) rows: linear in the rows, at least 1; how
+    :func:`~metabo.tuning.tune.tune` predicts the fit on every row from the measured one."""
+    return max(rows / max(refit_rows, 1), 1.0)
+
+
 def members_reserve(fits: Iterable[float], *, searched: float) -> float:
     """The seconds a search under a time budget reserves for an ensemble's members other
     than the best: the sum of their predicted ``fits`` without the margin they carry

@@ -22,6 +22,7 @@ from metabo.tuning.final import (
     FitGrowth,
     _halving_reserve,
     best_that_fits,
+    every_row_growth,
     first_promoted,
     members_reserve,
 )
@@ -198,7 +199,7 @@ class SearchReserve:
         runners_up = sorted((r for r in opt.history.completed if r.ok and r.number != best.number
                              and affordable(r)), key=lambda r: (r.value, r.number))[:ENSEMBLE_RESERVE - 1]
         # a member's fit, and its fit on every row after it when the model gets one (_ensemble_model)
-        again = 1.0 + (max(self.setup.data.n_instances / max(self.refit_rows, 1), 1.0)
+        again = 1.0 + (every_row_growth(self.setup.data.n_instances, self.refit_rows)
                        if self.final_rows == "all" else 0.0)
         likely = own + members_reserve((again * scored_fit(r) for r in runners_up), searched=clock.elapsed())
         if clock.trial_limit(likely) is not None:

@@ -98,6 +98,7 @@ from metabo.tuning.final import (
     _library,
     _promote,
     best_that_fits,
+    every_row_growth,
     final_model,
     fit_on_every_row,
     model_writer,
@@ -538,7 +539,7 @@ def tune(
         except TimeBudgetExceeded:
             ensemble_note = "no time was left to choose an ensemble"
     if refit and best.ok:
-        grow = max(setup.data.n_instances / max(refit_rows, 1), 1.0)  # the fit on every row's seconds per second
+        grow = every_row_growth(setup.data.n_instances, refit_rows)
         if model is not None and choice is not None and choice.kept == "ensemble":
             began = time.monotonic()
             fixed = _at(setup.protocol, best.number) is setup.protocol  # the model in hand: the ensemble's rows
